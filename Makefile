@@ -1,0 +1,24 @@
+# Two entry points: `make demo` and `make test`. Both create .venv and install pinned packages.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+
+.PHONY: setup demo test clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	rm -f $(VENV)/.installed-* && touch $@
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/grade config validate configs/demo.yaml
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,89 @@
+"""The `grade` command line. Stage commands live with their stage and are registered here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline.config import BatchConfig
+from pipeline.config_io import dump_yaml, expand_batch, load_batch, load_experiment, read_yaml
+from pipeline.errors import GradeError
+from pipeline.progress import console
+
+app = typer.Typer(
+    name="grade",
+    help="GRADE: generate realistic animated dynamic environments for robotics research.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+config_app = typer.Typer(help="Validate and inspect experiment and batch configs.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a key: --set simulation.duration=5 (repeatable)."),
+]
+
+
+def _is_batch(path: Path) -> bool:
+    data, _ = read_yaml(path)
+    return "base" in data and "base" in BatchConfig.model_fields
+
+
+@config_app.command("validate")
+def config_validate(
+    file: Annotated[Path, typer.Argument(help="Experiment or batch YAML file.")],
+    set_: SetOption = None,
+) -> None:
+    """Check a config: keys, types, physical invariants and input paths. Exit 2 on any problem."""
+    if _is_batch(file):
+        experiments = expand_batch(load_batch(file), file)
+        console.print(f"[green]ok[/green] {file}: batch of {len(experiments)} experiments")
+    else:
+        config = load_experiment(file, set_ or [])
+        console.print(f"[green]ok[/green] {file}: experiment {config.name!r}, seed {config.seed}")
+
+
+@config_app.command("show")
+def config_show(
+    file: Annotated[Path, typer.Argument(help="Experiment or batch YAML file.")],
+    set_: SetOption = None,
+) -> None:
+    """Print the resolved config with every default filled in (YAML on stdout)."""
+    if _is_batch(file):
+        for config in expand_batch(load_batch(file), file):
+            sys.stdout.write(f"--- # {config.name}\n{dump_yaml(config)}")
+    else:
+        sys.stdout.write(dump_yaml(load_experiment(file, set_ or [])))
+
+
+def main() -> None:
+    """Console-script entry point: user-facing errors become one paragraph and exit code 2."""
+    try:
+        app(standalone_mode=False)
+    except GradeError as exc:
+        console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        console.print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        console.print("interrupted; rerun the same command to resume")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

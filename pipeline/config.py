@@ -1,0 +1,449 @@
+"""Validated configuration models for an experiment and for a batch of experiments.
+
+This module is the one place where defaults live; `grade config show FILE` prints a config with
+every default filled in. Units: metres, seconds, degrees (named `*_deg`), hertz (`*_hz`).
+Paths to input data are resolved relative to the config file's folder; `output_dir` is relative to
+the current directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+PositiveInt = Annotated[int, Field(gt=0)]
+Vec3 = tuple[float, float, float]
+
+
+class Strict(BaseModel):
+    """Base for every config model: unknown keys are errors, assignments are validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class FloatRange(Strict):
+    """An inclusive range [min, max] sampled uniformly."""
+
+    min: float
+    max: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FloatRange:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+class IntRange(Strict):
+    """An inclusive integer range [min, max]."""
+
+    min: Annotated[int, Field(ge=0)]
+    max: Annotated[int, Field(ge=0)]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> IntRange:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+# ---------------------------------------------------------------- assets and scene
+
+
+class EnvironmentConfig(Strict):
+    """Where the static environment comes from."""
+
+    source: Literal["procedural", "front3d", "mesh", "package"] = "procedural"
+    path: Path | None = Field(None, description="house JSON, mesh file or converted package folder")
+    future_models: Path | None = Field(None, description="3D-FUTURE model folder (front3d only)")
+    textures: Path | None = Field(None, description="3D-Front texture folder (front3d only)")
+    room: str | None = Field(None, description="convert only this room id (front3d only)")
+    rooms: PositiveInt = Field(3, description="procedural: number of rooms/alcoves")
+    furniture: IntRange = Field(default_factory=lambda: IntRange(min=10, max=20))
+
+    @model_validator(mode="after")
+    def _path_needed(self) -> EnvironmentConfig:
+        if self.source != "procedural" and self.path is None:
+            raise ValueError(f"environment source {self.source!r} needs a 'path'")
+        return self
+
+
+class HumansConfig(Strict):
+    """Animated humans (or animals) placed collision-free in the environment."""
+
+    source: Literal["procedural", "amass", "smpl", "cloth3d", "gltf", "package"] = "procedural"
+    paths: list[Path] = Field(default_factory=list, description="files or folders of animations")
+    body_model: Path | None = Field(None, description="folder with the user's licensed SMPL/SMPL-H model files")
+    count: IntRange = Field(default_factory=lambda: IntRange(min=7, max=40))
+    max_tries: PositiveInt = 99
+    contact_threshold: Annotated[int, Field(ge=0)] = 200
+    fps: PositiveFloat = 30.0
+    reverse_playback: bool = Field(True, description="play animations forward then backward to loop smoothly")
+
+    @model_validator(mode="after")
+    def _paths_needed(self) -> HumansConfig:
+        if self.source != "procedural" and not self.paths:
+            raise ValueError(f"humans source {self.source!r} needs 'paths'")
+        if self.source in ("amass", "smpl") and self.body_model is None:
+            raise ValueError(f"humans source {self.source!r} needs 'body_model' (your licensed SMPL files)")
+        return self
+
+
+class FlyingObjectsConfig(Strict):
+    """Household objects that fly through the scene as kinematic bodies."""
+
+    source: Literal["procedural", "gso", "mesh", "package"] = "procedural"
+    paths: list[Path] = Field(default_factory=list)
+    count: IntRange = Field(default_factory=lambda: IntRange(min=0, max=10))
+    speed: FloatRange = Field(default_factory=lambda: FloatRange(min=0.1, max=0.6), description="m/s")
+    angular_speed_deg: FloatRange = Field(default_factory=lambda: FloatRange(min=0.0, max=90.0))
+    collision_check: bool = False
+
+    @model_validator(mode="after")
+    def _paths_needed(self) -> FlyingObjectsConfig:
+        if self.source != "procedural" and not self.paths:
+            raise ValueError(f"flying object source {self.source!r} needs 'paths'")
+        if self.speed.min < 0:
+            raise ValueError("speed.min must be >= 0")
+        return self
+
+
+# ---------------------------------------------------------------- sensors
+
+
+class Mount(Strict):
+    """A sensor pose in its parent link: translation (m) and roll/pitch/yaw (deg, XYZ extrinsic)."""
+
+    link: str = "base_link"
+    translation: Vec3 = (0.0, 0.0, 0.0)
+    rpy_deg: Vec3 = (0.0, 0.0, 0.0)
+
+
+class CameraConfig(Strict):
+    """A pinhole RGB-D camera. Give `fov_deg` (horizontal) or full intrinsics (fx, fy, cx, cy)."""
+
+    name: str
+    mount: Mount = Field(default_factory=Mount)
+    width: PositiveInt = 640
+    height: PositiveInt = 480
+    fov_deg: float | None = 90.0
+    intrinsics: tuple[PositiveFloat, PositiveFloat, float, float] | None = Field(
+        None, description="fx, fy, cx, cy in pixels; overrides fov_deg"
+    )
+    rate_hz: PositiveFloat = 30.0
+    near: PositiveFloat = 0.05
+    far: PositiveFloat = 100.0
+    outputs: list[Literal["rgb", "depth", "instance", "semantic", "normals", "flow", "boxes2d", "boxes3d"]] = Field(
+        default_factory=lambda: ["rgb", "depth", "instance", "semantic", "boxes2d", "boxes3d"]
+    )
+    to_bag: bool = Field(True, description="publish this camera in the ROS bags")
+    to_gt: bool = Field(True, description="write this camera's frames to gt/<name>/")
+    supersampling: Annotated[int, Field(ge=1, le=4)] = 1
+
+    @field_validator("fov_deg")
+    @classmethod
+    def _fov_range(cls, value: float | None) -> float | None:
+        if value is not None and not 0.0 < value < 180.0:
+            raise ValueError(f"fov_deg must be in (0, 180), got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> CameraConfig:
+        if self.fov_deg is None and self.intrinsics is None:
+            raise ValueError("give fov_deg or intrinsics")
+        if self.near >= self.far:
+            raise ValueError(f"near ({self.near}) must be < far ({self.far})")
+        return self
+
+
+class ImuConfig(Strict):
+    name: str
+    mount: Mount = Field(default_factory=Mount)
+    rate_hz: PositiveFloat = 240.0
+
+
+class LidarConfig(Strict):
+    name: str = "lidar"
+    mount: Mount = Field(default_factory=Mount)
+    channels: PositiveInt = 16
+    vertical_fov_deg: FloatRange = Field(default_factory=lambda: FloatRange(min=-15.0, max=15.0))
+    horizontal_fov_deg: Annotated[float, Field(gt=0, le=360)] = 360.0
+    horizontal_resolution_deg: Annotated[float, Field(gt=0, le=10)] = 0.4
+    min_range: NonNegFloat = 0.1
+    max_range: PositiveFloat = 30.0
+    rate_hz: PositiveFloat = 10.0
+
+    @model_validator(mode="after")
+    def _check(self) -> LidarConfig:
+        if self.min_range >= self.max_range:
+            raise ValueError(f"min_range ({self.min_range}) must be < max_range ({self.max_range})")
+        if self.vertical_fov_deg.min < -90 or self.vertical_fov_deg.max > 90:
+            raise ValueError("vertical_fov_deg must lie within [-90, 90]")
+        return self
+
+
+class SensorsConfig(Strict):
+    cameras: list[CameraConfig] = Field(default_factory=list)
+    imus: list[ImuConfig] = Field(default_factory=list)
+    lidar: LidarConfig | None = None
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> SensorsConfig:
+        names = [c.name for c in self.cameras] + [i.name for i in self.imus]
+        names += [self.lidar.name] if self.lidar else []
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"sensor names must be unique, repeated: {duplicates}")
+        return self
+
+
+# ---------------------------------------------------------------- robots
+
+
+class UavLimits(Strict):
+    """Paper defaults for the 6-DOF UAV."""
+
+    max_speed: PositiveFloat = 0.5
+    max_tilt_deg: Annotated[float, Field(ge=0, le=90)] = 25.0
+    lock_roll_pitch: bool = Field(False, description="'horizontal' flight: roll and pitch stay zero")
+    roll_pitch_rate_deg: PositiveFloat = 40.0
+    yaw_rate_deg: PositiveFloat = 30.0
+    z_band: FloatRange = Field(default_factory=lambda: FloatRange(min=0.5, max=2.5), description="flight altitude, m")
+
+
+class PidGains(Strict):
+    kp: NonNegFloat = 2.0
+    ki: NonNegFloat = 0.0
+    kd: NonNegFloat = 0.2
+
+
+class TiagoConfig(Strict):
+    model: Literal["physical", "lightweight"] = "lightweight"
+    max_speed: PositiveFloat = 1.0
+    max_yaw_rate_deg: PositiveFloat = 86.0
+    s_curve: Path | None = Field(None, description="calibrated S-curve network (.npz); built-in default if unset")
+
+
+class RobotConfig(Strict):
+    kind: Literal["uav", "tiago_omni"] = "uav"
+    uav: UavLimits = Field(default_factory=UavLimits)
+    position_gains: PidGains = Field(default_factory=PidGains)
+    attitude_gains: PidGains = Field(default_factory=lambda: PidGains(kp=3.0, ki=0.0, kd=0.1))
+    tiago: TiagoConfig = Field(default_factory=TiagoConfig)
+    sensors: SensorsConfig = Field(default_factory=SensorsConfig)
+
+
+class ExplorationConfig(Strict):
+    planner: Literal["frontier", "waypoints", "none"] = "frontier"
+    waypoints: list[Vec3] = Field(default_factory=list, description="x, y, z (m) for planner 'waypoints'")
+    map_resolution: PositiveFloat = 0.1
+    stop_explored_fraction: Annotated[float, Field(gt=0, le=1)] = 0.95
+    replan_period: PositiveFloat = 1.0
+    safety_margin: NonNegFloat = 0.3
+
+    @model_validator(mode="after")
+    def _waypoints(self) -> ExplorationConfig:
+        if self.planner == "waypoints" and not self.waypoints:
+            raise ValueError("planner 'waypoints' needs a non-empty 'waypoints' list")
+        return self
+
+
+# ---------------------------------------------------------------- simulation and outputs
+
+
+class RatesConfig(Strict):
+    """Recording rates (DESIGN.md §4); camera rates live on each camera."""
+
+    clock_hz: PositiveFloat = 240.0
+    tf_hz: PositiveFloat = 120.0
+    joint_states_hz: PositiveFloat = 120.0
+    pose_hz: PositiveFloat = 60.0
+    odom_hz: PositiveFloat = 60.0
+
+
+class RandomizationConfig(Strict):
+    light_intensity_scale: FloatRange = Field(default_factory=lambda: FloatRange(min=0.8, max=1.2))
+    light_color_temperature_k: FloatRange = Field(default_factory=lambda: FloatRange(min=4000, max=6500))
+    roughness: FloatRange = Field(default_factory=lambda: FloatRange(min=0.3, max=0.9))
+    during_run: bool = Field(False, description="also re-randomise lights during the run")
+    period: PositiveFloat = Field(5.0, description="seconds between re-randomisations when during_run")
+
+    @model_validator(mode="after")
+    def _check(self) -> RandomizationConfig:
+        if self.light_intensity_scale.min < 0 or self.roughness.min < 0 or self.roughness.max > 1:
+            raise ValueError("light_intensity_scale must be >= 0 and roughness within [0, 1]")
+        return self
+
+
+class SimulationConfig(Strict):
+    backend: Literal["embedded", "isaac"] = "embedded"
+    physics_hz: PositiveFloat = 240.0
+    duration: PositiveFloat = Field(60.0, description="experiment length after the bootstrap, s")
+    bootstrap: NonNegFloat = Field(1.0, description="settling period before the start marker, s")
+    rates: RatesConfig = Field(default_factory=RatesConfig)
+    randomization: RandomizationConfig = Field(default_factory=RandomizationConfig)
+
+
+class RecordingConfig(Strict):
+    bag_formats: list[Literal["ros1", "ros2"]] = Field(default_factory=lambda: ["ros2"])
+    ros2_storage: Literal["mcap", "sqlite3"] = "mcap"
+    depth_encoding: Literal["32FC1", "16UC1"] = Field("32FC1", description="32FC1 metres or 16UC1 millimetres")
+    depth_npy: bool = Field(False, description="also save float32 depth in metres as .npy")
+    human_vertices: bool = Field(False, description="save posed human vertices per frame (large)")
+
+
+class ImuNoise(Strict):
+    """Continuous-time noise densities and random walks (Kalibr convention)."""
+
+    accel_noise_density: NonNegFloat = 0.0028
+    accel_random_walk: NonNegFloat = 0.00086
+    gyro_noise_density: NonNegFloat = 0.00016
+    gyro_random_walk: NonNegFloat = 0.000022
+
+
+class PostprocessConfig(Strict):
+    imu_noise: ImuNoise | None = Field(default_factory=ImuNoise)
+    depth_noise_std_per_m2: NonNegFloat = Field(0.0, description="axial depth noise sigma = k * z^2")
+    motion_blur_exposure: NonNegFloat = Field(0.0, description="exposure time s; 0 disables blur")
+    rolling_shutter_readout: NonNegFloat = Field(0.0, description="row readout time s; 0 = global shutter")
+
+
+class ExperimentConfig(Strict):
+    """One experiment: a scene, a robot with sensors, a run length and what to record."""
+
+    name: str = "experiment"
+    seed: Annotated[int, Field(ge=0)] = 0
+    output_dir: Path = Path("runs/experiment")
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
+    humans: HumansConfig = Field(default_factory=HumansConfig)
+    flying_objects: FlyingObjectsConfig = Field(default_factory=FlyingObjectsConfig)
+    robot: RobotConfig = Field(default_factory=RobotConfig)
+    exploration: ExplorationConfig = Field(default_factory=ExplorationConfig)
+    simulation: SimulationConfig = Field(default_factory=SimulationConfig)
+    recording: RecordingConfig = Field(default_factory=RecordingConfig)
+    postprocess: PostprocessConfig = Field(default_factory=PostprocessConfig)
+
+    @model_validator(mode="after")
+    def _rates_divide_physics(self) -> ExperimentConfig:
+        physics = self.simulation.physics_hz
+        streams = {f"simulation.rates.{k}": v for k, v in self.simulation.rates.model_dump().items()}
+        sensors = self.robot.sensors
+        for i, cam in enumerate(sensors.cameras):
+            streams[f"robot.sensors.cameras.{i}.rate_hz"] = cam.rate_hz
+        for i, imu in enumerate(sensors.imus):
+            streams[f"robot.sensors.imus.{i}.rate_hz"] = imu.rate_hz
+        if sensors.lidar:
+            streams["robot.sensors.lidar.rate_hz"] = sensors.lidar.rate_hz
+        for key, rate in streams.items():
+            ratio = physics / rate
+            if rate > physics or abs(ratio - round(ratio)) > 1e-9:
+                raise ValueError(
+                    f"{key} = {rate:g} Hz must divide simulation.physics_hz = {physics:g} Hz "
+                    f"(e.g. {', '.join(f'{physics / n:g}' for n in (1, 2, 4, 8))})"
+                )
+        step = 1.0 / physics
+        for key in ("duration", "bootstrap"):
+            value = getattr(self.simulation, key)
+            if abs(value / step - round(value / step)) > 1e-6:
+                raise ValueError(f"simulation.{key} = {value} s must be a whole number of physics steps ({step:g} s)")
+        return self
+
+    @model_validator(mode="after")
+    def _links_exist(self) -> ExperimentConfig:
+        links = ROBOT_LINKS[self.robot.kind]
+        sensors = self.robot.sensors
+        mounts = [(f"cameras.{i}", c.mount) for i, c in enumerate(sensors.cameras)]
+        mounts += [(f"imus.{i}", m.mount) for i, m in enumerate(sensors.imus)]
+        mounts += [("lidar", sensors.lidar.mount)] if sensors.lidar else []
+        for key, mount in mounts:
+            if mount.link not in links:
+                raise ValueError(
+                    f"robot.sensors.{key}.mount.link {mount.link!r} is not a link of robot "
+                    f"{self.robot.kind!r}; expected one of {sorted(links)}"
+                )
+        return self
+
+    def resolve_paths(self, base: Path) -> ExperimentConfig:
+        """A copy with relative input paths made absolute against `base` (the config's folder)."""
+
+        def fix(p: Path | None) -> Path | None:
+            return None if p is None or p.is_absolute() else (base / p).resolve()
+
+        data = self.model_copy(deep=True)
+        env, humans, objects = data.environment, data.humans, data.flying_objects
+        for model, key in ((env, "path"), (env, "future_models"), (env, "textures"), (humans, "body_model")):
+            value = getattr(model, key)
+            if value is not None and not value.is_absolute():
+                setattr(model, key, fix(value))
+        humans.paths = [p if p.is_absolute() else fix(p) for p in humans.paths]
+        objects.paths = [p if p.is_absolute() else fix(p) for p in objects.paths]
+        if data.robot.tiago.s_curve is not None and not data.robot.tiago.s_curve.is_absolute():
+            data.robot.tiago.s_curve = fix(data.robot.tiago.s_curve)
+        return data
+
+    def input_paths(self) -> dict[str, Path]:
+        """Every input path with its key path, for existence checks."""
+        found: dict[str, Path] = {}
+        env = self.environment
+        for key in ("path", "future_models", "textures"):
+            if getattr(env, key) is not None:
+                found[f"environment.{key}"] = getattr(env, key)
+        for i, p in enumerate(self.humans.paths):
+            found[f"humans.paths.{i}"] = p
+        if self.humans.body_model is not None:
+            found["humans.body_model"] = self.humans.body_model
+        for i, p in enumerate(self.flying_objects.paths):
+            found[f"flying_objects.paths.{i}"] = p
+        if self.robot.tiago.s_curve is not None:
+            found["robot.tiago.s_curve"] = self.robot.tiago.s_curve
+        return found
+
+
+# Links a sensor may be mounted on, per robot. The robot models (simulation/robots) define the
+# same names; a test keeps the two in step.
+ROBOT_LINKS: dict[str, frozenset[str]] = {
+    "uav": frozenset({"base_link", "camera_link"}),
+    "tiago_omni": frozenset({"base_link", "torso_lift_link", "head_2_link", "base_laser_link"}),
+}
+
+
+# ---------------------------------------------------------------- batches
+
+
+class Variant(Strict):
+    """A named set of `key.path: value` overrides applied on top of the base experiment."""
+
+    name: str
+    set: dict[str, object] = Field(default_factory=dict)
+
+
+class ExecutorConfig(Strict):
+    kind: Literal["local", "ray", "slurm"] = "local"
+    workers: PositiveInt = 1
+    slurm_partition: str | None = None
+    slurm_time_min: PositiveInt = 240
+    slurm_cpus_per_task: PositiveInt = 2
+    slurm_mem_gb: PositiveInt = 16
+
+
+class BatchConfig(Strict):
+    """Many experiments: a base config crossed with seeds and variants."""
+
+    base: Path = Field(description="experiment YAML, relative to the batch file")
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0])
+    variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
+    output_dir: Path = Path("runs/batch")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+
+    @model_validator(mode="after")
+    def _unique(self) -> BatchConfig:
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variant names must be unique: {names}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be unique: {self.seeds}")
+        return self

@@ -1,0 +1,206 @@
+"""Loading configs from YAML: overrides, clear errors with file/key/line, batch expansion."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from pipeline.config import BatchConfig, ExperimentConfig
+from pipeline.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _line_map(node: yaml.Node, prefix: tuple = ()) -> dict[tuple, int]:
+    """Key path -> 1-based line number, so errors can point into the file."""
+    lines = {prefix: node.start_mark.line + 1}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = (*prefix, str(key_node.value))
+            lines.update(_line_map(value_node, key))
+            lines[key] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines.update(_line_map(item, (*prefix, str(i))))
+    return lines
+
+
+def read_yaml(path: str | Path) -> tuple[dict, dict[tuple, int]]:
+    """Parse a YAML mapping; returns the data and a key-path -> line map."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError("file not found", path)
+    text = path.read_text()
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", path) from exc
+    if data is None:
+        data, node = {}, None
+    if not isinstance(data, dict):
+        raise ConfigError(f"the top level must be a mapping of keys, got {type(data).__name__}", path)
+    return data, (_line_map(node) if node is not None else {})
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """'a.b.c=value' -> (['a','b','c'], value parsed as a YAML scalar/list)."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} must look like key.path=value", field="--set")
+    key, raw = text.split("=", 1)
+    parts = key.strip().split(".")
+    if not all(parts):
+        raise ConfigError(f"override {text!r} has an empty key", field="--set")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"override value {raw!r} is not valid YAML: {exc}", field=key) from exc
+    return parts, value
+
+
+def set_path(data: dict, parts: list[str], value: Any, label: str = "--set") -> None:
+    """Set data[a][b][c] = value, creating mappings; list items by integer index."""
+    node: Any = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        key_path = ".".join(parts[: i + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"index {part!r} out of range (list has {len(node)} items)", field=key_path)
+            if last:
+                node[int(part)] = value
+            else:
+                node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                node = node.setdefault(part, {})
+        else:
+            raise ConfigError(f"cannot set a key inside a {type(node).__name__} value", label, key_path)
+
+
+def apply_overrides(data: dict, overrides: list[str] | tuple[str, ...]) -> dict:
+    result = copy.deepcopy(data)
+    for text in overrides:
+        parts, value = parse_override(text)
+        set_path(result, parts, value)
+    return result
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The concrete types inside Optional/Union/list/dict/Annotated annotations."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(annotation) for t in _unwrap(arg)]
+    return [annotation]
+
+
+def _known_keys(model: type[BaseModel], loc: tuple) -> list[str]:
+    """Field names of the (nested) model at `loc`, for did-you-mean hints."""
+    candidates: list[Any] = [model]
+    for part in loc:
+        nxt: list[Any] = []
+        for cand in candidates:
+            origin = typing.get_origin(cand)
+            if isinstance(cand, type) and issubclass(cand, BaseModel) and isinstance(part, str):
+                if part in cand.model_fields:
+                    nxt += _unwrap(cand.model_fields[part].annotation)
+            elif origin in (list, tuple) and isinstance(part, int):
+                nxt += [t for a in typing.get_args(cand) if a is not Ellipsis for t in _unwrap(a)]
+        candidates = nxt
+    return sorted({k for c in candidates if isinstance(c, type) and issubclass(c, BaseModel) for k in c.model_fields})
+
+
+def format_validation_error(exc: ValidationError, model: type[BaseModel], file: Path | str,
+                            lines: dict[tuple, int]) -> ConfigError:
+    """One paragraph per problem: file, key path, line, what was expected and what was found."""
+    messages = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        key = ".".join(str(p) for p in loc)
+        line = lines.get(tuple(str(p) for p in loc)) if loc else None
+        at = f" (line {line})" if line else ""
+        if err["type"] == "extra_forbidden":
+            known = _known_keys(model, loc[:-1])
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            messages.append(f"{key}{at}: unknown key{hint} Expected one of: {', '.join(known)}.")
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            got = err.get("input")
+            shown = "" if isinstance(got, (dict, list)) or got is None else f" (got {got!r})"
+            # Model-level checks name their own key paths in the message.
+            messages.append(f"{key}{at}: {msg}{shown}." if key else f"{msg}{shown}.")
+    error = ConfigError(" ".join(messages), file)
+    error.key_path = ".".join(str(p) for p in exc.errors()[0]["loc"]) if exc.errors() else ""
+    return error
+
+
+def validate_model(model: type[M], data: dict, file: Path | str, lines: dict[tuple, int] | None = None) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise format_validation_error(exc, model, file, lines or {}) from None
+
+
+def check_input_paths(config: ExperimentConfig, file: Path | str) -> None:
+    for key, path in config.input_paths().items():
+        if not path.exists():
+            raise ConfigError(f"path does not exist: {path} (relative paths are read from the config's folder)",
+                              file, key)
+
+
+def load_experiment(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
+                    check_paths: bool = True) -> ExperimentConfig:
+    """Read, override, validate and resolve an experiment config."""
+    path = Path(path)
+    data, lines = read_yaml(path)
+    data = apply_overrides(data, overrides)
+    config = validate_model(ExperimentConfig, data, path, lines).resolve_paths(path.parent.resolve())
+    if check_paths:
+        check_input_paths(config, path)
+    return config
+
+
+def load_batch(path: str | Path) -> BatchConfig:
+    path = Path(path)
+    data, lines = read_yaml(path)
+    batch = validate_model(BatchConfig, data, path, lines)
+    if not batch.base.is_absolute():
+        batch.base = (path.parent / batch.base).resolve()
+    return batch
+
+
+def expand_batch(batch: BatchConfig, batch_file: str | Path = "batch") -> list[ExperimentConfig]:
+    """Every (variant, seed) experiment of a batch, each with its own name and output folder."""
+    base_data, lines = read_yaml(batch.base)
+    experiments = []
+    for variant in batch.variants:
+        for seed in batch.seeds:
+            data = copy.deepcopy(base_data)
+            for key, value in variant.set.items():
+                set_path(data, key.split("."), value, label=str(batch_file))
+            name = f"{variant.name}-seed{seed}"
+            data.update(seed=seed, name=name, output_dir=str(batch.output_dir / name))
+            config = validate_model(ExperimentConfig, data, f"{batch.base} (variant {variant.name!r})", lines)
+            config = config.resolve_paths(batch.base.parent)
+            check_input_paths(config, batch.base)
+            experiments.append(config)
+    return experiments
+
+
+def dump_yaml(model: BaseModel) -> str:
+    """A resolved config as YAML, every default included."""
+    return yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False, default_flow_style=None, width=100)

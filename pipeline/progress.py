@@ -1,0 +1,81 @@
+"""Progress bars and logging used by every long-running stage."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+T = TypeVar("T")
+
+# Progress and logs go to stderr so stdout stays parseable (e.g. `grade config show`).
+console = Console(stderr=True)
+
+
+def _quiet() -> bool:
+    return os.environ.get("GRADE_QUIET", "") not in ("", "0")
+
+
+def get_logger(name: str) -> logging.Logger:
+    """A logger under the `grade` hierarchy, printed through rich on stderr."""
+    root = logging.getLogger("grade")
+    if not root.handlers:
+        handler = RichHandler(console=console, show_time=False, show_path=False, markup=False)
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING if _quiet() else logging.INFO)
+        root.propagate = False
+    return root.getChild(name)
+
+
+def make_progress(*extra_columns) -> Progress:
+    """A rich Progress with bar, counts, elapsed time and ETA (plus any extra columns)."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        *extra_columns,
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=_quiet() or not sys.stderr.isatty() and os.environ.get("GRADE_PROGRESS") != "1",
+        transient=False,
+    )
+
+
+def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
+    """Iterate with a progress bar."""
+    if total is None and hasattr(items, "__len__"):
+        total = len(items)  # type: ignore[arg-type]
+    with make_progress() as progress:
+        task = progress.add_task(description, total=total)
+        for item in items:
+            yield item
+            progress.advance(task)
+
+
+@contextmanager
+def progress_task(description: str, total: float | None, *extra_columns):
+    """Context manager yielding `advance(n=1, **fields)` for a single-task progress bar."""
+    with make_progress(*extra_columns) as progress:
+        task = progress.add_task(description, total=total)
+
+        def advance(n: float = 1, **fields) -> None:
+            progress.update(task, advance=n, **fields)
+
+        yield advance

@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.config import ROBOT_LINKS, ExperimentConfig
+from pipeline.config_io import apply_overrides, expand_batch, load_batch, load_experiment
+from pipeline.errors import ConfigError
+
+from conftest import CONFIGS
+
+
+def write(tmp_path: Path, data: dict, name: str = "exp.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def demo_data() -> dict:
+    return yaml.safe_load((CONFIGS / "demo.yaml").read_text())
+
+
+def test_demo_config_is_valid_and_small():
+    config = load_experiment(CONFIGS / "demo.yaml")
+    assert config.robot.kind == "uav"
+    assert config.environment.source == "procedural"
+    assert config.simulation.duration == 10.0
+    cam = config.robot.sensors.cameras[0]
+    assert (cam.width, cam.height) == (640, 480)
+
+
+def test_defaults_follow_the_paper():
+    config = ExperimentConfig()
+    assert config.simulation.physics_hz == 240
+    assert config.simulation.duration == 60.0 and config.simulation.bootstrap == 1.0
+    rates = config.simulation.rates
+    assert (rates.clock_hz, rates.tf_hz, rates.joint_states_hz, rates.pose_hz, rates.odom_hz) == (240, 120, 120, 60, 60)
+    uav = config.robot.uav
+    assert (uav.max_speed, uav.max_tilt_deg, uav.roll_pitch_rate_deg, uav.yaw_rate_deg) == (0.5, 25, 40, 30)
+    assert (config.humans.max_tries, config.humans.contact_threshold) == (99, 200)
+
+
+def test_misspelled_key_names_file_line_and_suggestion(tmp_path):
+    data = demo_data()
+    data["simulation"]["physcs_hz"] = data["simulation"].pop("physics_hz")
+    path = write(tmp_path, data)
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    text = str(err.value)
+    assert str(path) in text
+    assert "simulation.physcs_hz" in text
+    assert "did you mean 'physics_hz'" in text
+    assert "(line " in text
+
+
+def test_misspelled_nested_list_key(tmp_path):
+    data = demo_data()
+    data["robot"]["sensors"]["cameras"][0]["widht"] = 320
+    with pytest.raises(ConfigError, match=r"robot\.sensors\.cameras\.0\.widht.*did you mean 'width'"):
+        load_experiment(write(tmp_path, data))
+
+
+def test_wrong_type_names_key_and_value(tmp_path):
+    data = demo_data()
+    data["simulation"]["duration"] = "long"
+    with pytest.raises(ConfigError, match=r"simulation\.duration.*'long'"):
+        load_experiment(write(tmp_path, data))
+
+
+@pytest.mark.parametrize(
+    ("override", "pattern"),
+    [
+        ("robot.sensors.cameras.0.rate_hz=7", r"rate_hz = 7 Hz must divide simulation.physics_hz = 240"),
+        ("simulation.rates.tf_hz=100", r"tf_hz = 100 Hz must divide"),
+        ("robot.sensors.imus.0.rate_hz=480", r"must divide"),
+        ("simulation.duration=-1", r"simulation.duration.*greater than 0"),
+        ("simulation.duration=0.001", r"whole number of physics steps"),
+        ("humans.count.min=50", r"humans.count.*min \(50\) must be <= max \(5\)"),
+        ("robot.sensors.cameras.0.fov_deg=0", r"fov_deg must be in \(0, 180\)"),
+        ("robot.sensors.cameras.0.near=200", r"near \(200.0\) must be < far"),
+        ("robot.sensors.imus.0.mount.link=wing", r"'wing' is not a link of robot 'uav'"),
+        ("environment.source=front3d", r"needs a 'path'"),
+        ("environment.source=front3d", r"environment"),
+        ("exploration.planner=waypoints", r"needs a non-empty 'waypoints'"),
+    ],
+)
+def test_physical_invariants(override, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        load_experiment(CONFIGS / "demo.yaml", [override])
+
+
+def test_overrides_parse_yaml_values():
+    config = load_experiment(
+        CONFIGS / "demo.yaml",
+        ["simulation.duration=2.5", "robot.kind=tiago_omni", "robot.sensors.cameras.0.mount.link=head_2_link",
+         "robot.sensors.imus=[]", "recording.bag_formats=[ros1, ros2]", "seed=7"],
+    )
+    assert config.simulation.duration == 2.5
+    assert config.robot.kind == "tiago_omni"
+    assert config.robot.sensors.imus == []
+    assert config.recording.bag_formats == ["ros1", "ros2"]
+    assert config.seed == 7
+
+
+def test_override_errors():
+    with pytest.raises(ConfigError, match="key.path=value"):
+        apply_overrides({}, ["novalue"])
+    with pytest.raises(ConfigError, match="out of range"):
+        apply_overrides({"a": [1]}, ["a.3=2"])
+
+
+def test_missing_input_path_is_an_error_relative_to_config_folder(tmp_path):
+    data = demo_data()
+    data["environment"] = {"source": "front3d", "path": "houses/missing.json"}
+    path = write(tmp_path, data)
+    with pytest.raises(ConfigError, match=r"environment\.path.*does not exist.*houses/missing\.json"):
+        load_experiment(path)
+    (tmp_path / "houses").mkdir()
+    (tmp_path / "houses" / "missing.json").write_text("{}")
+    config = load_experiment(path)
+    assert config.environment.path == (tmp_path / "houses" / "missing.json").resolve()
+
+
+def test_not_a_mapping_and_bad_yaml(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- just\n- a list\n")
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        load_experiment(bad)
+    bad.write_text("a: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML at line"):
+        load_experiment(bad)
+    with pytest.raises(ConfigError, match="file not found"):
+        load_experiment(tmp_path / "nope.yaml")
+
+
+def test_batch_expands_seeds_and_variants():
+    batch = load_batch(CONFIGS / "batch-example.yaml")
+    experiments = expand_batch(batch, CONFIGS / "batch-example.yaml")
+    assert len(experiments) == 6
+    names = [e.name for e in experiments]
+    assert len(set(names)) == 6
+    horizontal = [e for e in experiments if e.name.startswith("horizontal")]
+    assert all(e.robot.uav.lock_roll_pitch for e in horizontal)
+    assert sorted({e.seed for e in experiments}) == [1, 2, 3]
+    assert all(str(e.output_dir).startswith("runs/batch-example/") for e in experiments)
+
+
+def test_batch_variant_error_names_variant(tmp_path):
+    (tmp_path / "demo.yaml").write_text((CONFIGS / "demo.yaml").read_text())
+    path = write(tmp_path, {"base": "demo.yaml", "variants": [{"name": "bad", "set": {"simulation.physics_hz": 100}}]},
+                 "batch.yaml")
+    with pytest.raises(ConfigError, match="variant 'bad'.*must divide"):
+        expand_batch(load_batch(path), path)
+
+
+def test_robot_links_cover_demo_mounts():
+    config = load_experiment(CONFIGS / "demo.yaml")
+    for cam in config.robot.sensors.cameras:
+        assert cam.mount.link in ROBOT_LINKS["uav"]
