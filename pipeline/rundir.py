@@ -227,3 +227,21 @@ def read_run_info(run_dir: str | Path) -> RunInfo:
         return RunInfo.model_validate_json(path.read_text())
     except ValueError as exc:
         raise InputError(f"invalid run.json: {exc}", path) from exc
+
+
+def load_npz_checked(path: str | Path, required: list[str]) -> dict:
+    """Load an .npz into a dict, with a clear error for a missing/corrupt file or missing arrays."""
+    import numpy as np
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("file not found", path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(f"not a readable .npz file ({exc})", path) from exc
+    missing = [key for key in required if key not in arrays]
+    if missing:
+        raise InputError(f"missing arrays {missing}; found {sorted(arrays)}", path, missing[0])
+    return arrays

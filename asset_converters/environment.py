@@ -1,0 +1,139 @@
+"""Environment packages: floor polygon, occupancy maps, collision mesh and USD.
+
+The floor polygon is the union of the floor triangles projected on XY (a true, possibly
+non-convex outline with holes). `occupancy.npz` holds a 2D map (0 free, 1 occupied, 2 outside the
+floor polygon) at `resolution` for the robot height band, and a 3D voxel grid of surfaces.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import shapely
+import trimesh
+from shapely.geometry import mapping
+
+from asset_converters.package import AssetMeta, EnvironmentInfo, SourceInfo, write_package
+from asset_converters.parts import Light, SceneMesh
+from asset_converters.usd_io import ROOT, add_light, add_material, add_mesh, create_stage, prim_name
+from pipeline.errors import InputError
+
+OCCUPANCY_RESOLUTION = 0.05  # m, 2D map cell
+VOXEL_SIZE = 0.1  # m, 3D grid cell
+# Obstacles between these heights above the floor block a ground robot in the 2D map.
+OBSTACLE_BAND = (0.05, 1.9)
+
+
+def floor_polygon(meshes: list[SceneMesh]) -> shapely.MultiPolygon:
+    """Union of the XY projections of the floor triangles."""
+    triangles = []
+    for mesh in meshes:
+        if mesh.is_floor:
+            corners = mesh.vertices[mesh.faces][:, :, :2]
+            triangles += [shapely.Polygon(t) for t in corners]
+    triangles = [t for t in triangles if t.is_valid and t.area > 1e-9]
+    if not triangles:
+        raise InputError("the environment has no floor triangles, so it has no floor polygon", field="floor")
+    union = shapely.union_all(triangles, grid_size=1e-6)
+    union = union.buffer(0)
+    polygons = [g for g in getattr(union, "geoms", [union]) if isinstance(g, shapely.Polygon) and g.area > 1e-6]
+    return shapely.MultiPolygon(polygons)
+
+
+def _surface_points(mesh: trimesh.Trimesh, spacing: float) -> np.ndarray:
+    """Points on the surface no farther apart than `spacing` (subdivided vertices)."""
+    vertices, _ = trimesh.remesh.subdivide_to_size(mesh.vertices, mesh.faces, max_edge=spacing, max_iter=20)
+    return vertices
+
+
+def occupancy(meshes: list[SceneMesh], polygon: shapely.MultiPolygon, floor_height: float,
+              resolution: float = OCCUPANCY_RESOLUTION, voxel: float = VOXEL_SIZE) -> dict[str, np.ndarray]:
+    """2D obstacle map and 3D surface voxel grid over the environment's bounds."""
+    all_vertices = np.concatenate([m.vertices for m in meshes])
+    lo, hi = all_vertices.min(axis=0), all_vertices.max(axis=0)
+    points = np.concatenate([
+        _surface_points(trimesh.Trimesh(m.vertices, m.faces, process=False), min(resolution, voxel) * 0.5)
+        for m in meshes if not m.is_floor
+    ] or [np.zeros((0, 3))])
+
+    shape3 = np.maximum(np.ceil((hi - lo) / voxel).astype(int), 1)
+    grid3 = np.zeros(shape3, dtype=bool)
+    idx = np.clip(((points - lo) / voxel).astype(int), 0, shape3 - 1)
+    grid3[tuple(idx.T)] = True
+    floor_idx = np.clip(((np.concatenate([m.vertices for m in meshes if m.is_floor]) - lo) / voxel).astype(int),
+                        0, shape3 - 1)
+    grid3[tuple(floor_idx.T)] = True
+
+    shape2 = np.maximum(np.ceil((hi[:2] - lo[:2]) / resolution).astype(int), 1)
+    grid2 = np.zeros(shape2, dtype=np.uint8)
+    band = (points[:, 2] >= floor_height + OBSTACLE_BAND[0]) & (points[:, 2] <= floor_height + OBSTACLE_BAND[1])
+    idx2 = np.clip(((points[band, :2] - lo[:2]) / resolution).astype(int), 0, shape2 - 1)
+    centers_x = lo[0] + (np.arange(shape2[0]) + 0.5) * resolution
+    centers_y = lo[1] + (np.arange(shape2[1]) + 0.5) * resolution
+    gx, gy = np.meshgrid(centers_x, centers_y, indexing="ij")
+    inside = shapely.contains_xy(polygon, gx, gy)
+    grid2[~inside] = 2
+    grid2[tuple(idx2.T)] = 1
+    return {
+        "map2d": grid2, "map2d_origin": lo[:2].astype(np.float64), "map2d_resolution": np.array(resolution),
+        "voxels": grid3, "voxels_origin": lo.astype(np.float64), "voxel_size": np.array(voxel),
+        "legend": np.array(["free", "occupied", "outside"]),
+    }
+
+
+def validate_meshes(meshes: list[SceneMesh], where: str) -> None:
+    if not meshes:
+        raise InputError("no meshes", where)
+    for mesh in meshes:
+        if len(mesh.vertices) < 3 or len(mesh.faces) == 0:
+            raise InputError("empty mesh", where, mesh.name)
+        if not np.isfinite(mesh.vertices).all():
+            raise InputError("non-finite vertex coordinates", where, mesh.name)
+        if mesh.faces.min() < 0 or mesh.faces.max() >= len(mesh.vertices):
+            raise InputError("face index out of range", where, mesh.name)
+        if mesh.uvs is not None and len(mesh.uvs) != len(mesh.vertices):
+            raise InputError(f"{len(mesh.uvs)} uvs for {len(mesh.vertices)} vertices", where, mesh.name)
+
+
+def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out: str | Path, source: SourceInfo,
+                              input_hash: str) -> Path:
+    """Write asset.usdc (one prim per piece, grouped by category), collision.stl, occupancy.npz, meta."""
+    out = Path(out)
+    validate_meshes(meshes, f"environment {out.name!r}")
+    polygon = floor_polygon(meshes)
+    floor_vertices = np.concatenate([m.vertices for m in meshes if m.is_floor])
+    floor_height = float(np.median(floor_vertices[:, 2]))
+
+    def build(folder: Path) -> AssetMeta:
+        stage = create_stage(folder / "asset.usdc")
+        labels, used = {}, set()
+        for mesh in meshes:
+            name = prim_name(mesh.name)
+            while name in used:
+                name += "_"
+            used.add(name)
+            path = f"{ROOT}/{prim_name(mesh.category)}/{name}"
+            material = add_material(stage, mesh.material, folder)
+            add_mesh(stage, path, mesh.vertices, mesh.faces, mesh.uvs, material, mesh.semantic_label,
+                     double_sided=mesh.category == "architecture")
+            labels[path] = mesh.semantic_label
+        for light in lights:
+            add_light(stage, light)
+        stage.GetRootLayer().Save()
+        combined = trimesh.util.concatenate([trimesh.Trimesh(m.vertices, m.faces, process=False) for m in meshes])
+        combined.export(folder / "collision.stl")
+        grids = occupancy(meshes, polygon, floor_height)
+        with open(folder / "occupancy.npz", "wb") as handle:
+            np.savez_compressed(handle, **grids)
+        lo, hi = combined.bounds
+        return AssetMeta(
+            id=out.name, kind="environment", converter=source.dataset, source=source, semantic_labels=labels,
+            environment=EnvironmentInfo(
+                bounds=(tuple(map(float, lo)), tuple(map(float, hi))), floor_height=floor_height,
+                floor_polygon=mapping(polygon), floor_area=float(polygon.area), lights=len(lights),
+                occupancy_resolution=OCCUPANCY_RESOLUTION, voxel_size=VOXEL_SIZE,
+            ),
+        )
+
+    return write_package(out, input_hash, build)

@@ -1,0 +1,43 @@
+"""Object packages (flying objects, GSO, generic meshes): USD, convex collision hull, meta."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import trimesh
+
+from asset_converters.environment import validate_meshes
+from asset_converters.package import AssetMeta, ObjectInfo, SourceInfo, write_package
+from asset_converters.parts import SceneMesh
+from asset_converters.usd_io import ROOT, add_material, add_mesh, create_stage, prim_name, set_semantic_label
+from pipeline.errors import InputError
+
+
+def write_object_package(meshes: list[SceneMesh], label: str, out: str | Path, source: SourceInfo,
+                         input_hash: str) -> Path:
+    """An object: its meshes under /asset (labelled), `collision.stl` = convex hull of all of them."""
+    out = Path(out)
+    validate_meshes(meshes, f"object {out.name!r}")
+    vertices = np.concatenate([m.vertices for m in meshes])
+    hull = trimesh.Trimesh(vertices, process=False).convex_hull if len(vertices) >= 4 else None
+    if hull is None or hull.volume <= 1e-12:
+        raise InputError("degenerate mesh: its convex hull has no volume", f"object {out.name!r}", "vertices")
+
+    def build(folder: Path) -> AssetMeta:
+        stage = create_stage(folder / "asset.usdc")
+        set_semantic_label(stage.GetPrimAtPath(ROOT), label)
+        labels = {ROOT: label}
+        for mesh in meshes:
+            path = f"{ROOT}/{prim_name(mesh.name)}"
+            add_mesh(stage, path, mesh.vertices, mesh.faces, mesh.uvs, add_material(stage, mesh.material, folder), label)
+            labels[path] = label
+        stage.GetRootLayer().Save()
+        hull.export(folder / "collision.stl")
+        lo, hi = vertices.min(axis=0), vertices.max(axis=0)
+        return AssetMeta(
+            id=out.name, kind="object", converter=source.dataset, source=source, semantic_labels=labels,
+            object=ObjectInfo(extents=tuple(map(float, hi - lo)), center=tuple(map(float, (hi + lo) / 2))),
+        )
+
+    return write_package(out, input_hash, build)

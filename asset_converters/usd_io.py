@@ -1,0 +1,312 @@
+"""Writing and reading the USD side of asset packages with usd-core (pxr).
+
+Stages are Z-up with metersPerUnit = 1 and a default prim `/asset`, so a scene can reference a
+package without knowing its internals. Semantic labels are written both as Isaac Sim's
+`semantics:labels:class` (UsdSemantics.LabelsAPI) and the legacy `semantic:Semantics:params:*`
+attributes, so Replicator annotators see them in either Isaac Sim generation.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdLux, UsdShade, UsdSkel, Vt
+
+from asset_converters.parts import Animation, Light, Material, PointCacheMesh, SkinnedMesh
+from pipeline.errors import InputError
+
+ROOT = "/asset"
+
+
+def prim_name(text: str) -> str:
+    """A valid USD prim name from any string."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", text) or "_"
+    return f"_{name}" if name[0].isdigit() else name
+
+
+def create_stage(path: str | Path, fps: float | None = None, frame_count: int | None = None) -> Usd.Stage:
+    stage = Usd.Stage.CreateNew(str(path))
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    root = UsdGeom.Xform.Define(stage, ROOT)
+    stage.SetDefaultPrim(root.GetPrim())
+    if fps is not None:
+        stage.SetTimeCodesPerSecond(fps)
+        stage.SetFramesPerSecond(fps)
+        stage.SetStartTimeCode(0)
+        stage.SetEndTimeCode(max((frame_count or 1) - 1, 0))
+    return stage
+
+
+def set_semantic_label(prim: Usd.Prim, label: str) -> None:
+    prim.CreateAttribute("semantics:labels:class", Sdf.ValueTypeNames.TokenArray).Set([label])
+    prim.CreateAttribute("semantic:Semantics:params:semanticType", Sdf.ValueTypeNames.String).Set("class")
+    prim.CreateAttribute("semantic:Semantics:params:semanticData", Sdf.ValueTypeNames.String).Set(label)
+
+
+def get_semantic_label(prim: Usd.Prim) -> str | None:
+    """The nearest semantic label on the prim or its ancestors."""
+    while prim and prim.IsValid():
+        attr = prim.GetAttribute("semantics:labels:class")
+        if attr and attr.HasAuthoredValue() and len(attr.Get()):
+            return str(attr.Get()[0])
+        legacy = prim.GetAttribute("semantic:Semantics:params:semanticData")
+        if legacy and legacy.HasAuthoredValue():
+            return str(legacy.Get())
+        prim = prim.GetParent()
+    return None
+
+
+def add_material(stage: Usd.Stage, material: Material, package_dir: Path) -> UsdShade.Material:
+    """A UsdPreviewSurface material; a texture file is copied into the package's textures/."""
+    path = f"{ROOT}/materials/{prim_name(material.name)}"
+    existing = stage.GetPrimAtPath(path)
+    if existing:
+        return UsdShade.Material(existing)
+    mat = UsdShade.Material.Define(stage, path)
+    shader = UsdShade.Shader.Define(stage, f"{path}/surface")
+    shader.CreateIdAttr("UsdPreviewSurface")
+    shader.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(float(material.roughness))
+    shader.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(float(material.metallic))
+    color_input = shader.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f)
+    color_input.Set(Gf.Vec3f(*material.base_color))
+    if material.texture is not None:
+        source = Path(material.texture)
+        if not source.is_file():
+            raise InputError("texture file not found", source)
+        textures = package_dir / "textures"
+        textures.mkdir(exist_ok=True)
+        target = textures / f"{prim_name(material.name)}{source.suffix.lower()}"
+        shutil.copyfile(source, target)
+        reader = UsdShade.Shader.Define(stage, f"{path}/st_reader")
+        reader.CreateIdAttr("UsdPrimvarReader_float2")
+        reader.CreateInput("varname", Sdf.ValueTypeNames.Token).Set("st")
+        tex = UsdShade.Shader.Define(stage, f"{path}/texture")
+        tex.CreateIdAttr("UsdUVTexture")
+        tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(f"./textures/{target.name}")
+        tex.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(reader.ConnectableAPI(), "result")
+        tex.CreateInput("wrapS", Sdf.ValueTypeNames.Token).Set("repeat")
+        tex.CreateInput("wrapT", Sdf.ValueTypeNames.Token).Set("repeat")
+        color_input.ConnectToSource(tex.ConnectableAPI(), "rgb")
+    mat.CreateSurfaceOutput().ConnectToSource(shader.ConnectableAPI(), "surface")
+    return mat
+
+
+def _set_mesh_topology(mesh: UsdGeom.Mesh, faces: np.ndarray, uvs: np.ndarray | None) -> None:
+    faces = np.asarray(faces, dtype=np.int32)
+    mesh.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(faces), 3, dtype=np.int32)))
+    mesh.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(faces.reshape(-1)))
+    mesh.CreateSubdivisionSchemeAttr(UsdGeom.Tokens.none)
+    if uvs is not None:
+        st = UsdGeom.PrimvarsAPI(mesh).CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray, UsdGeom.Tokens.vertex)
+        st.Set(Vt.Vec2fArray.FromNumpy(np.asarray(uvs, dtype=np.float32)))
+
+
+def add_mesh(stage: Usd.Stage, path: str, vertices: np.ndarray, faces: np.ndarray, uvs: np.ndarray | None,
+             material: UsdShade.Material | None, label: str | None, double_sided: bool = False) -> UsdGeom.Mesh:
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    points = np.asarray(vertices, dtype=np.float32)
+    mesh.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(points))
+    mesh.CreateExtentAttr([Gf.Vec3f(*points.min(axis=0).tolist()), Gf.Vec3f(*points.max(axis=0).tolist())])
+    mesh.CreateDoubleSidedAttr(double_sided)
+    _set_mesh_topology(mesh, faces, uvs)
+    if material is not None:
+        UsdShade.MaterialBindingAPI.Apply(mesh.GetPrim()).Bind(material)
+    if label:
+        set_semantic_label(mesh.GetPrim(), label)
+    return mesh
+
+
+def add_light(stage: Usd.Stage, light: Light) -> UsdLux.SphereLight:
+    lux = UsdLux.SphereLight.Define(stage, f"{ROOT}/lights/{prim_name(light.name)}")
+    lux.CreateIntensityAttr(float(light.intensity))
+    lux.CreateColorAttr(Gf.Vec3f(*light.color))
+    lux.CreateRadiusAttr(float(light.radius))
+    UsdGeom.XformCommonAPI(lux).SetTranslate(Gf.Vec3d(*light.position))
+    return lux
+
+
+def _gf_matrix(m: np.ndarray) -> Gf.Matrix4d:
+    return Gf.Matrix4d(np.asarray(m, dtype=np.float64).T.tolist())  # column- to row-vector convention
+
+
+def joint_paths(names: list[str], parents: np.ndarray) -> list[str]:
+    """UsdSkel joint paths ('pelvis', 'pelvis/spine', ...) from names and parent indices."""
+    paths: list[str] = []
+    for j, name in enumerate(names):
+        leaf = prim_name(name)
+        paths.append(leaf if parents[j] < 0 else f"{paths[parents[j]]}/{leaf}")
+    return paths
+
+
+def add_skel_animation(stage: Usd.Stage, anim: Animation, package_dir: Path, bake_points: bool = False) -> str:
+    """Write the skeleton, its time-sampled SkelAnimation and the skinned meshes under /asset/<name>.
+
+    With `bake_points`, skinned meshes are written as time-sampled points instead (no UsdSkel
+    binding), for consumers that do not evaluate UsdSkel. Point caches are always time-sampled.
+    Returns the SkelRoot path.
+    """
+    from asset_converters.animated import joint_world_transforms, skin_vertices
+
+    root_path = f"{ROOT}/{prim_name(anim.name)}"
+    skel_root = UsdSkel.Root.Define(stage, root_path)
+    set_semantic_label(skel_root.GetPrim(), anim.semantic_label)
+    paths = joint_paths(anim.joint_names, anim.parents)
+    skeleton = UsdSkel.Skeleton.Define(stage, f"{root_path}/skeleton")
+    skeleton.CreateJointsAttr(paths)
+    skeleton.CreateJointNamesAttr([str(n) for n in anim.joint_names])
+    bind = np.asarray(anim.bind_world, dtype=np.float64)
+    skeleton.CreateBindTransformsAttr(Vt.Matrix4dArray([_gf_matrix(m) for m in bind]))
+    rest_local = np.array([bind[j] if p < 0 else np.linalg.inv(bind[p]) @ bind[j] for j, p in enumerate(anim.parents)])
+    skeleton.CreateRestTransformsAttr(Vt.Matrix4dArray([_gf_matrix(m) for m in rest_local]))
+
+    skel_anim = UsdSkel.Animation.Define(stage, f"{root_path}/animation")
+    skel_anim.CreateJointsAttr(paths)
+    translations, rotations = skel_anim.CreateTranslationsAttr(), skel_anim.CreateRotationsAttr()
+    scales = skel_anim.CreateScalesAttr()
+    scales.Set(Vt.Vec3hArray([Gf.Vec3h(1, 1, 1)] * len(paths)))
+    for frame in range(anim.frame_count):
+        translations.Set(Vt.Vec3fArray.FromNumpy(anim.local_translations[frame].astype(np.float32)), frame)
+        q = anim.local_rotations[frame]
+        rotations.Set(Vt.QuatfArray([Gf.Quatf(float(w), float(x), float(y), float(z)) for w, x, y, z in q]), frame)
+    UsdSkel.BindingAPI.Apply(skeleton.GetPrim()).CreateAnimationSourceRel().SetTargets([skel_anim.GetPath()])
+
+    world = joint_world_transforms(anim) if bake_points else None
+    for mesh in anim.skinned:
+        material = add_material(stage, mesh.material, package_dir)
+        path = f"{root_path}/{prim_name(mesh.name)}"
+        if bake_points:
+            frames = np.stack([skin_vertices(mesh, world[f], bind) for f in range(anim.frame_count)])
+            _add_points_mesh(stage, path, frames, mesh.faces, mesh.uvs, material)
+            continue
+        usd_mesh = add_mesh(stage, path, mesh.rest_vertices, mesh.faces, mesh.uvs, material, None)
+        binding = UsdSkel.BindingAPI.Apply(usd_mesh.GetPrim())
+        binding.CreateSkeletonRel().SetTargets([skeleton.GetPath()])
+        k = mesh.joint_indices.shape[1]
+        binding.CreateJointIndicesPrimvar(False, k).Set(Vt.IntArray.FromNumpy(mesh.joint_indices.astype(np.int32).ravel()))
+        binding.CreateJointWeightsPrimvar(False, k).Set(
+            Vt.FloatArray.FromNumpy(mesh.joint_weights.astype(np.float32).ravel()))
+        binding.CreateGeomBindTransformAttr(Gf.Matrix4d(1.0))
+    for cache in anim.point_caches:
+        material = add_material(stage, cache.material, package_dir)
+        _add_points_mesh(stage, f"{root_path}/{prim_name(cache.name)}", cache.points, cache.faces, cache.uvs, material)
+    return root_path
+
+
+def _add_points_mesh(stage: Usd.Stage, path: str, frames: np.ndarray, faces: np.ndarray, uvs: np.ndarray | None,
+                     material: UsdShade.Material) -> UsdGeom.Mesh:
+    mesh = add_mesh(stage, path, frames[0], faces, uvs, material, None)
+    points = mesh.GetPointsAttr()
+    for frame, pts in enumerate(frames):
+        points.Set(Vt.Vec3fArray.FromNumpy(np.asarray(pts, dtype=np.float32)), frame)
+    lo, hi = frames.reshape(-1, 3).min(axis=0), frames.reshape(-1, 3).max(axis=0)
+    mesh.GetExtentAttr().Set([Gf.Vec3f(*lo.tolist()), Gf.Vec3f(*hi.tolist())])
+    return mesh
+
+
+# ---------------------------------------------------------------- reading
+
+
+@dataclass
+class StageMesh:
+    """A triangle mesh read back from a stage, in the stage's world frame."""
+
+    prim_path: str
+    vertices: np.ndarray
+    faces: np.ndarray
+    uvs: np.ndarray | None
+    base_color: tuple[float, float, float]
+    texture: Path | None
+    roughness: float
+    semantic_label: str | None
+
+
+def _material_of(prim: Usd.Prim, layer_dir: Path) -> tuple[tuple[float, float, float], Path | None, float]:
+    material, _ = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial()
+    color, texture, roughness = (0.7, 0.7, 0.7), None, 0.6
+    if not material:
+        return color, texture, roughness
+    shader = material.ComputeSurfaceSource()[0]
+    if not shader:
+        return color, texture, roughness
+    if (r := shader.GetInput("roughness")) and r.Get() is not None:
+        roughness = float(r.Get())
+    diffuse = shader.GetInput("diffuseColor")
+    if diffuse:
+        if diffuse.HasConnectedSource():
+            source = diffuse.GetConnectedSources()[0][0].source
+            tex = UsdShade.Shader(source.GetPrim()).GetInput("file")
+            if tex and tex.Get() is not None:
+                asset = tex.Get()
+                resolved = asset.resolvedPath or str(layer_dir / asset.path)
+                texture = Path(resolved)
+        elif diffuse.Get() is not None:
+            color = tuple(float(c) for c in diffuse.Get())
+    return color, texture, roughness
+
+
+def triangulate(counts: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Fan-triangulate polygons given USD faceVertexCounts and faceVertexIndices."""
+    counts = np.asarray(counts, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int64)
+    if np.all(counts == 3):
+        return indices.reshape(-1, 3)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    tris = [(indices[s], indices[s + i], indices[s + i + 1]) for s, c in zip(starts, counts) for i in range(1, c - 1)]
+    return np.array(tris, dtype=np.int64).reshape(-1, 3)
+
+
+def read_meshes(path: str | Path, time: float | None = None) -> list[StageMesh]:
+    """Every Mesh prim of a stage as world-space triangles with material and label.
+
+    Skinned meshes are returned posed at `time` (UsdSkel evaluated); point caches at `time`.
+    """
+    path = Path(path)
+    stage = Usd.Stage.Open(str(path))
+    if stage is None:
+        raise InputError("cannot open USD stage", path)
+    code = Usd.TimeCode.Default() if time is None else Usd.TimeCode(time)
+    xform_cache = UsdGeom.XformCache(code)
+    skinned = skinned_points(stage, code)
+    meshes = []
+    for prim in stage.Traverse():
+        if not prim.IsA(UsdGeom.Mesh):
+            continue
+        mesh = UsdGeom.Mesh(prim)
+        prim_path = str(prim.GetPath())
+        if prim_path in skinned:
+            points = skinned[prim_path]  # UsdSkel gives skel-space points; SkelRoot xform applies below
+        else:
+            points = np.asarray(mesh.GetPointsAttr().Get(code), dtype=np.float64)
+        world = np.asarray(xform_cache.GetLocalToWorldTransform(prim), dtype=np.float64).T
+        points = points @ world[:3, :3].T + world[:3, 3]
+        faces = triangulate(mesh.GetFaceVertexCountsAttr().Get(), mesh.GetFaceVertexIndicesAttr().Get())
+        st = UsdGeom.PrimvarsAPI(prim).GetPrimvar("st")
+        uvs = np.asarray(st.Get(), dtype=np.float64) if st and st.HasValue() else None
+        color, texture, roughness = _material_of(prim, path.parent)
+        meshes.append(StageMesh(prim_path, points, faces, uvs, color, texture, roughness, get_semantic_label(prim)))
+    return meshes
+
+
+def skinned_points(stage: Usd.Stage, time: Usd.TimeCode) -> dict[str, np.ndarray]:
+    """UsdSkel-evaluated points (skeleton space) of every skinned mesh on the stage."""
+    cache = UsdSkel.Cache()
+    result = {}
+    for prim in stage.Traverse():
+        if not prim.IsA(UsdSkel.Root):
+            continue
+        root = UsdSkel.Root(prim)
+        cache.Populate(root, Usd.TraverseInstanceProxies())
+        for binding in cache.ComputeSkelBindings(root, Usd.TraverseInstanceProxies()):
+            query = cache.GetSkelQuery(binding.GetSkeleton())
+            transforms = query.ComputeSkinningTransforms(time)
+            for target in binding.GetSkinningTargets():
+                mesh = UsdGeom.Mesh(target.GetPrim())
+                points = mesh.GetPointsAttr().Get(time)
+                if target.ComputeSkinnedPoints(transforms, points, time):
+                    result[str(target.GetPrim().GetPath())] = np.asarray(points, dtype=np.float64)
+    return result
