@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from asset_converters.cli import convert_app
 from pipeline.config import BatchConfig
 from pipeline.config_io import dump_yaml, expand_batch, load_batch, load_experiment, read_yaml
 from pipeline.errors import GradeError
@@ -22,6 +23,7 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Validate and inspect experiment and batch configs.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+app.add_typer(convert_app, name="convert")
 
 SetOption = Annotated[
     list[str] | None,
