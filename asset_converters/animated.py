@@ -22,6 +22,12 @@ from pipeline.errors import InputError
 from pipeline.rundir import StageStatus, load_npz_checked, stage_status
 
 
+# Hulls thinner than this (a few vertices in a plane) add nothing to the trace but slivers.
+MIN_HULL_VOLUME = 1e-9  # m^3
+# The trace is simplified to this tolerance: posed vertices may lie up to this far outside it.
+TRACE_TOLERANCE = 0.002  # m
+
+
 def joint_world_transforms(anim: Animation) -> np.ndarray:
     """(N, J, 4, 4) world transforms of every joint in every frame."""
     return forward_kinematics(anim.parents, anim.local_rotations, anim.local_translations)
@@ -42,19 +48,19 @@ def posed_meshes(anim: Animation, frame: int, world: np.ndarray | None = None) -
     return out
 
 
-def _vertex_groups(anim: Animation) -> list[tuple[int, np.ndarray]]:
-    """(mesh index, vertex ids) groups that move nearly rigidly: one per dominant joint, or a spatial
-    grid for point caches. Each group's convex hull over a window of frames is one trace piece."""
+def _vertex_groups(anim: Animation, world: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """(mesh index, vertex ids) groups that move nearly rigidly: one per dominant joint for skinned
+    meshes, one per nearest joint (in the first frame) for point caches. Each group's convex hull
+    over a window of frames is one solid trace piece."""
     groups = []
     for i, mesh in enumerate(anim.skinned):
         dominant = mesh.joint_indices[np.arange(len(mesh.joint_indices)), mesh.joint_weights.argmax(axis=1)]
         groups += [(i, np.flatnonzero(dominant == j)) for j in np.unique(dominant)]
-    cell = 0.15  # m: small enough that a cloth piece moves almost rigidly within it
+    joints = world[0, :, :3, 3]
     for i, cache in enumerate(anim.point_caches, start=len(anim.skinned)):
-        keys = np.floor(cache.points[0] / cell).astype(np.int64)
-        _, inverse = np.unique(keys, axis=0, return_inverse=True)
-        groups += [(i, np.flatnonzero(inverse.ravel() == g)) for g in range(inverse.max() + 1)]
-    return [(i, ids) for i, ids in groups if len(ids) >= 1]
+        nearest = np.linalg.norm(cache.points[0][:, None, :] - joints[None], axis=2).argmin(axis=1)
+        groups += [(i, np.flatnonzero(nearest == j)) for j in np.unique(nearest)]
+    return groups
 
 
 def swept_trace(anim: Animation, window: int = 4) -> trimesh.Trimesh:
@@ -62,20 +68,21 @@ def swept_trace(anim: Animation, window: int = 4) -> trimesh.Trimesh:
     over consecutive windows of frames. Every posed vertex of every frame lies inside it."""
     world = joint_world_transforms(anim)
     frames = [posed_meshes(anim, f, world) for f in range(anim.frame_count)]
+    groups = _vertex_groups(anim, world)
     hulls = []
     for start in range(0, anim.frame_count, window):
         # Overlap windows by one frame so the motion between windows is covered too.
         chunk = frames[start : min(start + window + 1, anim.frame_count)]
-        for mesh_index, ids in _vertex_groups(anim):
+        for mesh_index, ids in groups:
             points = np.concatenate([chunk_frame[mesh_index][0][ids] for chunk_frame in chunk])
             hull = manifold3d.Manifold.hull_points(points.astype(np.float64))
-            if hull.volume() > 0:
+            if hull.volume() > MIN_HULL_VOLUME:
                 hulls.append(hull)
     if not hulls:
         raise InputError(f"animation {anim.name!r}: the trace is empty (degenerate meshes?)")
-    union = manifold3d.Manifold.batch_boolean(hulls, manifold3d.OpType.Add)
+    union = manifold3d.Manifold.batch_boolean(hulls, manifold3d.OpType.Add).simplify(TRACE_TOLERANCE)
     result = union.to_mesh()
-    return trimesh.Trimesh(np.asarray(result.vert_properties)[:, :3], np.asarray(result.tri_verts), process=True)
+    return trimesh.Trimesh(np.asarray(result.vert_properties)[:, :3], np.asarray(result.tri_verts), process=False)
 
 
 def validate_animation(anim: Animation) -> None:

@@ -7,6 +7,7 @@ floor polygon) at `resolution` for the robot height band, and a 3D voxel grid of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -41,10 +42,19 @@ def floor_polygon(meshes: list[SceneMesh]) -> shapely.MultiPolygon:
     return shapely.MultiPolygon(polygons)
 
 
-def _surface_points(mesh: trimesh.Trimesh, spacing: float) -> np.ndarray:
-    """Points on the surface no farther apart than `spacing` (subdivided vertices)."""
-    vertices, _ = trimesh.remesh.subdivide_to_size(mesh.vertices, mesh.faces, max_edge=spacing, max_iter=20)
-    return vertices
+def _surface_points(vertices: np.ndarray, faces: np.ndarray, spacing: float) -> np.ndarray:
+    """Points on every triangle no farther apart than `spacing`: a barycentric grid per triangle,
+    vectorised over all triangles that need the same grid density."""
+    corners = vertices[faces]  # (F, 3, 3)
+    edges = np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2).max(axis=1)
+    steps = np.maximum(np.ceil(edges / spacing).astype(int), 1)
+    chunks = []
+    for n in np.unique(steps):
+        i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+        keep = i + j <= n
+        bary = np.stack([i[keep], j[keep], n - i[keep] - j[keep]], axis=1) / n  # (P, 3)
+        chunks.append(np.einsum("pk,fkd->fpd", bary, corners[steps == n]).reshape(-1, 3))
+    return np.concatenate(chunks)
 
 
 def occupancy(meshes: list[SceneMesh], polygon: shapely.MultiPolygon, floor_height: float,
@@ -53,7 +63,7 @@ def occupancy(meshes: list[SceneMesh], polygon: shapely.MultiPolygon, floor_heig
     all_vertices = np.concatenate([m.vertices for m in meshes])
     lo, hi = all_vertices.min(axis=0), all_vertices.max(axis=0)
     points = np.concatenate([
-        _surface_points(trimesh.Trimesh(m.vertices, m.faces, process=False), min(resolution, voxel) * 0.5)
+        _surface_points(m.vertices, m.faces, min(resolution, voxel) * 0.5)
         for m in meshes if not m.is_floor
     ] or [np.zeros((0, 3))])
 
@@ -97,8 +107,12 @@ def validate_meshes(meshes: list[SceneMesh], where: str) -> None:
 
 
 def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out: str | Path, source: SourceInfo,
-                              input_hash: str) -> Path:
-    """Write asset.usdc (one prim per piece, grouped by category), collision.stl, occupancy.npz, meta."""
+                              input_hash: str, write_extra: Callable[[Path, list[str]], None] | None = None) -> Path:
+    """Write asset.usdc (one prim per piece, grouped by category), collision.stl, occupancy.npz, meta.
+
+    `write_extra(folder, prim_paths)` may add converter-specific files to the package before it is
+    sealed; `prim_paths[i]` is the prim written for `meshes[i]`.
+    """
     out = Path(out)
     validate_meshes(meshes, f"environment {out.name!r}")
     polygon = floor_polygon(meshes)
@@ -107,7 +121,7 @@ def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out:
 
     def build(folder: Path) -> AssetMeta:
         stage = create_stage(folder / "asset.usdc")
-        labels, used = {}, set()
+        labels, used, paths = {}, set(), []
         for mesh in meshes:
             name = prim_name(mesh.name)
             while name in used:
@@ -118,6 +132,7 @@ def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out:
             add_mesh(stage, path, mesh.vertices, mesh.faces, mesh.uvs, material, mesh.semantic_label,
                      double_sided=mesh.category == "architecture")
             labels[path] = mesh.semantic_label
+            paths.append(path)
         for light in lights:
             add_light(stage, light)
         stage.GetRootLayer().Save()
@@ -126,6 +141,8 @@ def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out:
         grids = occupancy(meshes, polygon, floor_height)
         with open(folder / "occupancy.npz", "wb") as handle:
             np.savez_compressed(handle, **grids)
+        if write_extra is not None:
+            write_extra(folder, paths)
         lo, hi = combined.bounds
         return AssetMeta(
             id=out.name, kind="environment", converter=source.dataset, source=source, semantic_labels=labels,

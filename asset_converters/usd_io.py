@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdLux, UsdShade, UsdSkel, Vt
 
-from asset_converters.parts import Animation, Light, Material, PointCacheMesh, SkinnedMesh
+from asset_converters.parts import Animation, Light, Material
 from pipeline.errors import InputError
 
 ROOT = "/asset"

@@ -13,6 +13,7 @@ from pipeline.config import BatchConfig
 from pipeline.config_io import dump_yaml, expand_batch, load_batch, load_experiment, read_yaml
 from pipeline.errors import GradeError
 from pipeline.progress import console
+from placement.cli import place_command
 
 app = typer.Typer(
     name="grade",
@@ -24,6 +25,7 @@ app = typer.Typer(
 config_app = typer.Typer(help="Validate and inspect experiment and batch configs.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(convert_app, name="convert")
+app.command("place")(place_command)
 
 SetOption = Annotated[
     list[str] | None,
@@ -66,7 +68,10 @@ def config_show(
 def main() -> None:
     """Console-script entry point: user-facing errors become one paragraph and exit code 2."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode, click returns a command's typer.Exit code instead of raising it.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except GradeError as exc:
         console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
@@ -78,14 +83,13 @@ def main() -> None:
     except KeyboardInterrupt:
         console.print("interrupted; rerun the same command to resume")
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
-
+    except typer.TyperException as exc:  # usage errors (bad option values) carry their own exit code
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            console.print(f"error: {exc.format_message()}")
+        sys.exit(exc.exit_code)
 
 if __name__ == "__main__":
     main()

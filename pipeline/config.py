@@ -80,7 +80,7 @@ class HumansConfig(Strict):
     body_model: Path | None = Field(None, description="folder with the user's licensed SMPL/SMPL-H model files")
     count: IntRange = Field(default_factory=lambda: IntRange(min=7, max=40))
     max_tries: PositiveInt = 99
-    contact_threshold: Annotated[int, Field(ge=0)] = 200
+    contact_threshold: Annotated[int, Field(ge=1, description="accept a trace with fewer FCL contacts than this")] = 200
     fps: PositiveFloat = 30.0
     reverse_playback: bool = Field(True, description="play animations forward then backward to loop smoothly")
 

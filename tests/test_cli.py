@@ -51,3 +51,10 @@ def test_help_on_every_command():
         result = run_grade(*args)
         assert result.returncode == 0, (args, result.stderr)
         assert "Usage" in result.stdout
+
+
+def test_usage_errors_exit_2_without_traceback():
+    for args in (["no-such-command"], ["convert", "procedural", "--out", "x", "--rooms", "abc"]):
+        result = run_grade(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "Traceback" not in result.stderr

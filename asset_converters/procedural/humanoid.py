@@ -1,0 +1,292 @@
+"""A low-poly skinned humanoid: a 17-joint skeleton and tube-shaped body parts with smooth weights.
+
+The body is built in its rest pose standing on z = 0, facing +x with its left side towards +y,
+arms hanging. Every body part is a tube through a list of stations; each station carries skinning
+weights, which are interpolated between stations, so the surface bends smoothly at the joints
+(a station on a joint is weighted half to each side of it). Proportions are fractions of the height.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from asset_converters.parts import Material, SkinnedMesh
+from asset_converters.procedural.shapes import box, triplanar
+from asset_converters.procedural.textures import make_texture, save_png
+
+JOINTS = ["pelvis", "spine", "chest", "neck", "head",
+          "l_shoulder", "l_elbow", "l_wrist", "r_shoulder", "r_elbow", "r_wrist",
+          "l_hip", "l_knee", "l_ankle", "r_hip", "r_knee", "r_ankle"]
+PARENTS = np.array([-1, 0, 1, 2, 3, 2, 5, 6, 2, 8, 9, 0, 11, 12, 0, 14, 15])
+J = {name: i for i, name in enumerate(JOINTS)}
+
+HEIGHT = (1.5, 1.95)  # m
+GIRTH = (0.85, 1.3)  # width scale of the trunk and limbs
+SECTIONS = 12  # vertices around a body tube
+RINGS_BETWEEN = 2  # extra rings between two stations, for smooth bending
+MAX_INFLUENCES = 4  # joints per vertex
+# Rest heights of the joints as fractions of the body height.
+Z = {"ankle": 0.045, "knee": 0.285, "hip": 0.50, "pelvis": 0.53, "spine": 0.60, "chest": 0.70,
+     "shoulder": 0.815, "neck": 0.835, "head": 0.87, "elbow": 0.63, "wrist": 0.475}
+# The shoe: a box from FOOT_HEEL behind to FOOT_TOE in front of the ankle, its sole on z = 0 at rest.
+FOOT_HEEL, FOOT_TOE, FOOT_WIDTH, FOOT_HEIGHT = 0.035, 0.115, 0.05, 0.06
+SKIN_TONES = ((0.36, 0.22, 0.15), (0.95, 0.78, 0.66))  # darkest to lightest
+SHIRT_PATTERNS = ("stripes", "checker", "fabric", "noise")
+TROUSER_PATTERNS = ("fabric", "noise")
+CLOTH_TILE = 0.25  # m of body length per texture tile
+
+
+@dataclass(frozen=True)
+class Body:
+    height: float
+    girth: float
+    joints: np.ndarray  # (J, 3) rest positions
+    long_sleeves: bool
+    skin: tuple[float, float, float]
+    shirt: tuple[float, float, float]
+    trousers: tuple[float, float, float]
+    shoes: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class Station:
+    center: tuple[float, float, float]
+    radii: tuple[float, float]  # along the tube frame's first (forward) and second (sideways) axes
+    weights: dict[str, float]
+
+
+@dataclass
+class Part:
+    """Vertices, faces, UVs and dense (V, J) weights of one body piece."""
+
+    vertices: np.ndarray
+    faces: np.ndarray
+    uvs: np.ndarray
+    weights: np.ndarray
+
+
+def _color(rng: np.random.Generator, low: tuple[float, ...], high: tuple[float, ...]) -> tuple[float, float, float]:
+    t = rng.uniform()
+    return tuple(float(c) for c in np.asarray(low) + (np.asarray(high) - np.asarray(low)) * t)
+
+
+def make_body(rng: np.random.Generator) -> Body:
+    """Random proportions and colours; joint rest positions scale with height and girth."""
+    h, g = float(rng.uniform(*HEIGHT)), float(rng.uniform(*GIRTH))
+    chest_half = 0.1 * h * g
+    shoulder_y, hip_y = chest_half + 0.015 * h, 0.05 * h * g
+    joints = np.zeros((len(JOINTS), 3))
+    for name in ("pelvis", "spine", "chest", "neck", "head"):
+        joints[J[name]] = (0.0, 0.0, Z[name] * h)
+    for side, s in (("l", 1.0), ("r", -1.0)):
+        joints[J[f"{side}_shoulder"]] = (0.0, s * shoulder_y, Z["shoulder"] * h)
+        joints[J[f"{side}_elbow"]] = (0.0, s * (shoulder_y + 0.01 * h), Z["elbow"] * h)
+        joints[J[f"{side}_wrist"]] = (0.0, s * (shoulder_y + 0.02 * h), Z["wrist"] * h)
+        for name in ("hip", "knee", "ankle"):
+            joints[J[f"{side}_{name}"]] = (0.0, s * hip_y, Z[name] * h)
+    return Body(
+        height=h, girth=g, joints=joints, long_sleeves=bool(rng.integers(2)),
+        skin=_color(rng, *SKIN_TONES),
+        shirt=tuple(float(c) for c in rng.uniform(0.1, 0.9, 3)),
+        trousers=tuple(float(c) for c in rng.uniform(0.05, 0.45, 3)),
+        shoes=tuple(float(c) for c in rng.uniform(0.02, 0.25) * np.ones(3)),
+    )
+
+
+def sole_points(body: Body) -> np.ndarray:
+    """(2 feet, 4 corners, 3) corners of each sole relative to its ankle joint, in the rest pose."""
+    h = body.height
+    ankle_z = Z["ankle"] * h
+    corners = [(x * h, y * FOOT_WIDTH * h / 2, -ankle_z) for x in (-FOOT_HEEL, FOOT_TOE) for y in (-1, 1)]
+    return np.array([corners, corners])
+
+
+def _frame(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit vectors across a tube axis: the first as close to +x (forward) as possible."""
+    reference = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 0.0, 1.0])
+    first = reference - reference.dot(axis) * axis
+    first /= np.linalg.norm(first)
+    return first, np.cross(axis, first)
+
+
+def tube(stations: list[Station], cap: tuple[float, float] | None = None) -> Part:
+    """A capped tube through the stations, with weights interpolated along it.
+
+    `cap` gives how far the end poles stick out beyond the first and last stations (rounded ends);
+    by default half the end radius.
+    """
+    centers = np.array([s.center for s in stations], dtype=float)
+    radii = np.array([s.radii for s in stations], dtype=float)
+    weights = np.zeros((len(stations), len(JOINTS)))
+    for i, s in enumerate(stations):
+        for name, w in s.weights.items():
+            weights[i, J[name]] = w
+    # Resample stations into rings.
+    t = np.linspace(0, len(stations) - 1, (len(stations) - 1) * (RINGS_BETWEEN + 1) + 1)
+    lo = np.minimum(np.floor(t).astype(int), len(stations) - 2)
+    f = (t - lo)[:, None]
+    ring_c = centers[lo] * (1 - f) + centers[lo + 1] * f
+    ring_r = radii[lo] * (1 - f) + radii[lo + 1] * f
+    ring_w = weights[lo] * (1 - f) + weights[lo + 1] * f
+    tangents = np.gradient(ring_c, axis=0)
+    tangents /= np.linalg.norm(tangents, axis=1, keepdims=True)
+    length = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(ring_c, axis=0), axis=1))])
+
+    angles = np.linspace(0, 2 * np.pi, SECTIONS + 1)  # the last column repeats the first for a UV seam
+    vertices, uvs, vweights = [], [], []
+    for c, (ra, rb), tangent, w, v in zip(ring_c, ring_r, tangents, ring_w, length):
+        first, second = _frame(tangent)
+        ring = c + np.outer(ra * np.cos(angles), first) + np.outer(rb * np.sin(angles), second)
+        vertices.append(ring)
+        uvs.append(np.stack([angles / (2 * np.pi), np.full_like(angles, v / CLOTH_TILE)], axis=1))
+        vweights.append(np.repeat(w[None], len(angles), axis=0))
+    rings, columns = len(ring_c), len(angles)
+    faces = []
+    for i in range(rings - 1):
+        for k in range(columns - 1):
+            a, b = i * columns + k, i * columns + k + 1
+            faces += [(a, b, b + columns), (a, b + columns, a + columns)]
+    ends = cap if cap is not None else (0.5 * radii[0].min(), 0.5 * radii[-1].min())
+    poles = [ring_c[0] - tangents[0] * ends[0], ring_c[-1] + tangents[-1] * ends[1]]
+    start, end = rings * columns, rings * columns + 1
+    for k in range(columns - 1):
+        faces.append((start, k + 1, k))
+        last = (rings - 1) * columns
+        faces.append((end, last + k, last + k + 1))
+    vertices = np.concatenate([*vertices, poles])
+    uvs = np.concatenate([*uvs, [[0.5, 0.0], [0.5, length[-1] / CLOTH_TILE]]])
+    vweights = np.concatenate([*vweights, ring_w[[0, -1]]])
+    return Part(vertices, np.array(faces), uvs, vweights)
+
+
+def rigid_box(extents: tuple[float, float, float], center: tuple[float, float, float], joint: str) -> Part:
+    vertices, faces, uvs = triplanar(box(extents, center), CLOTH_TILE)
+    weights = np.zeros((len(vertices), len(JOINTS)))
+    weights[:, J[joint]] = 1.0
+    return Part(vertices, faces, uvs, weights)
+
+
+def _leg(body: Body, side: str) -> Part:
+    h, g = body.height, body.girth
+    hip, knee, ankle = (body.joints[J[f"{side}_{n}"]] for n in ("hip", "knee", "ankle"))
+    x, y = hip[0], hip[1]
+    thigh, calf = 0.058 * h * g, 0.036 * h * np.sqrt(g)
+    at = lambda z: (x, y, z)
+    return tube([
+        Station(at(hip[2] + 0.02 * h), (thigh, thigh), {"pelvis": 0.5, f"{side}_hip": 0.5}),
+        Station(at(hip[2] - 0.06 * h), (thigh, thigh), {f"{side}_hip": 1.0}),
+        Station(at(knee[2] + 0.06 * h), (0.7 * thigh, 0.7 * thigh), {f"{side}_hip": 1.0}),
+        Station(at(knee[2]), (0.034 * h, 0.034 * h), {f"{side}_hip": 0.5, f"{side}_knee": 0.5}),
+        Station(at(knee[2] - 0.06 * h), (calf, calf), {f"{side}_knee": 1.0}),
+        Station(at(ankle[2] + 0.05 * h), (0.022 * h, 0.022 * h), {f"{side}_knee": 1.0}),
+        Station(at(ankle[2]), (0.021 * h, 0.021 * h), {f"{side}_knee": 0.5, f"{side}_ankle": 0.5}),
+    ])
+
+
+def _arm_stations(body: Body, side: str) -> list[Station]:
+    h = body.height
+    shoulder, elbow, wrist = (body.joints[J[f"{side}_{n}"]] for n in ("shoulder", "elbow", "wrist"))
+    upper = 0.032 * h * np.sqrt(body.girth)
+    lerp = lambda a, b, t: tuple(a + (b - a) * t)
+    return [
+        Station(tuple(shoulder + (0, 0, 0.025 * h)), (upper, upper), {"chest": 0.5, f"{side}_shoulder": 0.5}),
+        Station(lerp(shoulder, elbow, 0.25), (upper, upper), {f"{side}_shoulder": 1.0}),
+        Station(lerp(shoulder, elbow, 0.8), (0.026 * h, 0.026 * h), {f"{side}_shoulder": 1.0}),
+        Station(tuple(elbow), (0.024 * h, 0.024 * h), {f"{side}_shoulder": 0.5, f"{side}_elbow": 0.5}),
+        Station(lerp(elbow, wrist, 0.2), (0.025 * h, 0.025 * h), {f"{side}_elbow": 1.0}),
+        Station(lerp(elbow, wrist, 0.85), (0.019 * h, 0.019 * h), {f"{side}_elbow": 1.0}),
+        Station(tuple(wrist), (0.018 * h, 0.018 * h), {f"{side}_elbow": 0.5, f"{side}_wrist": 0.5}),
+    ]
+
+
+def _hand(body: Body, side: str) -> Part:
+    h, wrist = body.height, body.joints[J[f"{side}_wrist"]]
+    down = lambda dz: tuple(wrist - (0, 0, dz * h))
+    # A hanging hand is flat across y (palm to the thigh) and wide along x.
+    return tube([Station(tuple(wrist), (0.018 * h, 0.016 * h), {f"{side}_wrist": 1.0}),
+                 Station(down(0.04), (0.027 * h, 0.012 * h), {f"{side}_wrist": 1.0}),
+                 Station(down(0.08), (0.02 * h, 0.01 * h), {f"{side}_wrist": 1.0})])
+
+
+def _pelvis(body: Body) -> Part:
+    h, g = body.height, body.girth
+    return tube([
+        Station((0, 0, (Z["hip"] - 0.045) * h), (0.065 * h * g, 0.085 * h * g), {"pelvis": 1.0}),
+        Station((0, 0, Z["hip"] * h), (0.072 * h * g, 0.1 * h * g), {"pelvis": 1.0}),
+        Station((0, 0, Z["spine"] * h), (0.064 * h * g, 0.09 * h * g), {"pelvis": 0.5, "spine": 0.5}),
+    ])
+
+
+def _torso(body: Body) -> Part:
+    h, g = body.height, body.girth
+    return tube([
+        Station((0, 0, (Z["spine"] - 0.03) * h), (0.065 * h * g, 0.09 * h * g), {"pelvis": 0.3, "spine": 0.7}),
+        Station((0, 0, (Z["spine"] + Z["chest"]) / 2 * h), (0.066 * h * g, 0.092 * h * g),
+                {"spine": 0.5, "chest": 0.5}),
+        Station((0, 0, Z["chest"] * h), (0.074 * h * g, 0.1 * h * g), {"chest": 1.0}),
+        Station((0, 0, 0.78 * h), (0.068 * h * g, 0.1 * h * g), {"chest": 1.0}),
+        Station((0, 0, (Z["shoulder"] + 0.012) * h), (0.05 * h * g, 0.085 * h * g), {"chest": 1.0}),
+    ], cap=(0.02 * h, 0.015 * h))
+
+
+def _neck_and_head(body: Body) -> list[Part]:
+    h = body.height
+    neck = tube([Station((0, 0, (Z["shoulder"] - 0.005) * h), (0.027 * h, 0.027 * h), {"chest": 0.5, "neck": 0.5}),
+                 Station((0, 0, 0.85 * h), (0.026 * h, 0.026 * h), {"neck": 1.0}),
+                 Station((0, 0, (Z["head"] + 0.01) * h), (0.026 * h, 0.026 * h), {"neck": 0.5, "head": 0.5})])
+    rx, ry, rz = 0.056 * h, 0.048 * h, 0.066 * h
+    cz = h - rz
+    phis = np.linspace(0.9, 0.12, 6) * np.pi  # from near the chin up to near the crown
+    stations = [Station((0.004 * h, 0.0, cz + rz * np.cos(p)), (rx * np.sin(p), ry * np.sin(p)), {"head": 1.0})
+                for p in phis]
+    caps = (rz * (1 + np.cos(phis[0])), rz * (1 - np.cos(phis[-1])))
+    return [neck, tube(stations, cap=caps)]
+
+
+def _merge(parts: list[Part]) -> Part:
+    offsets = np.cumsum([0] + [len(p.vertices) for p in parts[:-1]])
+    return Part(np.concatenate([p.vertices for p in parts]),
+                np.concatenate([p.faces + o for p, o in zip(parts, offsets)]),
+                np.concatenate([p.uvs for p in parts]), np.concatenate([p.weights for p in parts]))
+
+
+def _skinned(name: str, part: Part, material: Material) -> SkinnedMesh:
+    """Keep each vertex's strongest joints and renormalise their weights."""
+    order = np.argsort(-part.weights, axis=1, kind="stable")[:, :MAX_INFLUENCES]
+    weights = np.take_along_axis(part.weights, order, axis=1)
+    weights /= weights.sum(axis=1, keepdims=True)
+    return SkinnedMesh(name, part.vertices, part.faces, order, weights, material, part.uvs)
+
+
+def body_meshes(rng: np.random.Generator, body: Body, texture_dir: Path) -> list[SkinnedMesh]:
+    """Skin, shirt, trousers and shoes as four skinned meshes, clothes textured."""
+    h = body.height
+    skin_parts, shirt_parts = _neck_and_head(body), [_torso(body)]
+    for side in ("l", "r"):
+        arm = _arm_stations(body, side)
+        if body.long_sleeves:
+            shirt_parts.append(tube(arm))
+        else:
+            shirt_parts.append(tube(arm[:4]))
+            skin_parts.append(tube(arm[3:]))
+        skin_parts.append(_hand(body, side))
+    trouser_parts = [_pelvis(body), _leg(body, "l"), _leg(body, "r")]
+    heel, toe = FOOT_HEEL * h, FOOT_TOE * h
+    shoe_parts = [rigid_box(((heel + toe), FOOT_WIDTH * h, FOOT_HEIGHT * h),
+                            ((toe - heel) / 2, body.joints[J[f"{s}_ankle"]][1], FOOT_HEIGHT * h / 2), f"{s}_ankle")
+                  for s in ("l", "r")]
+
+    def cloth(name: str, patterns: tuple[str, ...], color: tuple[float, float, float]) -> Material:
+        pattern = patterns[int(rng.integers(len(patterns)))]
+        path = save_png(make_texture(rng, pattern, color), texture_dir / f"{name}.png")
+        return Material(name, color, path, roughness=0.85)
+
+    return [
+        _skinned("skin", _merge(skin_parts), Material("skin", body.skin, roughness=0.5)),
+        _skinned("shirt", _merge(shirt_parts), cloth("shirt", SHIRT_PATTERNS, body.shirt)),
+        _skinned("trousers", _merge(trouser_parts), cloth("trousers", TROUSER_PATTERNS, body.trousers)),
+        _skinned("shoes", _merge(shoe_parts), Material("shoes", body.shoes, roughness=0.4)),
+    ]

@@ -1,0 +1,273 @@
+"""Placing animated humans: each candidate's swept trace against the world and the humans placed so far.
+
+A try samples (x, y, yaw) uniformly in the floor polygon; z puts the animation's lowest point on the
+floor. The try is accepted when the whole trace stays over the floor polygon, makes fewer contacts
+with the world than the threshold (plant leaves and thin objects may graze it), touches no other
+human's trace nor the robot's start volume, and neither swallows nor is swallowed by a closed piece,
+another trace or the robot (FCL reports no contact for a mesh wholly inside another).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import fcl
+import numpy as np
+import shapely
+import trimesh
+from scipy.spatial import ConvexHull, QhullError
+
+from asset_converters.package import AssetMeta, load_meta
+from pipeline.config import HumansConfig
+from pipeline.errors import InputError
+from pipeline.progress import get_logger, progress_task
+from pipeline.seeding import generator
+from placement.collide import (
+    TEST_LIFT,
+    Obstacles,
+    Probes,
+    apply,
+    box_contains,
+    bvh_model,
+    fcl_transform,
+    is_closed,
+    pose_matrix,
+    probe_points,
+    swallowed_components,
+)
+from placement.schema import AnimationSchedule, PlacedHuman, RejectedHuman
+from placement.world import Solid, World, load_mesh
+
+FLOOR_SHIFT = np.array([0.0, 0.0, TEST_LIFT + 0.001])  # m, see Crowd._inside
+# Contacts allowed between two humans' traces: none, since people would walk through each other.
+HUMAN_CONTACT_THRESHOLD = 1
+TAU = 2.0 * np.pi
+
+log = get_logger("placement")
+
+
+@dataclass
+class HumanAsset:
+    """An animated package's trace (in the asset's local frame) ready for collision tests."""
+
+    path: Path
+    meta: AssetMeta
+    trace: trimesh.Trimesh
+    container: trimesh.Trimesh  # closed mesh for the containment tests: the trace, or its hull if open
+    model: fcl.BVHModel
+    probes: Probes
+    hull_xy: np.ndarray  # (H, 2) corners of the footprint's convex hull (trace vertices)
+    bounds: np.ndarray  # (2, 3) the trace's box
+    container_bounds: np.ndarray  # (2, 3)
+    ground_offset: float
+    clip_end: float  # s, time of the last frame
+    duration: float  # s, frame_count / fps
+
+
+def load_human(package: str | Path) -> HumanAsset:
+    package = Path(package)
+    if not package.is_dir():
+        raise InputError("animated package folder not found", package)
+    meta = load_meta(package)
+    if meta.kind != "animated" or meta.animation is None:
+        raise InputError(f"expected kind 'animated', got {meta.kind!r}", package / "meta.json", "kind")
+    info = meta.animation
+    if not np.isfinite(info.ground_offset):
+        raise InputError("ground_offset must be finite", package / "meta.json", "animation.ground_offset")
+    trace = load_mesh(package / "trace.stl", "trace mesh")
+    container = trace
+    if not is_closed(trace):
+        log.warning("%s: trace.stl is not closed; its convex hull stands in for the containment tests", package)
+        container = trace.convex_hull
+    try:
+        footprint = ConvexHull(trace.vertices[:, :2])
+    except QhullError as exc:
+        raise InputError(f"degenerate trace mesh: its footprint has no area ({exc})", package / "trace.stl") from exc
+    return HumanAsset(
+        path=package, meta=meta, trace=trace, container=container, model=bvh_model(trace.vertices, trace.faces),
+        probes=probe_points(trace), hull_xy=trace.vertices[footprint.vertices, :2],
+        bounds=np.array(trace.bounds), container_bounds=np.array(container.bounds),
+        ground_offset=float(info.ground_offset),
+        clip_end=max(info.frame_count - 1, 0) / info.fps, duration=info.frame_count / info.fps,
+    )
+
+
+@dataclass
+class Verdict:
+    accepted: bool
+    reason: str | None
+    contacts: int
+
+
+@dataclass
+class PlacedTrace:
+    asset: HumanAsset
+    matrix: np.ndarray  # local -> world at the tested (lifted) height
+    inverse: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+def schedule_for(asset: HumanAsset, start_fraction: float, reverse: bool) -> AnimationSchedule:
+    period = 2.0 * asset.clip_end if reverse else asset.duration
+    return AnimationSchedule(start=start_fraction * period, clip_end=asset.clip_end, period=period, reverse=reverse)
+
+
+@dataclass
+class Crowd:
+    """The world plus the humans placed so far (and blockers such as the robot); tests candidate poses."""
+
+    world: World
+    contact_threshold: int
+    human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD
+    placed: list[PlacedTrace] = field(default_factory=list)
+    obstacles: Obstacles = field(default_factory=Obstacles)
+    blockers: list[Solid] = field(default_factory=list)
+    blocker_obstacles: Obstacles = field(default_factory=Obstacles)
+
+    def floor_z(self, asset: HumanAsset) -> float:
+        return self.world.floor_height + asset.ground_offset
+
+    def _test_matrix(self, asset: HumanAsset, x: float, y: float, yaw: float) -> np.ndarray:
+        return pose_matrix(x, y, self.floor_z(asset) + TEST_LIFT, yaw)
+
+    def block(self, solid: Solid) -> None:
+        """Keep every trace clear of `solid` (no contact, no containment), e.g. the robot's start volume."""
+        self.blockers.append(solid)
+        model = bvh_model(solid.mesh.vertices, solid.mesh.faces)
+        self.blocker_obstacles.add(fcl.CollisionObject(model, fcl.Transform()), solid.lo, solid.hi)
+
+    def test(self, asset: HumanAsset, x: float, y: float, yaw: float) -> Verdict:
+        """Whether the asset's trace fits at (x, y, yaw), cheapest checks first."""
+        matrix = self._test_matrix(asset, x, y, yaw)
+        lo, hi = self._bounds(asset, matrix)
+        if not self._over_floor(asset, matrix):
+            return Verdict(False, "outside", 0)
+        obj = fcl.CollisionObject(asset.model, fcl_transform(matrix))
+        if self.blocker_obstacles.collides(obj, lo, hi):
+            return Verdict(False, "robot", 0)
+        touching = self.obstacles.contacts(obj, lo, hi, self.human_contact_threshold)
+        if touching >= self.human_contact_threshold:
+            return Verdict(False, "human", touching)
+        contacts = self.world.tiles.contacts(obj, lo, hi, self.contact_threshold)
+        if contacts >= self.contact_threshold:
+            return Verdict(False, "contacts", contacts)
+        probes, inverse = apply(matrix, asset.probes.points), np.linalg.inv(matrix)
+        if self._inside(asset, probes, inverse, lo, hi, self.world.solids):
+            return Verdict(False, "inside", contacts)
+        if self._inside(asset, probes, inverse, lo, hi, self.blockers):
+            return Verdict(False, "robot", contacts)
+        if self._inside_humans(asset, probes, inverse, lo, hi):
+            return Verdict(False, "human", 0)
+        return Verdict(True, None, contacts)
+
+    @staticmethod
+    def _bounds(asset: HumanAsset, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The trace's exact world box: the footprint hull holds the XY extremes, z only shifts."""
+        xy = asset.hull_xy @ matrix[:2, :2].T + matrix[:2, 3]
+        z_lo, z_hi = asset.bounds[:, 2] + matrix[2, 3]
+        return np.array([*xy.min(axis=0), z_lo]), np.array([*xy.max(axis=0), z_hi])
+
+    def _over_floor(self, asset: HumanAsset, matrix: np.ndarray) -> bool:
+        """Whether the whole footprint lies over the floor polygon. The hull's corners are trace vertices
+        (one outside: no) and a hull inside the polygon holds the whole trace (yes); only poses in
+        between, near a concave corner of the polygon, test every vertex."""
+        corners = asset.hull_xy @ matrix[:2, :2].T + matrix[:2, 3]
+        if not self.world.inside_polygon(corners).all():
+            return False
+        if shapely.contains(self.world.polygon, shapely.Polygon(corners)):
+            return True
+        return bool(self.world.inside_polygon(apply(matrix, asset.trace.vertices)[:, :2]).all())
+
+    @staticmethod
+    def _inside(asset: HumanAsset, probes: np.ndarray, inverse: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                solids: list[Solid]) -> bool:
+        """Whether the trace (world probes) lies in one of the closed `solids`, or swallows one."""
+        local_lo, local_hi = asset.container_bounds
+        for solid in solids:
+            if np.any(solid.lo > hi) or np.any(solid.hi < lo):
+                continue
+            if swallowed_components(asset.probes, probes, solid.mesh, solid.lo, solid.hi):
+                return True
+            # The trace is tested lifted off the floor, so a piece standing on the floor is lifted a bit
+            # more to count as swallowed when the trace covers it down to the floor.
+            if box_contains(lo, hi, solid.lo + FLOOR_SHIFT, solid.hi + FLOOR_SHIFT) and swallowed_components(
+                    solid.probes, apply(inverse, solid.probes.points + FLOOR_SHIFT), asset.container,
+                    local_lo, local_hi):
+                return True
+        return False
+
+    def _inside_humans(self, asset: HumanAsset, probes: np.ndarray, inverse: np.ndarray,
+                       lo: np.ndarray, hi: np.ndarray) -> bool:
+        local_lo, local_hi = asset.container_bounds
+        for index in self.obstacles.overlapping(lo, hi):
+            other = self.placed[index]
+            other_lo, other_hi = other.asset.container_bounds
+            if swallowed_components(asset.probes, apply(other.inverse, probes), other.asset.container,
+                                    other_lo, other_hi):
+                return True
+            other_probes = apply(inverse @ other.matrix, other.asset.probes.points)
+            if swallowed_components(other.asset.probes, other_probes, asset.container, local_lo, local_hi):
+                return True
+        return False
+
+    def add(self, asset: HumanAsset, x: float, y: float, yaw: float) -> PlacedTrace:
+        matrix = self._test_matrix(asset, x, y, yaw)
+        lo, hi = self._bounds(asset, matrix)
+        placed = PlacedTrace(asset, matrix, np.linalg.inv(matrix), lo, hi)
+        self.placed.append(placed)
+        self.obstacles.add(fcl.CollisionObject(asset.model, fcl_transform(matrix)), lo, hi)
+        return placed
+
+
+def place_humans(world: World, packages: list[Path], config: HumansConfig, seed: int,
+                 human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD, blockers: tuple[Solid, ...] = (),
+                 ) -> tuple[list[PlacedHuman], list[RejectedHuman], Crowd, int]:
+    """Draw the candidate count and assets, then place each candidate in up to `max_tries` tries,
+    clear of the `blockers` (the robot's start volume).
+
+    Returns the placed and rejected humans, the crowd (for the preview) and the number of candidates.
+    Deterministic from `seed`: each candidate's tries are drawn as one batch, so a candidate's poses do
+    not depend on how earlier candidates fared.
+    """
+    rng = generator(seed, "placement/humans")
+    count = int(rng.integers(config.count.min, config.count.max + 1))
+    if count and not packages:
+        raise InputError(f"{count} humans requested but no animated packages given", field="humans")
+    choices = rng.integers(0, len(packages), count) if count else np.zeros(0, dtype=int)
+    assets: dict[int, HumanAsset] = {}
+    crowd = Crowd(world, config.contact_threshold, human_contact_threshold)
+    for solid in blockers:
+        crowd.block(solid)
+    placed, rejected = [], []
+    with progress_task("placing humans", count) as advance:
+        for choice in choices:
+            if int(choice) not in assets:
+                assets[int(choice)] = load_human(packages[int(choice)])
+            asset = assets[int(choice)]
+            start = float(rng.uniform())
+            xy = world.sample_xy(rng, config.max_tries)
+            yaws = rng.uniform(0.0, TAU, config.max_tries)
+            reasons: Counter[str] = Counter()
+            for attempt, ((x, y), yaw) in enumerate(zip(xy, yaws), start=1):
+                verdict = crowd.test(asset, float(x), float(y), float(yaw))
+                if verdict.accepted:
+                    crowd.add(asset, float(x), float(y), float(yaw))
+                    placed.append(PlacedHuman(
+                        asset_id=asset.meta.id, asset_path=str(asset.path), x=float(x), y=float(y),
+                        z=crowd.floor_z(asset), yaw=float(yaw),
+                        animation=schedule_for(asset, start, config.reverse_playback),
+                        contacts=verdict.contacts, tries=attempt,
+                    ))
+                    break
+                reasons[verdict.reason] += 1
+            else:
+                rejected.append(RejectedHuman(
+                    asset_id=asset.meta.id, asset_path=str(asset.path), reason=verdict.reason,
+                    contact_count=verdict.contacts, tries=config.max_tries, reasons=dict(sorted(reasons.items())),
+                ))
+            advance()
+    log.info("placed %d of %d humans", len(placed), count)
+    return placed, rejected, crowd, count

@@ -1,0 +1,93 @@
+"""The robot's start pose: collision-free, over the floor, outside closed furniture, facing open space.
+
+The robot is placed before the humans, whose traces must then keep clear of its volume (see
+`robot_solid`): a missing human is recorded, a missing robot start would fail the run. Positions
+are tested with the vertical cylinder that circumscribes the robot's collision volume, so the start
+is collision-free at any yaw (the robot may turn in place first). The yaw then points
+where rays cast around the robot travel farthest before hitting the collision mesh or leaving the
+floor polygon, averaged over neighbouring angles so that a gap between two walls does not win.
+"""
+
+from __future__ import annotations
+
+import fcl
+import numpy as np
+import trimesh
+
+from pipeline.config import RobotConfig
+from pipeline.errors import GradeError
+from pipeline.seeding import generator
+from placement.collide import TEST_LIFT, probe_points
+from placement.schema import RobotStart, RobotVolume
+from placement.world import Solid, World
+
+ROBOT_VOLUMES: dict[str, RobotVolume] = {
+    "uav": RobotVolume(shape="box", extents=(0.6, 0.6, 0.3)),
+    "tiago_omni": RobotVolume(shape="cylinder", extents=(0.7, 0.7, 1.2)),
+}
+# Heights (m above the floor) of the yaw rays for ground robots: the base and the head camera.
+GROUND_RAY_HEIGHTS = (0.3, 1.0)
+YAW_RAYS = 72
+YAW_SMOOTHING_DEG = 30.0  # half-width of the circular moving average over ray distances
+ROBOT_MAX_TRIES = 2000
+CYLINDER_SECTIONS = 32
+
+
+def bounding_cylinder(volume: RobotVolume) -> tuple[float, float]:
+    """Radius and height of the vertical cylinder around the volume, whatever its yaw."""
+    ex, ey, ez = volume.extents
+    radius = float(np.hypot(ex, ey) / 2.0) if volume.shape == "box" else ex / 2.0
+    return radius, float(ez)
+
+
+def open_heading(world: World, x: float, y: float, heights: list[float]) -> tuple[float, float]:
+    """(yaw, smoothed free distance) of the most open direction seen from (x, y) at the given heights."""
+    angles = np.arange(YAW_RAYS) * (2.0 * np.pi / YAW_RAYS)
+    directions = np.stack([np.cos(angles), np.sin(angles), np.zeros(YAW_RAYS)], axis=1)
+    free = np.min([world.free_distance((x, y, z), directions) for z in heights], axis=0)
+    half = round(YAW_SMOOTHING_DEG / (360.0 / YAW_RAYS))
+    smoothed = np.mean([np.roll(free, shift) for shift in range(-half, half + 1)], axis=0)
+    best = int(np.argmax(smoothed))
+    return float(angles[best]), float(smoothed[best])
+
+
+def body_center_z(start: RobotStart) -> float:
+    return start.z if start.kind == "uav" else start.z + start.volume.extents[2] / 2.0 + TEST_LIFT
+
+
+def robot_solid(start: RobotStart) -> Solid:
+    """The robot's bounding cylinder at its start, as a closed solid the humans must keep clear of."""
+    radius, height = bounding_cylinder(start.volume)
+    mesh = trimesh.creation.cylinder(radius=radius, height=height, sections=CYLINDER_SECTIONS)
+    mesh.apply_translation((start.x, start.y, body_center_z(start)))
+    # The polygonal cylinder lies inside the true one; push its corners out to circumscribe it.
+    mesh.vertices[:, :2] = (mesh.vertices[:, :2] - (start.x, start.y)) / np.cos(np.pi / CYLINDER_SECTIONS) + (
+        start.x, start.y)
+    lo, hi = mesh.bounds
+    return Solid("robot", mesh, lo, hi, probe_points(mesh))
+
+
+def place_robot(world: World, robot: RobotConfig, seed: int, max_tries: int = ROBOT_MAX_TRIES) -> RobotStart:
+    """A start pose for `robot.kind`: UAVs at a height drawn from `robot.uav.z_band` (above the floor),
+    ground robots on the floor."""
+    rng = generator(seed, "placement/robot")
+    volume = ROBOT_VOLUMES[robot.kind]
+    radius, height = bounding_cylinder(volume)
+    xy = world.sample_xy(rng, max_tries)
+    altitudes = rng.uniform(robot.uav.z_band.min, robot.uav.z_band.max, max_tries)
+    floor = world.floor_height
+    flying = robot.kind == "uav"
+    for attempt, ((x, y), altitude) in enumerate(zip(xy, altitudes), start=1):
+        if world.clearance(x, y) < radius:
+            continue
+        center = np.array([x, y, floor + altitude if flying else floor + height / 2.0 + TEST_LIFT])
+        half = np.array([radius, radius, height / 2.0])
+        obj = fcl.CollisionObject(fcl.Cylinder(radius, height), fcl.Transform(center))
+        if world.tiles.collides(obj, center - half, center + half) or world.inside_solid(center):
+            continue
+        heights = [center[2]] if flying else [floor + h for h in GROUND_RAY_HEIGHTS]
+        yaw, clearance = open_heading(world, float(x), float(y), heights)
+        return RobotStart(kind=robot.kind, x=float(x), y=float(y), z=float(center[2]) if flying else floor, yaw=yaw,
+                          volume=volume, heading_clearance=clearance, tries=attempt)
+    raise GradeError(f"no collision-free start pose for the {robot.kind} robot in {max_tries} tries; "
+                     f"the environment may be too cluttered", world.package, "robot")

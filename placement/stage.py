@@ -1,0 +1,89 @@
+"""The `place` stage: environment + animated and object packages -> placement.json and a preview PNG."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from asset_converters.package import load_meta
+from pipeline.config import FlyingObjectsConfig, HumansConfig, RobotConfig
+from pipeline.errors import InputError
+from placement.collide import apply
+from placement.flying import place_flying_objects
+from placement.humans import HUMAN_CONTACT_THRESHOLD, Crowd, place_humans
+from placement.preview import render_preview, write_preview
+from placement.robot_start import place_robot, robot_solid
+from placement.schema import EnvironmentRef, Placement, PlacementParameters, write_placement
+from placement.world import World, load_world
+
+
+@dataclass
+class PlacedScene:
+    placement: Placement
+    world: World
+    crowd: Crowd
+
+    def trace_triangles(self) -> list[np.ndarray]:
+        """World triangles (F, 3, 3) of each placed human's trace, at its placed height."""
+        out = []
+        for human, placed in zip(self.placement.humans, self.crowd.placed):
+            matrix = placed.matrix.copy()
+            matrix[2, 3] = human.z
+            out.append(apply(matrix, placed.asset.trace.vertices)[placed.asset.trace.faces])
+        return out
+
+
+def list_packages(folder: str | Path, kind: str) -> list[Path]:
+    """The complete packages of `kind` in `folder` (sorted by name), or `folder` itself if it is one.
+
+    Hidden folders (a converter's temporary `.name.partial`) are ignored; any other folder that is
+    not a complete package of that kind is an error, so a broken conversion is not silently skipped.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(f"{kind} package folder not found", folder)
+    if (folder / "meta.json").is_file() or (folder / "MANIFEST.json").is_file():
+        candidates = [folder]
+    else:
+        candidates = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    for package in candidates:
+        meta = load_meta(package)
+        if meta.kind != kind:
+            raise InputError(f"expected kind {kind!r}, got {meta.kind!r}", package / "meta.json", "kind")
+    if not candidates:
+        raise InputError(f"no {kind} packages in this folder", folder)
+    return candidates
+
+
+def place_scene(environment: str | Path, human_packages: list[Path], object_packages: list[Path],
+                humans: HumansConfig, flying: FlyingObjectsConfig, robot: RobotConfig, seed: int,
+                human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD) -> PlacedScene:
+    """Place the robot start, then humans clear of it, then flying objects; deterministic from `seed`."""
+    world = load_world(environment)
+    start = place_robot(world, robot, seed)
+    placed, rejected, crowd, candidates = place_humans(world, human_packages, humans, seed, human_contact_threshold,
+                                                       blockers=(robot_solid(start),))
+    flying_placed, flying_rejected, flying_candidates = place_flying_objects(world, object_packages, flying, seed)
+    placement = Placement(
+        seed=seed,
+        environment=EnvironmentRef(id=world.meta.id, path=str(world.package)),
+        parameters=PlacementParameters(
+            human_count_range=(humans.count.min, humans.count.max), human_candidates=candidates,
+            max_tries=humans.max_tries, contact_threshold=humans.contact_threshold,
+            human_contact_threshold=human_contact_threshold,
+            flying_count_range=(flying.count.min, flying.count.max), flying_candidates=flying_candidates,
+            flying_collision_check=flying.collision_check,
+        ),
+        humans=placed, rejected_humans=rejected, flying_objects=flying_placed,
+        rejected_flying_objects=flying_rejected, robot=start,
+    )
+    return PlacedScene(placement, world, crowd)
+
+
+def write_outputs(scene: PlacedScene, out: str | Path, preview: str | Path | None = None) -> Path:
+    """Write the preview PNG (when asked), then `placement.json` last, both atomically."""
+    if preview is not None:
+        write_preview(preview, render_preview(scene.world, scene.placement, scene.trace_triangles()))
+    return write_placement(scene.placement, out)

@@ -1,0 +1,26 @@
+"""Ray-cast renderer of the embedded backend (Intel Embree through embreex).
+
+Public surface: cameras, the render scene (meshes, materials, lights, per-frame mesh states), `render`
+and the frame it returns, and the replicator-compatible box dtypes.
+"""
+
+from simulation.render.annotations import BOX_2D_DTYPE, BOX_3D_DTYPE
+from simulation.render.camera import Camera, CameraParams, look_at
+from simulation.render.renderer import NO_HIT_DEPTH, Frame, RenderOptions, render_frame
+from simulation.render.scene import (
+    MeshState,
+    PointLight,
+    RenderMaterial,
+    RenderMesh,
+    RenderScene,
+    light_from_part,
+    load_texture,
+    material_from_part,
+    mesh_from_part,
+)
+
+__all__ = [
+    "BOX_2D_DTYPE", "BOX_3D_DTYPE", "NO_HIT_DEPTH", "Camera", "CameraParams", "Frame", "MeshState", "PointLight",
+    "RenderMaterial", "RenderMesh", "RenderOptions", "RenderScene", "light_from_part", "load_texture", "look_at",
+    "material_from_part", "mesh_from_part", "render_frame",
+]

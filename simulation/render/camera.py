@@ -1,0 +1,202 @@
+"""Pinhole camera in the ROS optical frame (z forward, x right, y down).
+
+Pixel convention (OpenCV / ROS CameraInfo): pixel (u, v) covers [u - 0.5, u + 0.5] x [v - 0.5, v + 0.5]
+and its centre is at integer coordinates, so the ray of pixel (u, v) passes through K^-1 [u, v, 1].
+A camera pose is the 4x4 world<-camera transform of that optical frame (acting on column vectors).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from pipeline.errors import InputError
+from simulation.render.columns import rows_to_points
+
+DEFAULT_NEAR = 0.01  # metres
+DEFAULT_FAR = 100.0  # metres
+_RAY_CACHE_SIZE = 8
+_LOOK_AT_PARALLEL_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Camera:
+    """Intrinsics, resolution and clipping range. Immutable, so the per-pixel ray table can be cached."""
+
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    near: float = DEFAULT_NEAR
+    far: float = DEFAULT_FAR
+
+    def __post_init__(self) -> None:
+        if self.width < 1 or self.height < 1:
+            raise InputError(f"resolution must be positive, got {self.width}x{self.height}", "camera", "resolution")
+        if not (self.fx > 0 and self.fy > 0 and math.isfinite(self.fx) and math.isfinite(self.fy)):
+            raise InputError(f"focal lengths must be positive, got fx={self.fx}, fy={self.fy}", "camera", "K")
+        if not (math.isfinite(self.cx) and math.isfinite(self.cy)):
+            raise InputError("principal point must be finite", "camera", "K")
+        if not 0 < self.near < self.far:
+            raise InputError(f"need 0 < near < far, got near={self.near}, far={self.far}", "camera", "near/far")
+
+    @classmethod
+    def from_intrinsics(cls, K: np.ndarray, width: int, height: int, near: float = DEFAULT_NEAR,
+                        far: float = DEFAULT_FAR) -> Camera:
+        """From a 3x3 intrinsic matrix (no skew)."""
+        K = np.asarray(K, dtype=np.float64)
+        if K.shape != (3, 3):
+            raise InputError(f"K must be 3x3, got shape {K.shape}", "camera", "K")
+        if K[0, 1] != 0 or K[1, 0] != 0 or K[2, 0] != 0 or K[2, 1] != 0 or K[2, 2] != 1:
+            raise InputError("K must be [[fx, 0, cx], [0, fy, cy], [0, 0, 1]] (no skew)", "camera", "K")
+        return cls(int(width), int(height), float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2]),
+                   float(near), float(far))
+
+    @classmethod
+    def from_fov(cls, width: int, height: int, horizontal_fov_deg: float, near: float = DEFAULT_NEAR,
+                 far: float = DEFAULT_FAR) -> Camera:
+        """Square pixels, centred principal point; the FOV spans the outer pixel edges."""
+        if not 0 < horizontal_fov_deg < 180:
+            raise InputError(f"horizontal FOV must be in (0, 180) degrees, got {horizontal_fov_deg}", "camera",
+                             "horizontal_fov")
+        focal = width / (2.0 * math.tan(math.radians(horizontal_fov_deg) / 2.0))
+        return cls(int(width), int(height), focal, focal, (width - 1) / 2.0, (height - 1) / 2.0, float(near),
+                   float(far))
+
+    @property
+    def K(self) -> np.ndarray:
+        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+
+    @property
+    def resolution(self) -> tuple[int, int]:
+        """(width, height), as in replicator's camera parameters."""
+        return self.width, self.height
+
+
+@dataclass(frozen=True)
+class CameraParams:
+    """Per-frame camera record (frames.jsonl): intrinsics, resolution, world<-camera pose, clipping."""
+
+    K: np.ndarray
+    width: int
+    height: int
+    pose: np.ndarray
+    near: float
+    far: float
+
+    def as_dict(self) -> dict:
+        return {"K": self.K.tolist(), "resolution": [self.width, self.height], "pose": self.pose.tolist(),
+                "near": self.near, "far": self.far}
+
+
+@dataclass(frozen=True)
+class Rays:
+    """World-space rays, one per sample, starting on the near plane.
+
+    `origins` and `directions` are (N, 3) for Embree; `components` holds the same unit directions as
+    (3, N) rows for vectorised shading. `offset` is the distance from the camera centre `eye` to the
+    origin along the direction and `dz` the direction's optical-axis component, so
+    range = offset + t and depth = range * dz.
+    """
+
+    eye: np.ndarray  # (3,) float32
+    origins: np.ndarray  # (N, 3) float32
+    directions: np.ndarray  # (N, 3) float32, unit
+    components: np.ndarray  # (3, N) float32
+    offset: np.ndarray  # (N,) float32
+    dz: np.ndarray  # (N,) float32
+    tfar: np.ndarray  # (N,) float32, distance from the origin to the far plane
+
+
+@lru_cache(maxsize=_RAY_CACHE_SIZE)
+def _camera_frame_rays(camera: Camera, samples: int) -> tuple[np.ndarray, ...]:
+    """Unit directions (3, N) in the optical frame, ordered row-major over (v, u, sub_v, sub_u), their z
+    parts, and the distances along them to the near plane and from there to the far plane."""
+    sub = (np.arange(samples, dtype=np.float64) + 0.5) / samples - 0.5
+    u = (np.arange(camera.width, dtype=np.float64)[:, None] + sub[None, :]).reshape(-1)
+    v = (np.arange(camera.height, dtype=np.float64)[:, None] + sub[None, :]).reshape(-1)
+    x = (u - camera.cx) / camera.fx
+    y = (v - camera.cy) / camera.fy
+    # Axes (component, v, sub_v, u, sub_u) -> (component, v, u, sub_v, sub_u): a pixel's samples are contiguous.
+    grid = np.empty((3, camera.height, samples, camera.width, samples))
+    grid[0] = x.reshape(1, 1, camera.width, samples)
+    grid[1] = y.reshape(camera.height, samples, 1, 1)
+    grid[2] = 1.0
+    grid = grid.transpose(0, 1, 3, 2, 4).reshape(3, -1)
+    norm = np.sqrt((grid * grid).sum(axis=0))
+    directions = (grid / norm).astype(np.float32)
+    dz = (1.0 / norm).astype(np.float32)
+    offset = np.float32(camera.near) / dz
+    tfar = np.float32(camera.far) / dz - offset
+    for array in (directions, dz, offset, tfar):
+        array.setflags(write=False)
+    return directions, dz, offset, tfar
+
+
+def check_pose(pose: np.ndarray, field: str = "pose") -> np.ndarray:
+    """A 4x4 rigid transform as float64, or InputError naming `field`."""
+    pose = np.asarray(pose, dtype=np.float64)
+    if pose.shape != (4, 4) or not np.all(np.isfinite(pose)):
+        raise InputError(f"must be a finite 4x4 matrix, got shape {pose.shape}", "camera", field)
+    return pose
+
+
+def linear_map(points: np.ndarray, matrix: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
+    """matrix @ points (+ offset) for points given as rows (3, N), in the points' dtype.
+
+    Row by row on purpose: (N, 3) layouts make numpy loop over 3 elements at a time, and (3, 3)
+    matmuls of big arrays go to multi-threaded BLAS, which fights Embree's ray threads for the cores.
+    """
+    dtype = points.dtype
+    out = np.empty((3, points.shape[1]), dtype=dtype)
+    for row in range(3):
+        column = out[row]
+        np.multiply(points[0], dtype.type(matrix[row, 0]), out=column)
+        column += points[1] * dtype.type(matrix[row, 1])
+        column += points[2] * dtype.type(matrix[row, 2])
+        if offset is not None:
+            column += dtype.type(offset[row])
+    return out
+
+
+def camera_rays(camera: Camera, pose: np.ndarray, samples: int = 1) -> Rays:
+    """Rays of every pixel (samples x samples per pixel on a regular sub-pixel grid)."""
+    pose = check_pose(pose)
+    local, dz, offset, tfar = _camera_frame_rays(camera, samples)
+    components = linear_map(local, pose[:3, :3])
+    eye = pose[:3, 3].astype(np.float32)
+    origins = components * offset
+    origins += eye[:, None]
+    return Rays(eye, rows_to_points(origins), rows_to_points(components), components, offset, dz, tfar)
+
+
+def world_to_camera(pose: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """World points given as rows (3, N) in the optical frame of a camera at `pose`, as (3, N) float64."""
+    rotation, translation = pose[:3, :3], pose[:3, 3]
+    return linear_map(np.asarray(points, dtype=np.float64), rotation.T, -rotation.T @ translation)
+
+
+def project(camera: Camera, points_camera: np.ndarray) -> np.ndarray:
+    """Pixel coordinates (2, N) of optical-frame points (3, N); callers handle points with z <= 0."""
+    return np.stack([camera.fx * points_camera[0] / points_camera[2] + camera.cx,
+                     camera.fy * points_camera[1] / points_camera[2] + camera.cy])
+
+
+def look_at(eye: np.ndarray, target: np.ndarray, up: tuple[float, float, float] = (0.0, 0.0, 1.0)) -> np.ndarray:
+    """World<-camera pose of an optical frame at `eye` looking at `target` with image-up along `up`."""
+    eye = np.asarray(eye, dtype=np.float64)
+    forward = np.asarray(target, dtype=np.float64) - eye
+    forward /= np.linalg.norm(forward)
+    right = np.cross(forward, np.asarray(up, dtype=np.float64))
+    if np.linalg.norm(right) < _LOOK_AT_PARALLEL_TOLERANCE:
+        raise InputError("viewing direction is parallel to the up vector", "camera", "look_at")
+    right /= np.linalg.norm(right)
+    down = np.cross(forward, right)
+    pose = np.eye(4)
+    pose[:3, 0], pose[:3, 1], pose[:3, 2], pose[:3, 3] = right, down, forward, eye
+    return pose

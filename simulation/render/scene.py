@@ -1,0 +1,374 @@
+"""The render scene: materials, meshes with instance/semantic ids, point lights, per-frame geometry.
+
+Static meshes go into one Embree scene built once. Dynamic meshes (rigidly moving or deforming) go into
+a second, small Embree scene rebuilt every frame from their `MeshState`; the two are intersected
+separately and merged by the nearest hit, so the static acceleration structure is never rebuilt.
+Colours are linear RGB in [0, 1]; textures are sRGB-encoded 8-bit images.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+from embreex.rtcore_scene import EmbreeScene
+from PIL import Image, UnidentifiedImageError
+
+from asset_converters import parts
+from pipeline.errors import InputError
+from simulation.render.camera import linear_map
+from simulation.render.raycast import build_scene, index_tuples
+from simulation.render.shading import TEXTURE_FILTERS, specular_lobe, srgb_to_linear
+
+MAX_ID = np.iinfo(np.uint16).max  # instance and semantic images are uint16 (DESIGN.md §2)
+DEFAULT_AMBIENT = (0.08, 0.08, 0.08)
+DEFAULT_BACKGROUND = (0.0, 0.0, 0.0)
+# parts.Light intensities are USD sphere-light luminances; the render light's intensity is the
+# irradiance (display units) at 1 m, so a 30000-nit, 5 cm light gives ~0.8 at 3 m on white.
+DEFAULT_EXPOSURE = 0.03
+
+
+@dataclass
+class RenderMaterial:
+    """Base colour or texture (with per-vertex UVs on the mesh), Blinn-Phong roughness, metallic."""
+
+    base_color: tuple[float, float, float] = (0.7, 0.7, 0.7)
+    texture: np.ndarray | None = None  # (H, W, 3 or 4) uint8, sRGB
+    roughness: float = 0.6
+    metallic: float = 0.0
+    texture_filter: str = "bilinear"  # or "nearest"; wrap mode is repeat
+
+    def __post_init__(self) -> None:
+        color = np.asarray(self.base_color, dtype=np.float64)
+        if color.shape != (3,) or not np.all(np.isfinite(color)) or color.min() < 0:
+            raise InputError(f"must be 3 non-negative numbers, got {self.base_color!r}", "material", "base_color")
+        if not 0 <= self.roughness <= 1 or not 0 <= self.metallic <= 1:
+            raise InputError("roughness and metallic must be in [0, 1]", "material", "roughness/metallic")
+        if self.texture_filter not in TEXTURE_FILTERS:
+            raise InputError(f"must be one of {TEXTURE_FILTERS}, got {self.texture_filter!r}", "material",
+                             "texture_filter")
+        if self.texture is not None:
+            tex = np.asarray(self.texture)
+            if tex.dtype != np.uint8 or tex.ndim != 3 or tex.shape[2] not in (3, 4) or min(tex.shape[:2]) < 1:
+                raise InputError(f"must be an (H, W, 3|4) uint8 image, got {tex.dtype} {tex.shape}", "material",
+                                 "texture")
+            self.texture = tex[..., :3]
+
+    @cached_property
+    def texture_linear(self) -> np.ndarray | None:
+        """The texture in linear RGB as channel rows (3, H, W)."""
+        return None if self.texture is None else np.ascontiguousarray(srgb_to_linear(self.texture).transpose(2, 0, 1))
+
+
+def load_texture(path: str | Path) -> np.ndarray:
+    """An image file as an (H, W, 3) uint8 sRGB array."""
+    try:
+        with Image.open(path) as image:
+            return np.asarray(image.convert("RGB"), dtype=np.uint8)
+    except (OSError, UnidentifiedImageError) as exc:
+        raise InputError(f"cannot read texture image: {exc}", path, "texture") from exc
+
+
+def material_from_part(material: parts.Material) -> RenderMaterial:
+    texture = load_texture(material.texture) if material.texture is not None else None
+    return RenderMaterial(tuple(material.base_color), texture, material.roughness, material.metallic)
+
+
+@dataclass(frozen=True)
+class PointLight:
+    """Point light; `intensity` is the irradiance (display units) at 1 m, falling off with 1 / d^2."""
+
+    position: tuple[float, float, float]
+    intensity: float = 1.0
+    color: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        if np.asarray(self.position, dtype=np.float64).shape != (3,) or not np.all(np.isfinite(self.position)):
+            raise InputError(f"must be 3 finite numbers, got {self.position!r}", "light", "position")
+        if not self.intensity >= 0:
+            raise InputError(f"must be >= 0, got {self.intensity}", "light", "intensity")
+        if np.asarray(self.color).shape != (3,) or min(self.color) < 0:
+            raise InputError(f"must be 3 non-negative numbers, got {self.color!r}", "light", "color")
+
+
+def light_from_part(light: parts.Light, exposure: float = DEFAULT_EXPOSURE) -> PointLight:
+    """A USD-style sphere light (luminance, radius) as a point light of the same radiant intensity."""
+    return PointLight(tuple(light.position), light.intensity * np.pi * light.radius**2 * exposure, tuple(light.color))
+
+
+@dataclass
+class RenderMesh:
+    """A triangle mesh in its local frame, placed by `pose` (local->world), with ids and material.
+
+    Static meshes keep their pose; a dynamic mesh's `pose` and `vertices` are its rest state, replaced
+    per frame by a `MeshState`. Faces are counter-clockwise seen from outside (outward normals).
+    """
+
+    name: str
+    vertices: np.ndarray  # (V, 3)
+    faces: np.ndarray  # (F, 3)
+    instance_id: int
+    semantic_id: int = 0
+    material: RenderMaterial = field(default_factory=RenderMaterial)
+    uvs: np.ndarray | None = None  # (V, 2)
+    pose: np.ndarray = field(default_factory=lambda: np.eye(4))
+    smooth: bool = False  # shade and report normals interpolated from vertex normals
+
+    def __post_init__(self) -> None:
+        where = f"mesh {self.name!r}"
+        self.vertices = check_vertices(self.vertices, where, "vertices")
+        faces = np.asarray(self.faces)
+        if faces.ndim != 2 or faces.shape[1] != 3 or len(faces) == 0 or not np.issubdtype(faces.dtype, np.integer):
+            raise InputError(f"must be a non-empty (F, 3) integer array, got {faces.dtype} {faces.shape}", where,
+                             "faces")
+        if faces.min() < 0 or faces.max() >= len(self.vertices):
+            raise InputError(f"indices must be in [0, {len(self.vertices)}), got [{faces.min()}, {faces.max()}]",
+                             where, "faces")
+        self.faces = faces.astype(np.int64)
+        corners = self.vertices[self.faces]
+        if not np.any(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])):
+            raise InputError("degenerate mesh: every triangle has zero area", where, "faces")
+        if not 1 <= self.instance_id <= MAX_ID:
+            raise InputError(f"must be in [1, {MAX_ID}] (0 is background), got {self.instance_id}", where,
+                             "instance_id")
+        if not 0 <= self.semantic_id <= MAX_ID:
+            raise InputError(f"must be in [0, {MAX_ID}], got {self.semantic_id}", where, "semantic_id")
+        if self.uvs is not None:
+            uvs = np.asarray(self.uvs, dtype=np.float64)
+            if uvs.shape != (len(self.vertices), 2) or not np.all(np.isfinite(uvs)):
+                raise InputError(f"must be finite with shape ({len(self.vertices)}, 2), got {uvs.shape}", where, "uvs")
+            self.uvs = uvs
+        elif self.material.texture is not None:
+            raise InputError("a textured material needs per-vertex uvs", where, "uvs")
+        self.pose = check_transform(self.pose, where, "pose")
+
+
+def mesh_from_part(mesh: parts.SceneMesh, instance_id: int, semantic_id: int = 0,
+                   pose: np.ndarray | None = None) -> RenderMesh:
+    return RenderMesh(mesh.name, mesh.vertices, mesh.faces, instance_id, semantic_id,
+                      material_from_part(mesh.material), mesh.uvs, np.eye(4) if pose is None else pose)
+
+
+@dataclass
+class MeshState:
+    """One frame of a dynamic mesh: local vertices and/or pose; None keeps the rest value.
+
+    `next_*` describe the following frame, used only for optical flow (None: same as this frame).
+    """
+
+    vertices: np.ndarray | None = None
+    pose: np.ndarray | None = None
+    next_vertices: np.ndarray | None = None
+    next_pose: np.ndarray | None = None
+
+
+def check_vertices(vertices: np.ndarray, where: str, name: str, count: int | None = None) -> np.ndarray:
+    vertices = np.asarray(vertices, dtype=np.float64)
+    if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) == 0 or not np.all(np.isfinite(vertices)):
+        raise InputError(f"must be a finite, non-empty (V, 3) array, got shape {vertices.shape}", where, name)
+    if count is not None and len(vertices) != count:
+        raise InputError(f"must have {count} vertices like the mesh, got {len(vertices)}", where, name)
+    return vertices
+
+
+def check_transform(pose: np.ndarray, where: str, name: str) -> np.ndarray:
+    pose = np.asarray(pose, dtype=np.float64)
+    if pose.shape != (4, 4) or not np.all(np.isfinite(pose)):
+        raise InputError(f"must be a finite 4x4 matrix, got shape {pose.shape}", where, name)
+    return pose
+
+
+class MeshTable:
+    """Several meshes flattened into one vertex/face numbering, with per-mesh attributes as arrays.
+
+    Per-element attributes are stored as rows (components, count) so gathers and arithmetic over
+    many pixels run along contiguous rows.
+    """
+
+    def __init__(self, meshes: Sequence[RenderMesh]):
+        self.meshes = list(meshes)
+        vertex_counts = [len(m.vertices) for m in self.meshes]
+        face_counts = [len(m.faces) for m in self.meshes]
+        self.vertex_offsets = np.concatenate([[0], np.cumsum(vertex_counts)]).astype(np.int64)
+        self.face_offsets = np.concatenate([[0], np.cumsum(face_counts)]).astype(np.int64)
+        self.faces = np.concatenate([m.faces + off for m, off in zip(self.meshes, self.vertex_offsets)])
+        self.corners = np.ascontiguousarray(self.faces.T, dtype=np.int32)  # (3, F)
+        self.face_mesh = np.repeat(np.arange(len(self.meshes), dtype=np.int32), face_counts)
+        self.uvs = np.concatenate([m.uvs if m.uvs is not None else np.zeros((len(m.vertices), 2))
+                                   for m in self.meshes]).T.astype(np.float32)  # (2, V)
+        self.instance_ids = np.array([m.instance_id for m in self.meshes], dtype=np.uint16)
+        self.semantic_ids = np.array([m.semantic_id for m in self.meshes], dtype=np.uint16)
+        self.base_color = np.array([m.material.base_color for m in self.meshes], dtype=np.float32).T  # (3, M)
+        self.base_color = np.ascontiguousarray(self.base_color)
+        self.exponent, self.lobe_scale = specular_lobe([m.material.roughness for m in self.meshes])
+        self.metallic = np.array([m.material.metallic for m in self.meshes], dtype=np.float32)
+        self.textured = np.array([m.material.texture is not None for m in self.meshes])
+        self.smooth = np.array([m.smooth for m in self.meshes])
+
+    def __len__(self) -> int:
+        return len(self.meshes)
+
+    @cached_property
+    def face_tuples(self) -> np.ndarray:
+        return index_tuples(self.faces)
+
+    def face_slice(self, mesh: int) -> slice:
+        return slice(int(self.face_offsets[mesh]), int(self.face_offsets[mesh + 1]))
+
+
+@dataclass
+class Layer:
+    """World-space geometry of a mesh table for one frame, with its Embree scene."""
+
+    table: MeshTable
+    world_vertices: np.ndarray  # (V, 3) float32, as given to Embree
+    face_normals: np.ndarray  # (3, F) float32, unit (zero for degenerate faces)
+    vertex_normals: np.ndarray | None  # (3, V) float32 when any mesh is smooth
+    next_world_vertices: np.ndarray | None  # (3, V) float64 next-frame positions, when flow is wanted
+    poses: np.ndarray  # (M, 4, 4) local->world
+    local_min: np.ndarray  # (M, 3) local-frame extents
+    local_max: np.ndarray
+    embree: EmbreeScene
+
+
+@dataclass(frozen=True)
+class FrameGeometry:
+    """One frame's per-face and per-vertex arrays over static and dynamic meshes (RenderScene.table order)."""
+
+    face_normals: np.ndarray  # (3, F) float32
+    vertex_normals: np.ndarray | None  # (3, V) float32 when any mesh is smooth
+    next_world_vertices: np.ndarray | None  # (3, V) float64 when flow was asked for
+
+
+def _world_rows(locals_: Sequence[np.ndarray], poses: Sequence[np.ndarray]) -> np.ndarray:
+    """Local (V_i, 3) vertex arrays placed by their poses, concatenated as rows (3, V) float64."""
+    return np.concatenate([linear_map(local.T, pose[:3, :3], pose[:3, 3]) for local, pose in zip(locals_, poses)],
+                          axis=1)
+
+
+def _normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    norm = np.sqrt((vectors * vectors).sum(axis=0))
+    return np.divide(vectors, norm, out=np.zeros_like(vectors), where=norm > 0)
+
+
+def build_layer(table: MeshTable, locals_: Sequence[np.ndarray], poses: np.ndarray,
+                next_world: np.ndarray | None = None) -> Layer:
+    """`next_world` (3, V): next-frame vertex positions; for a static layer, its own vertices."""
+    world = _world_rows(locals_, poses)
+    a, b, c = (world[:, table.corners[k]] for k in range(3))
+    e1, e2 = b - a, c - a
+    cross = np.stack([e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]])
+    vertex_normals = None
+    if table.smooth.any():
+        # Area-weighted: the unnormalised cross product carries twice the face area.
+        flat = table.corners.ravel()
+        summed = np.stack([np.bincount(flat, np.tile(cross[k], 3), world.shape[1]) for k in range(3)])
+        vertex_normals = _normalize_rows(summed).astype(np.float32)
+    vertices = np.ascontiguousarray(world.T, dtype=np.float32)
+    return Layer(
+        table=table, world_vertices=vertices, face_normals=_normalize_rows(cross).astype(np.float32),
+        vertex_normals=vertex_normals, next_world_vertices=next_world,
+        poses=np.asarray(poses, dtype=np.float64), local_min=np.array([v.min(axis=0) for v in locals_]),
+        local_max=np.array([v.max(axis=0) for v in locals_]), embree=build_scene(vertices, table.face_tuples),
+    )
+
+
+class RenderScene:
+    """Static meshes (Embree scene built once), dynamic meshes (rebuilt per frame), lights, ambient.
+
+    `lights`, `ambient` and `background` are plain attributes: change them between frames at will.
+    """
+
+    def __init__(self, static_meshes: Sequence[RenderMesh], dynamic_meshes: Sequence[RenderMesh] = (),
+                 lights: Sequence[PointLight] = (), ambient: tuple[float, float, float] = DEFAULT_AMBIENT,
+                 background: tuple[float, float, float] = DEFAULT_BACKGROUND):
+        meshes = [*static_meshes, *dynamic_meshes]
+        if not meshes:
+            raise InputError("a render scene needs at least one mesh", "scene", "meshes")
+        for key in ("name", "instance_id"):
+            duplicates = sorted((v for v, n in Counter(getattr(m, key) for m in meshes).items() if n > 1), key=str)
+            if duplicates:
+                raise InputError(f"must be unique across meshes, repeated: {duplicates}", "scene", key)
+        self.lights = list(lights)
+        self.ambient = np.asarray(ambient, dtype=np.float32)
+        self.background = np.asarray(background, dtype=np.float32)
+        self.static_table = MeshTable(static_meshes) if static_meshes else None
+        self.dynamic_table = MeshTable(dynamic_meshes) if dynamic_meshes else None
+        # Static then dynamic meshes under one numbering: a frame's hits index faces, vertices and meshes here.
+        self.table = MeshTable(meshes)
+        self.first_dynamic_face = 0 if self.static_table is None else len(self.static_table.faces)
+        self.static = None
+        if self.static_table is not None:
+            locals_, poses = [m.vertices for m in static_meshes], np.stack([m.pose for m in static_meshes])
+            self.static = build_layer(self.static_table, locals_, poses, _world_rows(locals_, poses))
+        # instance id -> (is dynamic, mesh index in its table)
+        self.instance_lookup = {m.instance_id: (False, i) for i, m in enumerate(static_meshes)}
+        self.instance_lookup.update({m.instance_id: (True, i) for i, m in enumerate(dynamic_meshes)})
+        self._instance_scenes: dict[int, EmbreeScene] = {}
+
+    @property
+    def static_embree(self) -> EmbreeScene | None:
+        return None if self.static is None else self.static.embree
+
+    def instances(self) -> dict[int, dict]:
+        """instance id -> name, semantic id, and whether the mesh is dynamic (instances.json)."""
+        out = {}
+        for table, dynamic in ((self.static_table, False), (self.dynamic_table, True)):
+            for mesh in table.meshes if table is not None else ():
+                out[mesh.instance_id] = {"name": mesh.name, "semantic_id": mesh.semantic_id, "dynamic": dynamic}
+        return dict(sorted(out.items()))
+
+    def dynamic_layer(self, states: Mapping[str, MeshState] | None, with_next: bool = False) -> Layer | None:
+        """This frame's dynamic geometry; meshes without a state keep their rest vertices and pose."""
+        table = self.dynamic_table
+        if table is None:
+            return None
+        states = states or {}
+        unknown = sorted(set(states) - {m.name for m in table.meshes})
+        if unknown:
+            raise InputError(f"no dynamic mesh named {unknown}", "frame state", "states")
+        locals_, poses, next_locals, next_poses = [], [], [], []
+        for mesh in table.meshes:
+            state = states.get(mesh.name, MeshState())
+            where = f"state of {mesh.name!r}"
+            local = mesh.vertices if state.vertices is None else check_vertices(state.vertices, where, "vertices",
+                                                                              len(mesh.vertices))
+            pose = mesh.pose if state.pose is None else check_transform(state.pose, where, "pose")
+            locals_.append(local)
+            poses.append(pose)
+            if with_next:
+                next_locals.append(local if state.next_vertices is None else check_vertices(
+                    state.next_vertices, where, "next_vertices", len(mesh.vertices)))
+                next_poses.append(pose if state.next_pose is None else check_transform(state.next_pose, where,
+                                                                                       "next_pose"))
+        next_world = _world_rows(next_locals, next_poses) if with_next else None
+        return build_layer(table, locals_, np.stack(poses), next_world)
+
+    def frame_geometry(self, dynamic: Layer | None, with_next: bool = False) -> FrameGeometry:
+        """Per-frame arrays of both layers in `table`'s numbering (static first)."""
+        layers = [layer for layer in (self.static, dynamic) if layer is not None]
+
+        def join(arrays: list[np.ndarray]) -> np.ndarray:
+            return arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=1)
+
+        vertex_normals = None
+        if self.table.smooth.any():
+            vertex_normals = join([layer.vertex_normals if layer.vertex_normals is not None
+                                   else np.zeros((3, len(layer.world_vertices)), np.float32) for layer in layers])
+        return FrameGeometry(
+            face_normals=join([layer.face_normals for layer in layers]), vertex_normals=vertex_normals,
+            next_world_vertices=join([layer.next_world_vertices for layer in layers]) if with_next else None,
+        )
+
+    def instance_scene(self, mesh: int) -> EmbreeScene:
+        """An Embree scene of static mesh `mesh` alone (built on first use), for occlusion ratios."""
+        if mesh not in self._instance_scenes:
+            rows = self.static_table.face_slice(mesh)
+            faces = self.static_table.faces[rows]
+            used, local_faces = np.unique(faces, return_inverse=True)
+            self._instance_scenes[mesh] = build_scene(self.static.world_vertices[used], local_faces.reshape(-1, 3))
+        return self._instance_scenes[mesh]

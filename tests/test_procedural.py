@@ -1,0 +1,235 @@
+"""Procedural demo assets, checked through pxr, shapely and trimesh against what the packages claim."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+import shapely
+import trimesh
+from conftest import run_grade
+from pxr import Usd, UsdGeom, UsdLux, UsdShade, UsdSkel
+from shapely.geometry import shape
+
+from asset_converters import load_animation, load_meta, posed_meshes, read_meshes
+from asset_converters.animated import joint_world_transforms
+from asset_converters.batch import run_jobs
+from asset_converters.procedural import build_demo_assets, build_environment, demo_jobs
+from asset_converters.procedural.layout import CEILING_HEIGHT
+from pipeline.errors import InputError
+from pipeline.rundir import sha256_file
+
+# Small counts keep the module fast; the CLI test below rebuilds exactly these in a subprocess.
+SEED, ROOMS, FURNITURE, HUMANS, OBJECTS = 3, 2, 4, 3, 2
+ARGS = ["--seed", str(SEED), "--rooms", str(ROOMS), "--furniture", str(FURNITURE), "--humans", str(HUMANS),
+        "--objects", str(OBJECTS)]
+FURNITURE_LABELS = {"table", "chair", "sofa", "shelf", "bed", "cabinet", "plant", "lamp"}
+OBJECT_LABELS = {"mug", "bottle", "book", "ball", "box", "can"}
+ROBOT_WIDTH = 1.0  # m: a doorway must let a body this wide through
+TRACE_SAMPLES = 400  # posed vertices checked against each trace
+# manifold3d's union (and simplification) of the swept hulls moves the surface inwards by a few mm
+# (up to 3.5 mm measured before simplification), so a posed vertex may lie that far outside trace.stl.
+TRACE_TOLERANCE = 0.005  # m
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    assets = build_demo_assets(out, SEED, ROOMS, FURNITURE, HUMANS, OBJECTS)
+    assert assets.batch.failed == [] and len(assets.batch.converted) == 1 + HUMANS + OBJECTS
+    return assets
+
+
+def file_hashes(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def xy_hull(vertices: np.ndarray) -> shapely.Polygon:
+    return shapely.MultiPoint(vertices[:, :2]).convex_hull
+
+
+def test_every_package_is_z_up_metres_labelled_and_textured(demo):
+    for package in [demo.environment, *demo.humans, *demo.objects]:
+        stage = Usd.Stage.Open(str(package / "asset.usdc"))
+        assert UsdGeom.GetStageUpAxis(stage) == UsdGeom.Tokens.z
+        assert UsdGeom.GetStageMetersPerUnit(stage) == 1.0
+        meshes = read_meshes(package / "asset.usdc")
+        assert meshes and all(m.semantic_label for m in meshes), package
+        files = [UsdShade.Shader(p).GetInput("file").Get() for p in stage.Traverse()
+                 if p.IsA(UsdShade.Shader) and UsdShade.Shader(p).GetIdAttr().Get() == "UsdUVTexture"]
+        assert files, f"{package.name} has no texture"
+        for asset in files:
+            texture = (package / asset.path).resolve()
+            assert texture.is_file() and texture.parent == (package / "textures").resolve()
+        textured = [m for m in meshes if m.texture is not None]
+        assert all(m.uvs is not None and len(m.uvs) == len(m.vertices) for m in textured)
+    assert {m.semantic_label for m in read_meshes(demo.humans[0] / "asset.usdc")} == {"person"}
+    for package in demo.objects:
+        meta = load_meta(package)
+        assert set(meta.semantic_labels.values()) <= OBJECT_LABELS
+        assert 0.05 <= max(meta.object.extents) <= 0.30  # household-object size
+        assert trimesh.load(package / "collision.stl").is_convex
+
+
+def test_environment_outline_is_non_convex_and_matches_the_floor(demo):
+    meta = load_meta(demo.environment).environment
+    polygon = shape(meta.floor_polygon)
+    assert polygon.area < 0.97 * polygon.convex_hull.area
+    meshes = read_meshes(demo.environment / "asset.usdc")
+    floors = [m for m in meshes if m.semantic_label == "floor"]
+    floor_area = sum(trimesh.Trimesh(m.vertices, m.faces, process=False).area for m in floors)
+    assert polygon.area == pytest.approx(floor_area, rel=1e-6)
+    assert meta.floor_area == pytest.approx(floor_area, rel=1e-6)
+    assert {m.semantic_label for m in meshes} >= {"floor", "wall", "ceiling"}
+    assert {m.semantic_label for m in meshes if "/furniture/" in m.prim_path} <= FURNITURE_LABELS
+    assert len([m for m in meshes if "/furniture/" in m.prim_path]) == FURNITURE
+    assert sum(len(m.faces) for m in meshes) < 30_000  # the ray-cast renderer's budget
+    ceiling = max(m.vertices[:, 2].max() for m in meshes if m.semantic_label == "ceiling")
+    assert CEILING_HEIGHT[0] <= ceiling <= CEILING_HEIGHT[1]
+    stage = Usd.Stage.Open(str(demo.environment / "asset.usdc"))
+    lights = [p for p in stage.Traverse() if p.IsA(UsdLux.SphereLight)]
+    assert len(lights) == ROOMS == meta.lights
+    for light in lights:
+        position = UsdGeom.Xformable(light).ComputeLocalToWorldTransform(Usd.TimeCode.Default()).ExtractTranslation()
+        assert polygon.contains(shapely.Point(position[0], position[1])) and position[2] < ceiling
+
+
+def test_furniture_is_inside_apart_and_leaves_the_floor_connected(demo):
+    polygon = shape(load_meta(demo.environment).environment.floor_polygon)
+    meshes = read_meshes(demo.environment / "asset.usdc")
+    pieces = [xy_hull(m.vertices) for m in meshes if "/furniture/" in m.prim_path]
+    walls = [xy_hull(m.vertices) for m in meshes if m.semantic_label == "wall" and m.vertices[:, 2].min() < 0.01]
+    for piece in pieces:
+        assert piece.within(polygon)
+    for a, b in itertools.combinations(pieces, 2):
+        assert not a.intersects(b)
+    wall_area = shapely.union_all(walls)
+    for piece in pieces:
+        assert not piece.intersects(wall_area)
+    # Doorways: the architecture alone leaves a 1 m wide body a connected floor.
+    empty = polygon.difference(wall_area)
+    assert empty.buffer(-ROBOT_WIDTH / 2 + 0.01).geom_type == "Polygon"
+    free = empty.difference(shapely.union_all(pieces))
+    assert free.geom_type == "Polygon"
+    # A 0.6 m robot still reaches everywhere but small corner pockets.
+    reachable = free.buffer(-0.3)
+    assert len([g for g in getattr(reachable, "geoms", [reachable]) if g.area > 0.5]) == 1
+
+
+@pytest.mark.parametrize("index", range(HUMANS))
+def test_humanoid_usdskel_matches_numpy_skinning(demo, index):
+    package = demo.humans[index]
+    anim = load_animation(package)
+    meta = load_meta(package).animation
+    assert 15 <= len(anim.joint_names) <= 20
+    assert {"pelvis", "head", "l_wrist", "r_knee", "l_ankle"} <= set(anim.joint_names)
+    assert sum(len(m.faces) for m in anim.skinned) < 5000
+    stage = Usd.Stage.Open(str(package / "asset.usdc"))
+    skel_anim = next(UsdSkel.Animation(p) for p in stage.Traverse() if p.IsA(UsdSkel.Animation))
+    assert len(skel_anim.GetRotationsAttr().GetTimeSamples()) == anim.frame_count == meta.frame_count
+    assert stage.GetTimeCodesPerSecond() == meta.fps == 30.0
+    assert 2.0 <= meta.duration <= 5.0
+    assert list(meta.motions) == [package.name.split("_")[-1]]
+    rest = np.concatenate([m.rest_vertices for m in anim.skinned])
+    assert rest[:, 2].min() == pytest.approx(0.0, abs=1e-9)  # feet on the floor in the rest pose
+    assert 1.5 <= rest[:, 2].max() <= 1.95
+    for frame in (0, anim.frame_count // 2, anim.frame_count - 1):
+        usd = read_meshes(package / "asset.usdc", time=frame)
+        numpy_posed = posed_meshes(anim, frame)
+        assert len(usd) == len(numpy_posed)
+        for stage_mesh, (vertices, faces) in zip(usd, numpy_posed, strict=True):
+            np.testing.assert_allclose(stage_mesh.vertices, vertices, atol=1e-4)
+            np.testing.assert_array_equal(stage_mesh.faces, faces)
+
+
+def test_walk_travels_idle_stays_and_wave_raises_the_wrist_over_the_head(demo):
+    walk, idle, wave = (load_animation(p) for p in demo.humans[:3])
+    root = np.asarray(load_meta(demo.humans[0]).animation.root_trajectory)
+    travelled = root[-1, :2] - root[0, :2]
+    assert 2.0 <= np.linalg.norm(travelled) <= 4.0 and abs(travelled[1]) < 1e-9  # along +x
+    speed = np.linalg.norm(travelled) / ((walk.frame_count - 1) / walk.fps)
+    assert 0.9 <= speed <= 1.6  # m/s, a walking pace
+    world = joint_world_transforms(walk)
+    knees = world[:, [walk.joint_names.index("l_knee"), walk.joint_names.index("r_knee")], 0, 3] - root[:, None, 0]
+    assert np.ptp(knees[:, 0]) > 0.2  # the legs swing
+
+    idle_root = joint_world_transforms(idle)[:, 0, :3, 3]
+    assert np.linalg.norm(idle_root[:, :2] - idle_root[0, :2], axis=1).max() < 0.05
+
+    world = joint_world_transforms(wave)
+    wrist = world[:, wave.joint_names.index("r_wrist"), 2, 3]
+    head = world[:, wave.joint_names.index("head"), 2, 3]
+    rest_top = np.concatenate([m.rest_vertices for m in wave.skinned])[:, 2].max()
+    head_top = head + (rest_top - wave.bind_world[wave.joint_names.index("head"), 2, 3])
+    assert wrist[0] < head[0]
+    assert (wrist > head_top).sum() >= wave.fps  # above the top of the head for a second or more
+
+
+def test_feet_rest_on_the_floor_in_every_frame(demo):
+    for package in demo.humans:
+        anim = load_animation(package)
+        world = joint_world_transforms(anim)
+        lowest = [min(v[:, 2].min() for v, _ in posed_meshes(anim, f, world)) for f in range(anim.frame_count)]
+        np.testing.assert_allclose(lowest, 0.0, atol=1e-6)  # never sinking into the floor, never floating
+        assert load_meta(package).animation.ground_offset == pytest.approx(0.0, abs=1e-6)
+
+
+def winding_numbers(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """Generalised winding number of a closed mesh at each point (1 inside, 0 outside); robust to the
+    sliver triangles that make ray-parity tests (trimesh's contains/signed_distance) flip signs."""
+    a, b, c = (triangles[None, :, k] - points[:, None] for k in range(3))
+    la, lb, lc = (np.linalg.norm(v, axis=2) for v in (a, b, c))
+    dot = lambda u, v: np.einsum("pti,pti->pt", u, v)
+    solid = np.arctan2(dot(a, np.cross(b, c)), la * lb * lc + dot(a, b) * lc + dot(b, c) * la + dot(c, a) * lb)
+    return solid.sum(axis=1) / (2 * np.pi)
+
+
+def test_trace_contains_every_posed_frame(demo):
+    for package in demo.humans:
+        anim = load_animation(package)
+        trace = trimesh.load(package / "trace.stl")
+        world = joint_world_transforms(anim)
+        points = np.concatenate([v for f in range(anim.frame_count) for v, _ in posed_meshes(anim, f, world)])
+        sample = points[np.linspace(0, len(points) - 1, TRACE_SAMPLES).astype(int)]
+        outside = winding_numbers(sample, trace.triangles) < 0.5
+        # Vertices on the hulls' surface count as outside about half the time; none may stick out further.
+        assert trace.nearest.on_surface(sample[outside])[1].max(initial=0.0) < TRACE_TOLERANCE
+
+
+def test_cli_is_deterministic_and_a_second_run_skips_everything(demo, tmp_path):
+    first = run_grade("convert", "procedural", "--out", str(tmp_path), *ARGS)
+    assert first.returncode == 0, first.stderr
+    assert f"converted {1 + HUMANS + OBJECTS}, skipped 0" in first.stderr
+    built = file_hashes(demo.environment.parent.parent)
+    assert file_hashes(tmp_path) == built  # a fresh process, same seed: byte-identical packages
+    second = run_grade("convert", "procedural", "--out", str(tmp_path), *ARGS)
+    assert second.returncode == 0, second.stderr
+    assert f"converted 0, skipped {1 + HUMANS + OBJECTS}" in second.stderr
+    assert file_hashes(tmp_path) == built
+
+
+def test_another_seed_gives_other_assets(demo, tmp_path):
+    with_seed = lambda seed: build_environment(seed, ROOMS, FURNITURE, tmp_path / f"textures{seed}")[0]
+    a, b = with_seed(SEED), with_seed(SEED + 1)
+    assert [m.semantic_label for m in a] != [m.semantic_label for m in b] or any(
+        m.vertices.shape != n.vertices.shape or not np.allclose(m.vertices, n.vertices) for m, n in zip(a, b))
+    jobs = [j for j in demo_jobs(tmp_path / "other", SEED + 1, ROOMS, FURNITURE, HUMANS, OBJECTS)
+            if "environment" not in j.out.parts]
+    result = run_jobs(jobs, "other seed")
+    assert result.failed == []
+    for job in jobs:
+        ours = demo.environment.parent.parent / job.out.relative_to(tmp_path / "other")
+        assert sha256_file(job.out / "asset.usdc") != sha256_file(ours / "asset.usdc")
+
+
+def test_bad_counts_are_refused_and_unplaceable_furniture_fails_cleanly(tmp_path):
+    with pytest.raises(InputError, match="rooms"):
+        build_demo_assets(tmp_path / "none", rooms=0)
+    assert not (tmp_path / "none").exists()
+    crowded = build_demo_assets(tmp_path / "crowded", seed=1, rooms=1, furniture=40, humans=0, objects=0)
+    assert len(crowded.batch.failed) == 1 and "furniture" in crowded.batch.failed[0][1]
+    assert not crowded.environment.exists()
+    cli = run_grade("convert", "procedural", "--out", str(tmp_path / "cli"), "--rooms", "0")
+    assert cli.returncode == 2 and not (tmp_path / "cli").exists()
