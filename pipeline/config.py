@@ -81,6 +81,9 @@ class HumansConfig(Strict):
     count: IntRange = Field(default_factory=lambda: IntRange(min=7, max=40))
     max_tries: PositiveInt = 99
     contact_threshold: Annotated[int, Field(ge=1, description="accept a trace with fewer FCL contacts than this")] = 200
+    max_inside_fraction: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.02, description="reject a trace with more of its volume than this inside closed furniture: contact "
+                          "counts alone depend on mesh density, so a coarse sofa would let a human stand in it")
     fps: PositiveFloat = 30.0
     reverse_playback: bool = Field(True, description="play animations forward then backward to loop smoothly")
 

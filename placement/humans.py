@@ -44,6 +44,7 @@ FLOOR_SHIFT = np.array([0.0, 0.0, TEST_LIFT + 0.001])  # m, see Crowd._inside
 # Contacts allowed between two humans' traces: none, since people would walk through each other.
 HUMAN_CONTACT_THRESHOLD = 1
 TAU = 2.0 * np.pi
+INTERIOR_PITCH = 0.05  # m, grid spacing of a trace's interior sample
 
 log = get_logger("placement")
 
@@ -58,12 +59,23 @@ class HumanAsset:
     container: trimesh.Trimesh  # closed mesh for the containment tests: the trace, or its hull if open
     model: fcl.BVHModel
     probes: Probes
+    interior: np.ndarray  # (P, 3) grid points inside the trace, for how deep it sits in furniture
     hull_xy: np.ndarray  # (H, 2) corners of the footprint's convex hull (trace vertices)
     bounds: np.ndarray  # (2, 3) the trace's box
     container_bounds: np.ndarray  # (2, 3)
     ground_offset: float
     clip_end: float  # s, time of the last frame
     duration: float  # s, frame_count / fps
+
+
+def interior_points(closed: trimesh.Trimesh, pitch: float = INTERIOR_PITCH) -> np.ndarray:
+    """Grid points inside a closed mesh: a volume sample, so the inside fraction of a coarse trace (a
+    box has only 8 vertices) still measures how much of it overlaps a piece."""
+    lo, hi = closed.bounds
+    axes = [np.arange(a + pitch / 2, b, pitch) for a, b in zip(lo, hi)]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    inside = grid[closed.contains(grid)] if len(grid) else grid
+    return inside if len(inside) else closed.vertices.copy()
 
 
 def load_human(package: str | Path) -> HumanAsset:
@@ -87,7 +99,7 @@ def load_human(package: str | Path) -> HumanAsset:
         raise InputError(f"degenerate trace mesh: its footprint has no area ({exc})", package / "trace.stl") from exc
     return HumanAsset(
         path=package, meta=meta, trace=trace, container=container, model=bvh_model(trace.vertices, trace.faces),
-        probes=probe_points(trace), hull_xy=trace.vertices[footprint.vertices, :2],
+        probes=probe_points(trace), interior=interior_points(container), hull_xy=trace.vertices[footprint.vertices, :2],
         bounds=np.array(trace.bounds), container_bounds=np.array(container.bounds),
         ground_offset=float(info.ground_offset),
         clip_end=max(info.frame_count - 1, 0) / info.fps, duration=info.frame_count / info.fps,
@@ -122,6 +134,7 @@ class Crowd:
     world: World
     contact_threshold: int
     human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD
+    max_inside_fraction: float = 0.02
     placed: list[PlacedTrace] = field(default_factory=list)
     obstacles: Obstacles = field(default_factory=Obstacles)
     blockers: list[Solid] = field(default_factory=list)
@@ -154,6 +167,8 @@ class Crowd:
         contacts = self.world.tiles.contacts(obj, lo, hi, self.contact_threshold)
         if contacts >= self.contact_threshold:
             return Verdict(False, "contacts", contacts)
+        if contacts and self._inside_fraction(asset, matrix, lo, hi) > self.max_inside_fraction:
+            return Verdict(False, "penetrates", contacts)
         probes, inverse = apply(matrix, asset.probes.points), np.linalg.inv(matrix)
         if self._inside(asset, probes, inverse, lo, hi, self.world.solids):
             return Verdict(False, "inside", contacts)
@@ -162,6 +177,18 @@ class Crowd:
         if self._inside_humans(asset, probes, inverse, lo, hi):
             return Verdict(False, "human", 0)
         return Verdict(True, None, contacts)
+
+    def _inside_fraction(self, asset: HumanAsset, matrix: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+        """Fraction of the trace's volume (interior grid points) inside closed world pieces."""
+        points = apply(matrix, asset.interior)
+        inside = np.zeros(len(points), dtype=bool)
+        for solid in self.world.solids:
+            if solid.hull_only or np.any(solid.lo > hi) or np.any(solid.hi < lo):
+                continue
+            near = ~inside & np.all((points >= solid.lo) & (points <= solid.hi), axis=1)
+            if near.any():
+                inside[np.flatnonzero(near)[solid.mesh.contains(points[near])]] = True
+        return float(inside.mean())
 
     @staticmethod
     def _bounds(asset: HumanAsset, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -238,7 +265,7 @@ def place_humans(world: World, packages: list[Path], config: HumansConfig, seed:
         raise InputError(f"{count} humans requested but no animated packages given", field="humans")
     choices = rng.integers(0, len(packages), count) if count else np.zeros(0, dtype=int)
     assets: dict[int, HumanAsset] = {}
-    crowd = Crowd(world, config.contact_threshold, human_contact_threshold)
+    crowd = Crowd(world, config.contact_threshold, human_contact_threshold, config.max_inside_fraction)
     for solid in blockers:
         crowd.block(solid)
     placed, rejected = [], []

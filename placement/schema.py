@@ -19,7 +19,7 @@ from pipeline.errors import InputError
 from pipeline.rundir import atomic_write_json
 
 PLACEMENT_SCHEMA = "grade.placement/1"
-HumanRejection = Literal["outside", "contacts", "inside", "human", "robot"]
+HumanRejection = Literal["outside", "contacts", "penetrates", "inside", "human", "robot"]
 ObjectRejection = Literal["outside", "collision"]
 Vec3 = tuple[float, float, float]
 

@@ -44,6 +44,7 @@ class Solid:
     lo: np.ndarray
     hi: np.ndarray
     probes: Probes
+    hull_only: bool = False  # an open piece (e.g. plant leaves) stood in for by its convex hull
 
 
 @dataclass
@@ -155,9 +156,10 @@ def closed_solids(usd_path: Path, floor_area: float) -> list[Solid]:
         if len(piece.faces) == 0:
             continue
         mesh = trimesh.Trimesh(piece.vertices, piece.faces, process=True)
+        hull_only = not is_closed(mesh)
         parts = piece.prim_path.strip("/").split("/")
         category = parts[1] if len(parts) > 2 else ""
-        if not is_closed(mesh):
+        if hull_only:
             if category == ARCHITECTURE or len(mesh.vertices) < 4:
                 continue
             try:
@@ -168,7 +170,7 @@ def closed_solids(usd_path: Path, floor_area: float) -> list[Solid]:
         footprint = float(np.prod(hi[:2] - lo[:2]))
         if abs(mesh.volume) < MIN_SOLID_VOLUME or footprint >= SHELL_FOOTPRINT_FRACTION * floor_area:
             continue
-        solids.append(Solid(piece.prim_path, mesh, lo, hi, probe_points(mesh)))
+        solids.append(Solid(piece.prim_path, mesh, lo, hi, probe_points(mesh), hull_only))
     return solids
 
 
