@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml constraints.txt
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/grade config validate configs/demo.yaml
+	$(BIN)/grade demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -321,6 +321,8 @@ class ExperimentConfig(Strict):
     name: str = "experiment"
     seed: Annotated[int, Field(ge=0)] = 0
     output_dir: Path = Path("runs/experiment")
+    assets_dir: Path | None = Field(None, description="cache of converted packages (default <output_dir>/assets); "
+                                                      "share one between experiments to convert each input once")
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     humans: HumansConfig = Field(default_factory=HumansConfig)
     flying_objects: FlyingObjectsConfig = Field(default_factory=FlyingObjectsConfig)

@@ -1,0 +1,58 @@
+"""The stages before simulation, end to end from a config: assets, placement, scene.usda."""
+
+from __future__ import annotations
+
+import numpy as np
+from pxr import Usd, UsdGeom
+
+from asset_converters import load_meta, read_meshes
+from pipeline.config_io import load_experiment
+from pipeline.prepare import prepare
+from pipeline.rundir import MANIFEST
+from placement import load_placement
+
+from conftest import CONFIGS, run_grade
+
+
+def test_prepare_demo_config_then_resume_skips(tmp_path):
+    config = load_experiment(CONFIGS / "demo.yaml", ["humans.count={min: 3, max: 3}"])
+    prepared = prepare(config, tmp_path / "run")
+    assert load_meta(prepared.environment).kind == "environment"
+    placement = load_placement(prepared.placement)
+    assert len(placement.humans) + len(placement.rejected_humans) == 3
+    assert prepared.placement.with_suffix(".png").is_file()
+
+    stage = Usd.Stage.Open(str(prepared.scene))
+    assert UsdGeom.GetStageUpAxis(stage) == UsdGeom.Tokens.z
+    humans = stage.GetPrimAtPath("/World/humans").GetChildren()
+    assert len(humans) == len(placement.humans)
+    # References resolve: the composed scene has the environment's labels and posed people.
+    meshes = read_meshes(prepared.scene, time=0)
+    labels = {m.semantic_label for m in meshes}
+    assert {"floor", "wall", "person"} <= labels
+    human0 = placement.humans[0]
+    prim = humans[0]
+    world = np.asarray(UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default())).T
+    np.testing.assert_allclose(world[:3, 3], [human0.x, human0.y, human0.z], atol=1e-9)
+    np.testing.assert_allclose(np.arctan2(world[1, 0], world[0, 0]) % (2 * np.pi), human0.yaw % (2 * np.pi),
+                               atol=1e-6)
+
+    manifest = (prepared.scene.parent / MANIFEST).read_bytes()
+    again = prepare(config, tmp_path / "run")
+    assert again.scene == prepared.scene
+    assert (prepared.scene.parent / MANIFEST).read_bytes() == manifest  # nothing redone
+    other = prepare(load_experiment(CONFIGS / "demo.yaml", ["humans.count={min: 3, max: 3}", "seed=5"]),
+                    tmp_path / "run")
+    assert load_placement(other.placement).seed == 5  # a new seed redoes placement
+
+
+def test_prepare_cli_and_bad_config(tmp_path):
+    result = run_grade("prepare", str(CONFIGS / "demo.yaml"), "--out", str(tmp_path / "run"),
+                       "--set", "humans.count={min: 2, max: 2}", "--set", "flying_objects.count={min: 1, max: 1}")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "run" / "scene" / "scene.usda").is_file()
+    bad = run_grade("prepare", str(CONFIGS / "demo.yaml"), "--out", str(tmp_path / "bad"),
+                    "--set", "environment.source=front3d", "--set", "environment.path=missing.json")
+    assert bad.returncode == 2
+    assert "environment.path" in bad.stderr
+    assert not (tmp_path / "bad").exists()
