@@ -1,0 +1,54 @@
+"""The complete integration state of a MuJoCo world as named numpy arrays, for recording and replay.
+
+Besides positions, velocities, actuator activations, controls and mocap poses, the state holds the
+solver's warm start (`qacc_warmstart`), without which a restored run would take different solver
+iterations and drift from the original in the last bits; with it, get -> step n -> set -> step n
+reproduces the first run exactly. `userdata` carries commands kept outside ctrl (the lightweight
+TIAGo's base twist).
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from pipeline.errors import InputError
+
+STATE_FIELDS = (
+    "qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "qacc_warmstart", "qfrc_applied", "xfrc_applied",
+    "userdata",
+)
+
+
+def get_state(data: mujoco.MjData) -> dict[str, np.ndarray]:
+    """A copy of the state: `time` (0-d array) plus one array per name in STATE_FIELDS."""
+    state = {"time": np.array(data.time, dtype=np.float64)}
+    for name in STATE_FIELDS:
+        state[name] = np.array(getattr(data, name), dtype=np.float64, copy=True)
+    return state
+
+
+def set_state(model: mujoco.MjModel, data: mujoco.MjData, state: dict[str, np.ndarray],
+              source: str = "state") -> None:
+    """Restore a state from `get_state` (e.g. loaded from states.npz) and recompute derived quantities.
+
+    A missing field or one whose shape does not match this world raises InputError naming it.
+    """
+    arrays = {}
+    for name in ("time", *STATE_FIELDS):
+        if name not in state:
+            raise InputError("missing state field", source, name)
+        value = np.asarray(state[name], dtype=np.float64)
+        expected = np.shape(data.time) if name == "time" else getattr(data, name).shape
+        if value.shape != expected:
+            raise InputError(f"shape {value.shape} does not match this world's {expected}", source, name)
+        if not np.isfinite(value).all():
+            raise InputError("non-finite values", source, name)
+        arrays[name] = value
+    data.time = float(arrays.pop("time"))
+    for name, value in arrays.items():
+        getattr(data, name)[...] = value
+    # Positions, contacts and sensors of the restored state; mj_forward leaves the state itself as is.
+    warmstart = data.qacc_warmstart.copy()
+    mujoco.mj_forward(model, data)
+    data.qacc_warmstart[:] = warmstart

@@ -1,0 +1,37 @@
+"""What a robot model hands to the physics world: its MJCF pieces and how it is driven."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Literal
+
+Drive = Literal["joint_velocity", "wheels", "planar_velocity"]
+
+
+@dataclass
+class RobotModel:
+    """One robot as MJCF fragments plus the names the world needs to drive and read it.
+
+    `body` is the root <body> (named "base_link") to place under <worldbody>; `actuators` go under
+    <actuator>. `base_joints` are the joints whose qpos give the base pose, in order. `drive` says how
+    commands reach the model:
+      - "joint_velocity": one velocity actuator per base joint (UAV), ctrl = joint velocity;
+      - "wheels": velocity actuators on the four mecanum wheels, ctrl = wheel speed (TIAGo physical);
+      - "planar_velocity": the base twist is written into qvel of (x, y, yaw) before every step
+        (TIAGo lightweight); the command is kept in MuJoCo's userdata so it is part of the state.
+    """
+
+    kind: Literal["uav", "tiago_omni"]
+    variant: Literal["uav", "physical", "lightweight"]
+    body: ET.Element
+    actuators: list[ET.Element]
+    links: tuple[str, ...]
+    base_joints: tuple[str, ...]
+    drive: Drive
+    camera_link: str
+    base_height: float = 0.0  # base_link origin above the floor when standing (ground robots)
+    userdata_size: int = 0
+    wheel_actuators: tuple[str, ...] = ()
+    # (name, link) of the IMUs a robot carries when none are configured: body and camera.
+    default_imus: tuple[tuple[str, str], ...] = field(default=())

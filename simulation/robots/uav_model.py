@@ -1,0 +1,54 @@
+"""The UAV: a small quadrotor body on six virtual joints, as in GRADE.
+
+The body `base_link` sits on joints nested in this order: slide x, slide y, slide z (world axes),
+then hinge roll (x), pitch (y), yaw (z), each about the frame left by the previous ones, so the body
+orientation is R = Rx(roll) @ Ry(pitch) @ Rz(yaw). Every joint has a velocity actuator (ctrl is the
+joint velocity set point in m/s or rad/s); the body is gravity-compensated (a hovering UAV), so a
+zero command holds it still while its IMU still reads the gravity reaction, +9.81 m/s^2 up.
+`camera_link` is a fixed child 10 cm ahead of the centre.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from simulation.robots.mjcf import COLLISION, element
+from simulation.robots.spec import RobotModel
+
+# A 1.5 kg quadrotor (3DR Iris class): inertia about the body axes in kg m^2.
+MASS = 1.5  # camera included: camera_link is massless, so the centre of mass stays on the axes
+INERTIA = (0.029125, 0.029125, 0.055225)
+FRAME_HALF_SIZE = (0.235, 0.235, 0.055)  # collision box around arms and props, m
+CAMERA_OFFSET = (0.1, 0.0, -0.03)  # camera_link in base_link, m
+# Velocity servo time constant: kv = inertia / tau, so set points are reached within a few tau.
+SERVO_TIME_CONSTANT = 0.01  # s
+JOINTS = (
+    ("x", "slide", (1, 0, 0)), ("y", "slide", (0, 1, 0)), ("z", "slide", (0, 0, 1)),
+    ("roll", "hinge", (1, 0, 0)), ("pitch", "hinge", (0, 1, 0)), ("yaw", "hinge", (0, 0, 1)),
+)
+
+
+def uav() -> RobotModel:
+    """The UAV model; its start pose is set through the six joint positions."""
+    body = element("body", name="base_link", gravcomp=1)
+    joint_names = []
+    for axis_name, kind, axis in JOINTS:
+        name = f"uav_{axis_name}"
+        element("joint", body, name=name, type=kind, axis=axis, limited=False, armature=0, damping=0)
+        joint_names.append(name)
+    element("inertial", body, pos=(0, 0, 0), mass=MASS, diaginertia=INERTIA)
+    element("geom", body, name="uav_frame", type="box", size=FRAME_HALF_SIZE, mass=0, rgba=(0.2, 0.2, 0.2, 1),
+            **COLLISION["chassis"])
+    element("body", body, name="camera_link", pos=CAMERA_OFFSET)
+    actuators = [_servo(name, axis_name) for name, (axis_name, _, _) in zip(joint_names, JOINTS)]
+    return RobotModel(
+        kind="uav", variant="uav", body=body, actuators=actuators, links=("base_link", "camera_link"),
+        base_joints=tuple(joint_names), drive="joint_velocity", camera_link="camera_link",
+        default_imus=(("imu_body", "base_link"), ("imu_camera", "camera_link")),
+    )
+
+
+def _servo(joint: str, axis_name: str) -> ET.Element:
+    inertia = {"roll": INERTIA[0], "pitch": INERTIA[1], "yaw": INERTIA[2]}.get(axis_name, MASS)
+    return element("velocity", name=f"{joint}_vel", joint=joint, kv=inertia / SERVO_TIME_CONSTANT,
+                   ctrllimited=False)

@@ -1,0 +1,251 @@
+"""Robot models in MuJoCo and the mecanum kinematics, checked against geometry and the physics."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from pipeline.config import ROBOT_LINKS
+from pipeline.seeding import generator
+from simulation.physics import StartPose, build_world
+from simulation.robots import base_twist, ik_matrix, lightweight, physical, robot_model, uav, wheel_speeds
+from simulation.robots.mecanum import (
+    HALF_TRACK,
+    HALF_WHEELBASE,
+    ROLLER_HANDEDNESS,
+    WHEEL_NAMES,
+    WHEEL_POSITIONS,
+    WHEEL_RADIUS,
+)
+from simulation.robots.mjcf import ROLLER_BIT
+from simulation.robots.tiago_model import ROLLERS_PER_WHEEL, SPHERES_PER_ROLLER, roller_layout, roller_spheres
+
+DT = 1.0 / 240.0
+
+
+def yaw_of(pose: np.ndarray) -> float:
+    return float(np.arctan2(pose[1, 0], pose[0, 0]))
+
+
+@pytest.fixture(scope="module")
+def tiago_physical():
+    return build_world(physical())
+
+
+# ---------------------------------------------------------------- kinematics
+
+
+def test_ik_matrix_is_the_mecanum_x_layout():
+    arm = HALF_WHEELBASE + HALF_TRACK
+    expected = np.array([[1, -1, -arm], [1, 1, arm], [1, 1, -arm], [1, -1, arm]]) / WHEEL_RADIUS
+    np.testing.assert_allclose(ik_matrix(), expected, rtol=0, atol=1e-12)
+    assert WHEEL_NAMES == ("FL", "FR", "RL", "RR")
+
+
+def test_ik_fk_round_trip_on_random_twists():
+    twists = generator(0, "tests/mecanum").uniform(-1.0, 1.0, size=(200, 3))
+    speeds = wheel_speeds(twists)
+    assert speeds.shape == (200, 4)
+    np.testing.assert_allclose(base_twist(speeds), twists, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(wheel_speeds(twists[7]), speeds[7], rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="3 components"):
+        wheel_speeds(np.zeros(4))
+    with pytest.raises(ValueError, match="4 components"):
+        base_twist(np.zeros(3))
+
+
+def test_ik_keeps_every_bottom_roller_from_slipping_along_its_axis():
+    """Independent of the IK formula: with IK wheel speeds, each wheel's ground point moves only
+    across its bottom roller's axis (the one direction a free roller cannot absorb)."""
+    bottom_axes = []
+    for handedness in ROLLER_HANDEDNESS:
+        # The roller closest to the ground, from the model's own layout (wheel frame = base axes).
+        centres, quats = zip(*roller_layout(handedness))
+        bottom = int(np.argmin([c[2] for c in centres]))
+        axis = Rotation.from_quat(quats[bottom], scalar_first=True).apply([0.0, 0.0, 1.0])
+        # The lowest roller is up to 12 deg off the bottom; turn its axis there about the axle.
+        angle = -np.pi / 2 - np.arctan2(centres[bottom][2], centres[bottom][0])
+        bottom_axes.append(Rotation.from_rotvec([0.0, -angle, 0.0]).apply(axis))
+    for twist in generator(0, "tests/mecanum-rollers").uniform(-1.0, 1.0, size=(20, 3)):
+        speeds = wheel_speeds(twist)
+        for i, (x, y) in enumerate(WHEEL_POSITIONS):
+            centre_velocity = np.array([twist[0] - twist[2] * y, twist[1] + twist[2] * x, 0.0])
+            ground_point = centre_velocity + np.cross([0.0, speeds[i], 0.0], [0.0, 0.0, -WHEEL_RADIUS])
+            assert abs(bottom_axes[i] @ ground_point) < 1e-9
+
+
+# ---------------------------------------------------------------- model structure
+
+
+@pytest.mark.parametrize("kind, variant", [("uav", "uav"), ("tiago_omni", "physical"), ("tiago_omni", "lightweight")])
+def test_links_match_the_config_schema(kind, variant):
+    robot = robot_model(kind, variant)
+    assert set(robot.links) == ROBOT_LINKS[kind]
+    world = build_world(robot)
+    for link in robot.links:
+        assert mujoco.mj_name2id(world.model, mujoco.mjtObj.mjOBJ_BODY, link) >= 0
+    assert world.model.opt.timestep == pytest.approx(DT)
+
+
+def test_rollers_are_free_45_degree_hinges_whose_spheres_reach_the_rim(tiago_physical):
+    model, data = tiago_physical.model, tiago_physical.data
+    rollers = [j for j in range(model.njnt) if model.joint(j).name.startswith("roller_")]
+    assert len(rollers) == 4 * ROLLERS_PER_WHEEL
+    roller_geoms = np.flatnonzero(model.geom_contype == ROLLER_BIT)
+    assert len(roller_geoms) == 4 * ROLLERS_PER_WHEEL * SPHERES_PER_ROLLER
+    for wheel in WHEEL_NAMES:
+        wheel_id = model.body(f"wheel_{wheel}").id
+        axle = data.xmat[wheel_id].reshape(3, 3)[:, 1]
+        centre = data.xpos[wheel_id]
+        for k in range(ROLLERS_PER_WHEEL):
+            joint = model.joint(f"roller_{wheel}_{k:02d}_joint")
+            assert joint.type[0] == mujoco.mjtJoint.mjJNT_HINGE and not joint.limited[0]
+            body = model.jnt_bodyid[joint.id]
+            axis = data.xmat[body].reshape(3, 3) @ model.jnt_axis[joint.id]
+            assert np.degrees(np.arccos(abs(axis @ axle))) == pytest.approx(45.0, abs=1e-6)
+            for g in np.flatnonzero(model.geom_bodyid == body):
+                offset = data.geom_xpos[g] - centre
+                radial = np.linalg.norm(offset - (offset @ axle) * axle)
+                assert radial + model.geom_size[g, 0] == pytest.approx(WHEEL_RADIUS, abs=1e-9)
+    assert len(roller_spheres()) == SPHERES_PER_ROLLER
+
+
+def test_roller_envelope_is_round_at_every_wheel_angle():
+    """However the wheel is turned, its lowest sphere point is r below the axle (no gaps between
+    rollers, no bumps): the wheel rolls like a disc of radius r."""
+    centres, radii = [], []
+    for centre, quat in roller_layout(1.0):
+        rotation = Rotation.from_quat(quat, scalar_first=True)
+        for offset, radius in roller_spheres():
+            centres.append(centre + rotation.apply([0.0, 0.0, offset]))
+            radii.append(radius)
+    centres, radii = np.array(centres), np.array(radii)
+    pitch = 2 * np.pi / ROLLERS_PER_WHEEL
+    for angle in np.linspace(0.0, pitch, 97):
+        turned = Rotation.from_rotvec([0.0, angle, 0.0]).apply(centres)
+        assert np.max(radii - turned[:, 2]) == pytest.approx(WHEEL_RADIUS, abs=1e-4)
+
+
+def test_physical_mass_about_70kg_with_a_low_centre(tiago_physical):
+    model, data = tiago_physical.model, tiago_physical.data
+    base = model.body("base_link").id
+    assert model.body_subtreemass[base] == pytest.approx(70.0, abs=2.0)
+    assert data.subtree_com[base][2] < 0.3  # m above the floor
+
+
+# ---------------------------------------------------------------- driving
+
+
+def roller_contacts(model: mujoco.MjModel, data: mujoco.MjData) -> list[tuple[str, str]]:
+    """Contacts in which a roller touches anything of its own robot."""
+    robot_geoms = set(np.flatnonzero(model.geom_bodyid >= model.body("base_link").id).tolist())
+    found = []
+    for contact in data.contact[: data.ncon]:
+        pair = {int(contact.geom1), int(contact.geom2)}
+        if pair <= robot_geoms and any(model.geom_contype[g] == ROLLER_BIT for g in pair):
+            found.append(tuple(model.geom(g).name for g in pair))
+    return found
+
+
+def predicted_pose(twist: np.ndarray, seconds: float) -> np.ndarray:
+    """(x, y, yaw) after a constant body twist from the origin (exact arc)."""
+    vx, vy, wz = twist
+    yaw = wz * seconds
+    if abs(wz) < 1e-12:
+        return np.array([vx * seconds, vy * seconds, 0.0])
+    s, c = np.sin(yaw), 1 - np.cos(yaw)
+    return np.array([(vx * s - vy * c) / wz, (vx * c + vy * s) / wz, yaw])
+
+
+# Measured errors after 2 s from standing (step command, no S-curve): pure x 0.036 m, pure y 0.050 m,
+# rotation 0.020 rad, diagonal 0.037 m; steady-state speed low by 0.6 % (x), 2.0 % (y), 1.9 % (yaw),
+# 0.6 % (diagonal).
+# Most of the position error is the first 0.1 s of wheel slip while the robot accelerates.
+DRIVE_POSITION_TOLERANCE = 0.08  # m
+DRIVE_YAW_TOLERANCE = 0.04  # rad
+STEADY_SPEED_TOLERANCE = 0.04  # relative
+
+
+@pytest.mark.parametrize("twist", [(0.5, 0.0, 0.0), (0.0, 0.5, 0.0), (0.0, 0.0, 0.5), (0.3, 0.3, 0.0)],
+                         ids=["x", "y", "rotation", "diagonal"])
+def test_physical_drive_follows_the_kinematic_prediction(tiago_physical, twist):
+    world = tiago_physical
+    world.set_state(world.initial_state)
+    twist = np.array(twist)
+    world.set_base_twist(twist)
+    bad_contacts = []
+    for _ in range(240):
+        world.step()
+        bad_contacts += roller_contacts(world.model, world.data)
+    middle = world.base_pose()
+    for _ in range(240):
+        world.step()
+        bad_contacts += roller_contacts(world.model, world.data)
+    end = world.base_pose()
+    assert bad_contacts == []
+    got = np.array([end[0, 3], end[1, 3], yaw_of(end)])
+    expected = predicted_pose(twist, 2.0)
+    assert np.linalg.norm(got[:2] - expected[:2]) < DRIVE_POSITION_TOLERANCE
+    assert abs(got[2] - expected[2]) < DRIVE_YAW_TOLERANCE
+    # Steady state over the second second, in the body frame of the middle pose (no rotation
+    # in the translation cases, so this is the body-frame speed).
+    moved = np.array([*(middle[:3, :3].T @ (end[:3, 3] - middle[:3, 3]))[:2], yaw_of(end) - yaw_of(middle)])
+    main = int(np.argmax(np.abs(twist)))
+    assert moved[main] / twist[main] == pytest.approx(1.0, abs=STEADY_SPEED_TOLERANCE)
+    assert abs(end[2, 3] - WHEEL_RADIUS) < 0.002  # still on its wheels
+    wheels = world.joint_states()
+    assert list(wheels) == [f"wheel_{w}_joint" for w in WHEEL_NAMES]  # rollers are not published
+    np.testing.assert_allclose([v for _, v in wheels.values()], wheel_speeds(twist), atol=0.2)
+
+
+def test_lightweight_follows_the_command_exactly():
+    world = build_world(lightweight(), StartPose(1.0, -2.0, 0.0, 0.3))
+    twist = np.array([0.4, -0.2, 0.5])
+    world.set_base_twist(twist)
+    x, y, yaw = 1.0, -2.0, 0.3
+    for _ in range(240):
+        world.step()
+        # Semi-implicit Euler of the commanded twist, rotated by the heading at the step start.
+        c, s = np.cos(yaw), np.sin(yaw)
+        x, y, yaw = x + DT * (c * twist[0] - s * twist[1]), y + DT * (s * twist[0] + c * twist[1]), yaw + DT * twist[2]
+    pose = world.base_pose()
+    np.testing.assert_allclose([pose[0, 3], pose[1, 3], yaw_of(pose)], [x, y, yaw], rtol=0, atol=1e-12)
+    base_dofs = [world.model.joint(j).dofadr[0] for j in ("base_x", "base_y", "base_yaw")]
+    c, s = np.cos(yaw - DT * twist[2]), np.sin(yaw - DT * twist[2])
+    np.testing.assert_allclose(world.data.qvel[base_dofs], [c * 0.4 + s * 0.2, s * 0.4 - c * 0.2, 0.5], atol=1e-12)
+    # And the exact arc, to first order in the step.
+    arc = predicted_pose(twist, 1.0)
+    rotated = np.array([[np.cos(0.3), -np.sin(0.3)], [np.sin(0.3), np.cos(0.3)]]) @ arc[:2]
+    np.testing.assert_allclose([x - 1.0, y + 2.0], rotated, atol=2 * DT)
+    assert pose[2, 3] == pytest.approx(WHEEL_RADIUS)
+    # Body-frame velocity (odometry): the twist, seen from the heading one step later (the world
+    # velocity is held through each step).
+    linear, angular = world.base_velocity()
+    c, s = np.cos(DT * twist[2]), np.sin(DT * twist[2])
+    np.testing.assert_allclose(linear, [c * 0.4 + s * -0.2, -s * 0.4 + c * -0.2, 0.0], atol=1e-12)
+    np.testing.assert_allclose(angular, [0.0, 0.0, 0.5], atol=1e-12)
+    assert set(world.joint_states()) == {"base_x", "base_y", "base_yaw"}
+
+
+def test_uav_hovers_and_tracks_joint_velocity_commands():
+    world = build_world(uav(), StartPose(1.0, 2.0, 1.5, 0.0))
+    world.step(240)
+    np.testing.assert_allclose(world.base_pose()[:3, 3], [1.0, 2.0, 1.5], atol=1e-12)  # gravity compensated
+    command = np.array([0.5, -0.2, 0.1, 0.0, 0.1, 0.5])
+    world.set_joint_velocities(command)
+    world.step(120)
+    # Velocity servos: exact up to the gyroscopic torque of turning about two axes over their gain.
+    np.testing.assert_allclose(world.data.qvel[:6], command, atol=2e-3)
+    with pytest.raises(TypeError, match="TIAGo"):
+        world.set_base_twist(np.zeros(3))
+    with pytest.raises(ValueError, match="6 finite"):
+        world.set_joint_velocities(np.zeros(5))
+
+
+def test_robot_model_rejects_unknown_names():
+    with pytest.raises(ValueError, match="unknown robot kind"):
+        robot_model("car")
+    with pytest.raises(ValueError, match="unknown TIAGo model"):
+        robot_model("tiago_omni", "heavy")
