@@ -1,18 +1,23 @@
 """Source datasets -> USD asset packages (DESIGN.md §2).
 
 Public surface: package metadata and loading, the in-memory parts converters produce, the package
-writers, and USD read helpers used by later stages.
+writers, and USD read helpers used by later stages. Names are imported on first use, so the CLI
+starts without loading trimesh and pxr.
 """
 
-from asset_converters.animated import load_animation, posed_meshes, skin_vertices, write_animated_package
-from asset_converters.environment import write_environment_package
-from asset_converters.objects import write_object_package
-from asset_converters.package import AssetMeta, SourceInfo, load_meta, package_status
-from asset_converters.parts import Animation, Light, Material, PointCacheMesh, SceneMesh, SkinnedMesh
-from asset_converters.usd_io import read_meshes
+from importlib import import_module
 
-__all__ = [
-    "Animation", "AssetMeta", "Light", "Material", "PointCacheMesh", "SceneMesh", "SkinnedMesh", "SourceInfo",
-    "load_animation", "load_meta", "package_status", "posed_meshes", "read_meshes", "skin_vertices",
-    "write_animated_package", "write_environment_package", "write_object_package",
-]
+_EXPORTS = {
+    "load_animation": "animated", "posed_meshes": "animated", "skin_vertices": "animated",
+    "write_animated_package": "animated", "write_environment_package": "environment",
+    "write_object_package": "objects", "AssetMeta": "package", "SourceInfo": "package", "load_meta": "package",
+    "package_status": "package", "Animation": "parts", "Light": "parts", "Material": "parts",
+    "PointCacheMesh": "parts", "SceneMesh": "parts", "SkinnedMesh": "parts", "read_meshes": "usd_io",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'asset_converters' has no attribute {name!r}")
+    return getattr(import_module(f"asset_converters.{_EXPORTS[name]}"), name)

@@ -2,28 +2,24 @@
 flying objects with smooth random motion, and the robot's start pose.
 
 Public surface: `place_scene` (config sections in, `PlacedScene` out), `write_outputs`,
-`list_packages`, the placement.json schema with `load_placement`/`write_placement`, and the
-helpers later stages need to play a placement back (`animation_time`, `flying_pose`).
+`list_packages`, the placement.json schema with `load_placement`/`write_placement`, the helpers later
+stages need to play a placement back (`animation_time`, `flying_pose`) and `compose_scene`
+(scene.usda). Names are imported on first use, so the CLI starts without loading FCL and trimesh.
 """
 
-from placement.flying import flying_pose
-from placement.robot_start import ROBOT_VOLUMES
-from placement.schema import (
-    AnimationSchedule,
-    FlyingMotion,
-    FlyingObject,
-    PlacedHuman,
-    Placement,
-    RejectedHuman,
-    RobotStart,
-    animation_time,
-    load_placement,
-    write_placement,
-)
-from placement.stage import PlacedScene, list_packages, place_scene, write_outputs
+from importlib import import_module
 
-__all__ = [
-    "ROBOT_VOLUMES", "AnimationSchedule", "FlyingMotion", "FlyingObject", "PlacedHuman", "PlacedScene", "Placement",
-    "RejectedHuman", "RobotStart", "animation_time", "flying_pose", "list_packages", "load_placement",
-    "place_scene", "write_outputs", "write_placement",
-]
+_EXPORTS = {
+    "flying_pose": "flying", "ROBOT_VOLUMES": "robot_start", "compose_scene": "compose",
+    **{name: "schema" for name in ("AnimationSchedule", "FlyingMotion", "FlyingObject", "PlacedHuman", "Placement",
+                                   "RejectedHuman", "RobotStart", "animation_time", "load_placement",
+                                   "write_placement")},
+    **{name: "stage" for name in ("PlacedScene", "list_packages", "place_scene", "write_outputs")},
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'placement' has no attribute {name!r}")
+    return getattr(import_module(f"placement.{_EXPORTS[name]}"), name)

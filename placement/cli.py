@@ -13,7 +13,6 @@ from pydantic import ValidationError
 from pipeline.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from pipeline.errors import ConfigError
 from pipeline.progress import console
-from placement.stage import list_packages, place_scene, write_outputs
 
 RANGE_PATTERN = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 HUMAN_DEFAULTS = HumansConfig()
@@ -57,6 +56,7 @@ def place_command(
         "--flying-collision-check", help="Redraw flying objects whose motion touches the world.")] = False,
 ) -> None:
     """Place humans collision-free (FCL), flying objects and the robot start; write placement.json + PNG."""
+    from placement.stage import list_packages, place_scene, write_outputs  # heavy: imported on use
     human_count = parse_range(count, "--count")
     if flying_count is not None:
         object_count = parse_range(flying_count, "--flying-count")
