@@ -5,6 +5,9 @@ triangles each (vertices move every frame), one point light with hard shadows. E
 full ground-truth set: RGB (one shadowed light), depth, instance, semantic, normals, 2D tight/loose
 boxes with occlusion ratios and 3D boxes.
 
+Frame times vary a lot when other processes share the cores, so the median frame time is printed
+beside the mean, with the load average (1 min) before and after each measurement.
+
     .venv/bin/python benchmarks/render.py [--frames N] [--profile]
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import time
 
@@ -116,17 +120,18 @@ def build() -> tuple[RenderScene, np.ndarray, list[np.ndarray]]:
 
 
 def measure(scene: RenderScene, rest: np.ndarray, poses: list[np.ndarray], resolution: tuple[int, int],
-            frames: int, options: RenderOptions) -> tuple[float, float, Frame]:
-    """Mean wall and CPU seconds per frame (after one warm-up frame), and the last frame."""
+            frames: int, options: RenderOptions) -> tuple[np.ndarray, float, Frame]:
+    """Wall seconds of each frame (after one warm-up frame), mean CPU seconds per frame, and the last frame."""
     camera = Camera.from_fov(*resolution, HORIZONTAL_FOV, near=0.05, far=30.0)
     eye, target = np.array([0.0, -5.0, 1.5]), np.array([0.0, 2.0, 1.0])
     render_frame(scene, camera, look_at(eye, target), human_states(rest, poses, 0.0), options)
-    wall, cpu = time.perf_counter(), time.process_time()
+    seconds, cpu = [], time.process_time()
     for k in range(frames):
-        t = (k + 1) / FPS
+        started = time.perf_counter()
         pose = look_at(eye + [0.02 * k, 0, 0], target)
-        frame = render_frame(scene, camera, pose, human_states(rest, poses, t), options)
-    return (time.perf_counter() - wall) / frames, (time.process_time() - cpu) / frames, frame
+        frame = render_frame(scene, camera, pose, human_states(rest, poses, (k + 1) / FPS), options)
+        seconds.append(time.perf_counter() - started)
+    return np.array(seconds), (time.process_time() - cpu) / frames, frame
 
 
 def main() -> None:
@@ -147,13 +152,16 @@ def main() -> None:
         if args.profile and width == 640:
             profiler = cProfile.Profile()
             profiler.enable()
+        load_before = os.getloadavg()[0]
         seconds, cpu, frame = measure(scene, rest, poses, (width, height), frames, options)
         if args.profile and width == 640:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
-        print(f"{width}x{height}: {1 / seconds:6.2f} fps ({seconds * 1000:.0f} ms/frame wall, "
-              f"{cpu * 1000:.0f} ms CPU) over {frames} frames; {len(frame.instance_ids)} boxes, "
-              f"{(frame.instance > 0).mean():.0%} pixels hit")
+        mean, median = seconds.mean(), np.median(seconds)
+        print(f"{width}x{height}: {1 / mean:6.2f} fps ({mean * 1000:.0f} ms/frame wall, median {median * 1000:.0f} ms "
+              f"= {1 / median:.2f} fps, {cpu * 1000:.0f} ms CPU) over {frames} frames; {len(frame.instance_ids)} "
+              f"boxes, {(frame.instance > 0).mean():.0%} pixels hit; load {load_before:.2f} -> "
+              f"{os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from pipeline.config_io import dump_yaml, expand_batch, load_batch, load_experim
 from pipeline.errors import GradeError
 from pipeline.progress import console
 from placement.cli import place_command
+from simulation.robots.cli import robot_app
 
 app = typer.Typer(
     name="grade",
@@ -25,6 +26,7 @@ app = typer.Typer(
 config_app = typer.Typer(help="Validate and inspect experiment and batch configs.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(convert_app, name="convert")
+app.add_typer(robot_app, name="robot")
 app.command("place")(place_command)
 
 SetOption = Annotated[

@@ -1,5 +1,6 @@
 """The Embree ray-cast renderer against analytic geometry: depth, normals, boxes, occlusion, flow,
-textures, shadows, determinism, per-frame deformation and bad input."""
+textures, shadows, determinism, per-frame deformation and bad input; its rasteriser (occlusion ratios)
+against Embree ray casts; its own Embree binding against embreex's."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import math
 import numpy as np
 import pytest
 import trimesh
+from embreex.mesh_construction import TriangleMesh
+from embreex.rtcore_scene import EmbreeScene
 from PIL import Image
 
 from asset_converters import parts
 from pipeline.errors import InputError
+from pipeline.seeding import generator
 from simulation.render import (
     NO_HIT_DEPTH,
     Camera,
@@ -27,7 +31,12 @@ from simulation.render import (
     material_from_part,
     mesh_from_part,
     render_frame,
+    tiles,
 )
+from simulation.render.annotations import AloneCoverage, layer_view
+from simulation.render.embree import BUILD_QUALITY_LOW, BUILD_QUALITY_MEDIUM, SharedScene
+from simulation.render.raycast import intersect
+from simulation.render.scene import closed_edges
 from simulation.render.shading import linear_to_srgb8, srgb_to_linear
 
 W, H = 160, 120
@@ -343,14 +352,14 @@ def test_deforming_mesh_changes_render_without_rebuilding_static_scene():
     sheet = quad("sheet", 2, (-0.5, 0.5), (-0.5, 0.5), 0.0)  # local frame; placed at y = 3 by its pose
     sheet.pose = translation((0.0, 3.0, 0.0))
     scene = RenderScene([wall], [sheet])
-    static_embree = scene.static_embree
+    embree = scene.embree
     before = render_frame(scene, CAMERA, POSE, options=RenderOptions(rgb=False))
     pushed = sheet.vertices.copy()
     pushed[:, 1] -= 0.5
     pushed[:2, 2] -= 0.3  # stretch the bottom edge downwards too
     after = render_frame(scene, CAMERA, POSE, {"sheet": MeshState(vertices=pushed)}, RenderOptions(rgb=False))
 
-    assert scene.static_embree is static_embree
+    assert scene.embree is embree
     centre = (60, 80)
     assert before.instance[centre] == after.instance[centre] == 2
     assert before.depth[centre] == pytest.approx(3.0, rel=1e-6)
@@ -405,3 +414,129 @@ def test_bad_input_names_the_field(tmp_path):
         Camera.from_intrinsics(np.eye(2), W, H)
     with pytest.raises(InputError, match="missing.png"):
         load_texture(tmp_path / "missing.png")
+
+
+def random_meshes(seed_name: str) -> list[RenderMesh]:
+    """Closed blobs (deformed spheres and boxes: every edge joins two faces) and open triangle soups, some
+    crossing the near plane, some reaching past the image border, overlapping one another."""
+    rng = generator(0, seed_name)
+    meshes = []
+    for k in range(6):
+        if k % 3 == 2:  # open: loose triangles around a centre
+            center = rng.uniform([-1.5, 1.0, -1.0], [1.5, 4.0, 1.0])
+            vertices = center + rng.normal(0.0, 0.6, (30, 3))
+            faces = rng.integers(0, 30, (12, 3))
+            faces = faces[(faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 0] != faces[:, 2])]
+        else:
+            base = trimesh.creation.icosphere(2, 0.5) if k % 3 == 0 else trimesh.creation.box(extents=(1, 0.8, 0.6))
+            vertices = base.vertices @ rng.normal(0.0, 0.6, (3, 3)) + rng.normal(0.0, 0.03, base.vertices.shape)
+            vertices += rng.uniform([-1.5, 1.5, -1.0], [1.5, 4.0, 1.0])
+            faces = base.faces
+        meshes.append(RenderMesh(f"m{k}", vertices, faces, k + 1))
+    near = trimesh.creation.box(extents=(3.03, 0.61, 0.53))  # crosses the near plane (y = 0.05) below the axis
+    meshes.append(RenderMesh("near", near.vertices + [0.31, 0.12, -0.41], near.faces, 7))
+    return meshes
+
+
+def alone_masks(meshes: list[RenderMesh]) -> list[np.ndarray]:
+    """Ray-cast truth: the pixels each mesh covers when rendered on its own."""
+    return [render_frame(RenderScene([mesh]), CAMERA, POSE, options=RenderOptions(rgb=False, boxes=False)).instance > 0
+            for mesh in meshes]
+
+
+@pytest.mark.parametrize("seed_name", ["tests/render/alone-a", "tests/render/alone-b"])
+def test_rasterised_alone_coverage_equals_alone_ray_casts(seed_name):
+    meshes = random_meshes(seed_name)
+    assert sum(closed_edges(m.faces) is not None for m in meshes) == 5  # both rasterising paths are used
+    scene = RenderScene(meshes)
+    view = layer_view(CAMERA, POSE, scene.static)
+    alone = AloneCoverage(CAMERA, view, None)
+    for mesh, (truth, blank) in enumerate(zip(alone_masks(meshes), [np.zeros((H, W), np.int64)] * len(meshes))):
+        # Pixels that do not show the mesh in a blank image = every pixel it covers.
+        assert alone.hidden(False, mesh, blank, -1) == truth.sum() > 50
+        x0, y0, x1, y1 = view.boxes[mesh]
+        assert truth.sum() == truth[y0:y1 + 1, x0:x1 + 1].sum()  # coverage stays inside the projected box
+        drawn = np.zeros((H, W), bool)
+        drawn[y0:y1 + 1, x0:x1 + 1] = alone._drawn.mask(alone._row[(False, mesh)])
+        assert np.array_equal(drawn, truth), meshes[mesh].name
+
+
+def test_occlusion_ratios_equal_those_of_alone_ray_casts():
+    """Overlapping closed and open meshes, static and dynamic, one crossing the near plane."""
+    meshes = random_meshes("tests/render/ratios")
+    scene = RenderScene(meshes[::2], meshes[1::2])
+    frame = render_frame(scene, CAMERA, POSE, options=RenderOptions(rgb=False))
+    truth = dict(zip([m.instance_id for m in meshes], alone_masks(meshes)))
+    ratios = frame.boxes_2d_tight["occlusionRatio"]
+    assert len(frame.instance_ids) >= 5 and ratios.max() > 0.3
+    for row, instance_id in enumerate(frame.instance_ids.tolist()):
+        visible = frame.instance == instance_id
+        assert not np.any(visible & ~truth[instance_id])
+        expected = np.float32(1.0 - visible.sum() / truth[instance_id].sum())
+        assert ratios[row] == frame.boxes_2d_loose["occlusionRatio"][row] == expected
+
+
+def test_tile_size_does_not_change_the_frame(monkeypatch):
+    state = {"ball": MeshState(pose=translation((0.6, 3.4, 0.1)), next_pose=translation((0.7, 3.4, 0.1)))}
+    next_camera = translation((0.1, 0, 0)) @ POSE
+    frames = []
+    for tile_pixels in (W, 7 * W, H * W):  # one row per tile, uneven tiles, one tile
+        monkeypatch.setattr(tiles, "TILE_PIXELS", tile_pixels)
+        frames.append(render_frame(build_mixed_scene(), CAMERA, POSE, state, next_pose=next_camera))
+    for frame in frames[1:]:
+        for name in ("rgb", "depth", "distance", "instance", "semantic", "normals", "flow", "boxes_2d_tight",
+                     "boxes_2d_loose", "boxes_3d"):
+            assert getattr(frame, name).tobytes() == getattr(frames[0], name).tobytes(), name
+
+
+def test_closed_edges_pair_faces_of_opposite_winding():
+    box = trimesh.creation.box()
+    edges = closed_edges(box.faces)
+    assert edges.shape == (18, 4)
+    for u, v, f, g in edges:
+        assert (u, v) in zip(box.faces[f], np.roll(box.faces[f], -1))
+        assert (v, u) in zip(box.faces[g], np.roll(box.faces[g], -1))
+    assert closed_edges(np.array([[0, 1, 2], [0, 2, 3]])) is None  # open quad
+    flipped = box.faces.copy()
+    flipped[0] = flipped[0][::-1]
+    assert closed_edges(flipped) is None
+
+
+def test_embree_binding_traces_like_embreex_and_updates_in_place():
+    rng = generator(0, "tests/render/embree")
+    sphere = trimesh.creation.icosphere(2, 1.0)
+    vertices = (sphere.vertices + [0.0, 0.0, 5.0]).astype(np.float32)
+    origins = np.zeros((2000, 3), np.float32)
+    directions = rng.normal(0.0, 0.1, (2000, 3)) + [0.0, 0.0, 1.0]
+    directions = (directions / np.linalg.norm(directions, axis=1, keepdims=True)).astype(np.float32)
+    tfar = np.full(2000, 100.0, np.float32)
+
+    reference = EmbreeScene()
+    TriangleMesh(reference, vertices, sphere.faces)
+    expected = reference.run(origins, directions, tfar.copy(), "INTERSECT", 1)
+    shared = SharedScene(dynamic=False)
+    assert shared.add(vertices, sphere.faces, BUILD_QUALITY_MEDIUM) == 0
+    shared.commit()
+    hits = intersect(shared.embree, origins, directions, tfar)
+    hit = expected["primID"] >= 0
+    assert 1000 < hit.sum() < 2000
+    np.testing.assert_array_equal(hits.prim, expected["primID"])
+    np.testing.assert_array_equal(hits.t[hit], expected["tfar"][hit])
+    np.testing.assert_array_equal(hits.u, expected["u"])
+    np.testing.assert_array_equal(hits.normal, expected["Ng"])
+    assert np.all(hits.geometry[hit] == 0) and np.all(hits.geometry[~hit] == -1)
+
+    # Two walls across every ray; moving the near one behind the far one hands the hits over.
+    wall = np.array([[-50, -50, 0], [50, -50, 0], [50, 50, 0], [-50, 50, 0]], np.float32)
+    faces = np.array([[0, 1, 2], [0, 2, 3]])
+    dynamic = SharedScene(dynamic=True)
+    assert dynamic.add(wall + [0, 0, 5], faces, BUILD_QUALITY_LOW) == 0
+    assert dynamic.add(wall + [0, 0, 30], faces, BUILD_QUALITY_MEDIUM) == 1
+    dynamic.commit()
+    before = intersect(dynamic.embree, origins, directions, tfar)
+    dynamic.set_vertices(0, wall + [0, 0, 45])
+    dynamic.commit()
+    after = intersect(dynamic.embree, origins, directions, tfar)
+    assert np.all(before.geometry == 0) and np.all(after.geometry == 1)
+    np.testing.assert_allclose(before.t, 5.0 / directions[:, 2], rtol=1e-6)
+    np.testing.assert_allclose(after.t, 30.0 / directions[:, 2], rtol=1e-6)

@@ -6,7 +6,7 @@ and the frame it returns, and the replicator-compatible box dtypes.
 
 from simulation.render.annotations import BOX_2D_DTYPE, BOX_3D_DTYPE
 from simulation.render.camera import Camera, CameraParams, look_at
-from simulation.render.renderer import NO_HIT_DEPTH, Frame, RenderOptions, render_frame
+from simulation.render.renderer import Frame, RenderOptions, render_frame
 from simulation.render.scene import (
     MeshState,
     PointLight,
@@ -18,6 +18,7 @@ from simulation.render.scene import (
     material_from_part,
     mesh_from_part,
 )
+from simulation.render.tiles import NO_HIT_DEPTH
 
 __all__ = [
     "BOX_2D_DTYPE", "BOX_3D_DTYPE", "NO_HIT_DEPTH", "Camera", "CameraParams", "Frame", "MeshState", "PointLight",

@@ -5,10 +5,10 @@ its centre ray hits it.
 - tight: the visible pixels of the instance.
 - loose: the pixel centres inside the projection of the instance's whole mesh (clipped to the near
   plane and the image), regardless of occluders; it always contains the tight box.
-- occlusionRatio = 1 - visible pixels / pixels the instance covers when rendered alone; the alone
-  render casts only the rays of the loose box that did not already see the instance, against an
-  Embree scene of the static mesh alone (built once, cached) or, for dynamic meshes, through the
-  frame's dynamic scene skipping the other meshes. Truncation by the image border does not count as
+- occlusionRatio = 1 - visible pixels / pixels the instance covers when rendered alone. The alone render
+  rasterises the mesh exactly over its projected box (coverage.py: the pixels its rays would hit with
+  nothing else in the scene); pixels that show the instance count as covered whatever the rasteriser says,
+  so the ratio is 0 for an unoccluded instance. Truncation by the image border does not count as
   occlusion. With occlusion turned off the ratio is 0.
 3D boxes hold the local-frame extents of the mesh and its 4x4 local->world transform; unlike
 replicator (USD row vectors), the transform acts on column vectors like every matrix in this project.
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
-from simulation.render.camera import Camera, Rays, world_to_camera
-from simulation.render.raycast import RAY_THREADS, PendingOcclusion, intersect
-from simulation.render.scene import Layer, RenderScene
+from simulation.render.camera import Camera, world_to_camera
+from simulation.render.coverage import coverage
+from simulation.render.scene import Layer, MeshTable, RenderScene
 
 BOX_2D_DTYPE = np.dtype([("semanticId", "<u4"), ("x_min", "<i4"), ("y_min", "<i4"), ("x_max", "<i4"),
                          ("y_max", "<i4"), ("occlusionRatio", "<f4")])
@@ -31,10 +31,6 @@ BOX_3D_DTYPE = np.dtype([("semanticId", "<u4"), ("x_min", "<f4"), ("y_min", "<f4
                          ("x_max", "<f4"), ("y_max", "<f4"), ("z_max", "<f4"), ("transform", "<f4", (4, 4)),
                          ("occlusionRatio", "<f4")])
 EMPTY_BOX = (0, 0, -1, -1)  # x_min > x_max: nothing in view
-# Peeling past other dynamic meshes: each step restarts the ray just beyond the surface it hit.
-MAX_PEEL_LAYERS = 32
-_PEEL_RELATIVE_STEP = 1e-5
-_PEEL_ABSOLUTE_STEP = 1e-5  # metres
 
 
 @dataclass(frozen=True)
@@ -47,10 +43,26 @@ class Boxes:
     boxes_3d: np.ndarray  # (N,) BOX_3D_DTYPE
 
 
-def projected_boxes(camera: Camera, pose: np.ndarray, layer: Layer) -> np.ndarray:
-    """(M, 4) inclusive pixel boxes (x_min, y_min, x_max, y_max) of each mesh's projection; EMPTY_BOX if none."""
-    table = layer.table
+@dataclass(frozen=True)
+class LayerView:
+    """A layer seen from this frame's camera: its vertices in the optical frame and each mesh's loose box."""
+
+    layer: Layer
+    points: np.ndarray  # (3, V) float64
+    boxes: np.ndarray  # (M, 4), see projected_boxes
+
+
+def layer_view(camera: Camera, pose: np.ndarray, layer: Layer | None) -> LayerView | None:
+    """`layer` seen from a camera at `pose` (world<-camera); None for no layer."""
+    if layer is None:
+        return None
     points = world_to_camera(pose, layer.world_vertices.T)
+    return LayerView(layer, points, projected_boxes(camera, points, layer.table))
+
+
+def projected_boxes(camera: Camera, points: np.ndarray, table: MeshTable) -> np.ndarray:
+    """(M, 4) inclusive pixel boxes (x_min, y_min, x_max, y_max) of each mesh's projection, given the table's
+    vertices in the optical frame (3, V); EMPTY_BOX if none."""
     front = points[2] >= camera.near
     z = np.where(front, points[2], 1.0)
     px = camera.fx * points[0] / z + camera.cx
@@ -94,99 +106,79 @@ def tight_boxes(instance: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return np.array([(c.start, r.start, c.stop - 1, r.stop - 1) for r, c in rows], dtype=np.int64).reshape(-1, 4)
 
 
-def _box_pixels(instance: np.ndarray, box: np.ndarray, instance_id: int) -> np.ndarray:
-    """Flat indices of the pixels in `box` that do not show `instance_id`."""
-    x0, y0, x1, y1 = (int(b) for b in box)
-    rows, cols = np.nonzero(instance[y0:y1 + 1, x0:x1 + 1] != instance_id)
-    return (rows + y0) * instance.shape[1] + (cols + x0)
+class AloneCoverage:
+    """The pixels every mesh in view covers when drawn alone, over its projected box: all meshes rasterised
+    in one batch. Needs no hits, so it can be made while the camera rays trace."""
+
+    def __init__(self, camera: Camera, static: LayerView | None, dynamic: LayerView | None):
+        views = [view for view in (static, dynamic) if view is not None]
+        first_vertex = np.cumsum([0] + [view.points.shape[1] for view in views])
+        self._row = {}  # (is dynamic, mesh) -> row in the batch
+        faces, windows, edges = [], [], []
+        first_face = 0
+        for view, first in zip(views, first_vertex.tolist()):
+            table = view.layer.table
+            for mesh in np.flatnonzero(view.boxes[:, 0] <= view.boxes[:, 2]).tolist():
+                self._row[(view is dynamic, mesh)] = len(faces)
+                faces.append(table.faces[table.face_slice(mesh)] + first)
+                windows.append(view.boxes[mesh])
+                mesh_edges = table.edges[mesh]
+                if mesh_edges is not None:  # mesh-local vertices and faces -> batch numbering
+                    offset = first + table.vertex_offsets[mesh]
+                    edges.append(mesh_edges + [offset, offset, first_face, first_face])
+                else:
+                    edges.append(np.zeros((0, 4), np.int64))
+                first_face += len(faces[-1])
+        self._drawn = None
+        if faces:
+            points = views[0].points if len(views) == 1 else np.concatenate([v.points for v in views], axis=1)
+            face_owner = np.repeat(np.arange(len(faces)), [len(f) for f in faces])
+            edge_owner = np.repeat(np.arange(len(edges)), [len(e) for e in edges])
+            self._drawn = coverage(camera, points, np.concatenate(faces), face_owner, np.array(windows),
+                                   np.concatenate(edges), edge_owner)
+
+    def hidden(self, is_dynamic: bool, mesh: int, instance: np.ndarray, instance_id: int) -> int:
+        """Pixels the mesh covers drawn alone that do not show it in `instance` (H, W)."""
+        row = self._row.get((is_dynamic, mesh))
+        if row is None:
+            return 0
+        x0, y0, x1, y1 = self._drawn.windows[row].tolist()
+        return int(np.count_nonzero(self._drawn.mask(row) & (instance[y0:y1 + 1, x0:x1 + 1] != instance_id)))
 
 
-def _ray_subset(rays: Rays, pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return (np.take(rays.origins, pixels, axis=0), np.take(rays.directions, pixels, axis=0),
-            np.take(rays.tfar, pixels))
-
-
-def _peeled_hits(layer: Layer, targets: list[tuple[int, np.ndarray]], rays: Rays, threads: int) -> np.ndarray:
-    """For each (mesh, pixels) of a dynamic layer: how many of those pixels' rays hit the mesh when the
-    layer's other meshes are ignored. All targets are peeled together, one batch per layer of depth."""
-    pixels = np.concatenate([p for _, p in targets])
-    owner = np.repeat(np.arange(len(targets)), [len(p) for _, p in targets])
-    wanted = np.array([mesh for mesh, _ in targets])[owner]
-    origins, directions, tfar = _ray_subset(rays, pixels)
-    counts = np.zeros(len(targets), dtype=np.int64)
-    for _ in range(MAX_PEEL_LAYERS):
-        if len(origins) == 0:
-            break
-        hits = intersect(layer.embree, origins, directions, tfar, threads)
-        hit_mesh = np.where(hits.prim >= 0, layer.table.face_mesh[np.maximum(hits.prim, 0)], -1)
-        found = hit_mesh == wanted
-        counts += np.bincount(owner[found], minlength=len(targets))
-        again = (hit_mesh >= 0) & ~found
-        step = hits.t[again] * np.float32(1 + _PEEL_RELATIVE_STEP) + np.float32(_PEEL_ABSOLUTE_STEP)
-        directions, owner, wanted = directions[again], owner[again], wanted[again]
-        origins = origins[again] + directions * step[:, None]
-        tfar = tfar[again] - step
-        keep = tfar > 0
-        origins, directions, tfar, owner, wanted = (origins[keep], directions[keep], tfar[keep], owner[keep],
-                                                    wanted[keep])
-    return counts
-
-
-class PendingBoxes:
-    """Boxes of every instance visible in `instance` (H, W); `*_boxes` come from `projected_boxes`.
-
-    The alone-render rays of static instances start on the ray threads at construction, so the caller
-    can shade meanwhile; `result()` finishes the dynamic ones and assembles the arrays.
-    """
-
-    def __init__(self, instance: np.ndarray, scene: RenderScene, dynamic: Layer | None, rays: Rays,
-                 static_boxes: np.ndarray | None, dynamic_boxes: np.ndarray | None, occlusion: bool = True,
-                 threads: int = RAY_THREADS):
-        self._scene, self._dynamic, self._rays, self._threads = scene, dynamic, rays, threads
-        self._counts = np.bincount(instance.ravel())
-        ids = np.flatnonzero(self._counts)
-        self._ids = ids[ids > 0]
-        self._tight = tight_boxes(instance, self._ids)
-        self._loose = np.empty_like(self._tight)
-        self._pending: dict[int, PendingOcclusion] = {}
-        self._peel: dict[int, tuple[int, np.ndarray]] = {}  # row -> (dynamic mesh, pixels to peel)
-        for row, instance_id in enumerate(self._ids.tolist()):
-            is_dynamic, mesh = scene.instance_lookup[instance_id]
-            projected = (dynamic_boxes if is_dynamic else static_boxes)[mesh]
-            tight = self._tight[row]
-            self._loose[row] = tight if projected[0] > projected[2] else np.concatenate(
-                [np.minimum(projected[:2], tight[:2]), np.maximum(projected[2:], tight[2:])])
-            if not occlusion:
-                continue
-            pixels = _box_pixels(instance, self._loose[row], instance_id)
-            if is_dynamic:
-                self._peel[row] = (mesh, pixels)
-            elif len(pixels):
-                self._pending[row] = PendingOcclusion(scene.instance_scene(mesh), *_ray_subset(rays, pixels), threads)
-
-    def result(self) -> Boxes:
-        n = len(self._ids)
-        semantic = np.empty(n, dtype=np.uint32)
-        local_min, local_max, transforms = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 4, 4))
-        extra = np.zeros(n, dtype=np.int64)
-        if self._peel:
-            extra[list(self._peel)] = _peeled_hits(self._dynamic, list(self._peel.values()), self._rays, self._threads)
-        for row, pending in self._pending.items():
-            extra[row] = np.count_nonzero(pending.result())
-        visible = self._counts[self._ids]
-        ratios = (1.0 - visible / (visible + extra)).astype(np.float32)  # 0 when occlusion is off
-        for row, instance_id in enumerate(self._ids.tolist()):
-            is_dynamic, mesh = self._scene.instance_lookup[instance_id]
-            layer = self._dynamic if is_dynamic else self._scene.static
-            semantic[row] = layer.table.semantic_ids[mesh]
-            local_min[row], local_max[row] = layer.local_min[mesh], layer.local_max[mesh]
-            transforms[row] = layer.poses[mesh]
-        boxes_3d = np.zeros(n, dtype=BOX_3D_DTYPE)
-        boxes_3d["semanticId"], boxes_3d["occlusionRatio"], boxes_3d["transform"] = semantic, ratios, transforms
-        boxes_3d["x_min"], boxes_3d["y_min"], boxes_3d["z_min"] = local_min.T
-        boxes_3d["x_max"], boxes_3d["y_max"], boxes_3d["z_max"] = local_max.T
-        return Boxes(self._ids.astype(np.uint32), _boxes_2d(semantic, self._tight, ratios),
-                     _boxes_2d(semantic, self._loose, ratios), boxes_3d)
+def frame_boxes(instance: np.ndarray, scene: RenderScene, static: LayerView | None, dynamic: LayerView | None,
+                alone: AloneCoverage | None) -> Boxes:
+    """Boxes of every instance visible in `instance` (H, W); occlusion ratios from `alone` (None: all 0)."""
+    counts = np.bincount(instance.ravel())
+    ids = np.flatnonzero(counts)
+    ids = ids[ids > 0]
+    n = len(ids)
+    tight = tight_boxes(instance, ids)
+    loose = np.empty_like(tight)
+    semantic = np.empty(n, dtype=np.uint32)
+    local_min, local_max, transforms = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 4, 4))
+    hidden = np.zeros(n, dtype=np.int64)
+    for row, instance_id in enumerate(ids.tolist()):
+        is_dynamic, mesh = scene.instance_lookup[instance_id]
+        view = dynamic if is_dynamic else static
+        projected = view.boxes[mesh]
+        loose[row] = tight[row] if projected[0] > projected[2] else np.concatenate(
+            [np.minimum(projected[:2], tight[row, :2]), np.maximum(projected[2:], tight[row, 2:])])
+        if alone is not None:
+            # Pixels of the loose box outside the projected box are never covered by the mesh drawn alone.
+            hidden[row] = alone.hidden(is_dynamic, mesh, instance, instance_id)
+        layer = view.layer
+        semantic[row] = layer.table.semantic_ids[mesh]
+        local_min[row], local_max[row] = layer.local_min[mesh], layer.local_max[mesh]
+        transforms[row] = layer.poses[mesh]
+    visible = counts[ids]
+    ratios = (1.0 - visible / (visible + hidden)).astype(np.float32)  # 0 when occlusion is off
+    boxes_3d = np.zeros(n, dtype=BOX_3D_DTYPE)
+    boxes_3d["semanticId"], boxes_3d["occlusionRatio"], boxes_3d["transform"] = semantic, ratios, transforms
+    boxes_3d["x_min"], boxes_3d["y_min"], boxes_3d["z_min"] = local_min.T
+    boxes_3d["x_max"], boxes_3d["y_max"], boxes_3d["z_max"] = local_max.T
+    return Boxes(ids.astype(np.uint32), _boxes_2d(semantic, tight, ratios), _boxes_2d(semantic, loose, ratios),
+                 boxes_3d)
 
 
 def _boxes_2d(semantic: np.ndarray, boxes: np.ndarray, ratios: np.ndarray) -> np.ndarray:

@@ -14,7 +14,6 @@ from functools import lru_cache
 import numpy as np
 
 from pipeline.errors import InputError
-from simulation.render.columns import rows_to_points
 
 DEFAULT_NEAR = 0.01  # metres
 DEFAULT_FAR = 100.0  # metres
@@ -98,15 +97,15 @@ class CameraParams:
 class Rays:
     """World-space rays, one per sample, starting on the near plane.
 
-    `origins` and `directions` are (N, 3) for Embree; `components` holds the same unit directions as
-    (3, N) rows for vectorised shading. `offset` is the distance from the camera centre `eye` to the
-    origin along the direction and `dz` the direction's optical-axis component, so
+    `origins` and `directions` are (N, 3) views of (3, N) rows for Embree; `components` holds the same
+    unit directions as rows for vectorised shading. `offset` is the distance from the camera centre `eye`
+    to the origin along the direction and `dz` the direction's optical-axis component, so
     range = offset + t and depth = range * dz.
     """
 
     eye: np.ndarray  # (3,) float32
-    origins: np.ndarray  # (N, 3) float32
-    directions: np.ndarray  # (N, 3) float32, unit
+    origins: np.ndarray  # (N, 3) float32 (strided)
+    directions: np.ndarray  # (N, 3) float32, unit (strided)
     components: np.ndarray  # (3, N) float32
     offset: np.ndarray  # (N,) float32
     dz: np.ndarray  # (N,) float32
@@ -164,15 +163,19 @@ def linear_map(points: np.ndarray, matrix: np.ndarray, offset: np.ndarray | None
     return out
 
 
-def camera_rays(camera: Camera, pose: np.ndarray, samples: int = 1) -> Rays:
-    """Rays of every pixel (samples x samples per pixel on a regular sub-pixel grid)."""
+def camera_rays(camera: Camera, pose: np.ndarray, samples: int = 1, pixels: tuple[int, int] | None = None) -> Rays:
+    """Rays of every pixel (samples x samples per pixel on a regular sub-pixel grid), or of the flat
+    (row-major) pixel range [first, last) given as `pixels`."""
     pose = check_pose(pose)
     local, dz, offset, tfar = _camera_frame_rays(camera, samples)
+    if pixels is not None:
+        rays = slice(pixels[0] * samples * samples, pixels[1] * samples * samples)
+        local, dz, offset, tfar = local[:, rays], dz[rays], offset[rays], tfar[rays]
     components = linear_map(local, pose[:3, :3])
     eye = pose[:3, 3].astype(np.float32)
     origins = components * offset
     origins += eye[:, None]
-    return Rays(eye, rows_to_points(origins), rows_to_points(components), components, offset, dz, tfar)
+    return Rays(eye, origins.T, components.T, components, offset, dz, tfar)
 
 
 def world_to_camera(pose: np.ndarray, points: np.ndarray) -> np.ndarray:

@@ -1,49 +1,44 @@
-"""Thin layer over embreex: build an Embree scene from triangles, intersect / occlusion-test rays.
+"""Trace ray batches through embreex: nearest hits and occlusion tests, on a small thread pool.
 
-embreex releases the GIL inside `EmbreeScene.run`, so a batch of rays is split into contiguous chunks
-run on a small thread pool. Results do not depend on the split: every ray is traced independently.
+embreex releases the GIL inside `EmbreeScene.run`, so batches run on worker threads while the caller
+keeps working: a batch is split into one contiguous chunk per thread, or, when the caller queues many
+batches (tiles), kept whole so the threads take batches in turn. Results do not depend on the split:
+every ray is traced independently. Ray arrays may be any (N, 3) float32 views, e.g. transposed (3, N) rows.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
 
 import numpy as np
-from embreex.mesh_construction import TriangleMesh
-from embreex.rtcore import EmbreeDevice
 from embreex.rtcore_scene import EmbreeScene
 
 RAY_THREADS = 2
 # Below this many rays per chunk the thread hand-off costs more than it saves.
 _MIN_RAYS_PER_CHUNK = 8192
 _NO_HIT = -1
+# Batches not finished yet, so that geometry is never changed under them (set updates are atomic under the GIL).
+_in_flight: set[Future] = set()
 
 
 @dataclass(frozen=True)
 class Hits:
-    """Nearest hits: distance along the ray (inf: none), primitive index (-1: none), barycentrics u, v.
+    """Nearest hits: distance along the ray (inf: none), geometry and primitive (-1: none), barycentrics u, v,
+    and the triangle's normal.
 
-    Embree's barycentrics weight the triangle's vertices as (1 - u - v, u, v).
+    Embree's barycentrics weight the triangle's vertices as (1 - u - v, u, v); its geometric normal is
+    cross(v1 - v0, v2 - v0), unnormalised: outward for counter-clockwise faces.
     """
 
     t: np.ndarray  # (N,) float32
+    geometry: np.ndarray  # (N,) int32
     prim: np.ndarray  # (N,) int32
     u: np.ndarray  # (N,) float32
     v: np.ndarray  # (N,) float32
-
-    @classmethod
-    def empty(cls, n: int) -> Hits:
-        return cls(np.full(n, np.inf, np.float32), np.full(n, _NO_HIT, np.int32), np.zeros(n, np.float32),
-                   np.zeros(n, np.float32))
-
-
-@cache
-def _device() -> EmbreeDevice:
-    # One device (and so one Embree worker pool for BVH builds) shared by every scene.
-    return EmbreeDevice()
+    normal: np.ndarray  # (N, 3) float32
 
 
 @cache
@@ -51,85 +46,66 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="embree")
 
 
-def index_tuples(faces: np.ndarray) -> np.ndarray:
-    """Faces as a 1-D object array of (i, j, k) tuples, the fastest input for TriangleMesh.
-
-    embreex copies the index and vertex arrays element by element through Python indexing; rows that
-    are already Python tuples (and vertices that are Python floats) make that copy ~2.5x faster. Build
-    this once per topology and pass it to `build_scene`.
-    """
-    out = np.empty(len(faces), dtype=object)
-    out[:] = list(map(tuple, np.asarray(faces, dtype=np.int64).tolist()))
-    return out
-
-
-def build_scene(vertices: np.ndarray, faces: np.ndarray) -> EmbreeScene:
-    """A committed Embree scene holding one triangle geometry (primitive ids = face rows).
-
-    `faces` is an (F, 3) integer array or the output of `index_tuples`.
-    """
-    scene = EmbreeScene(_device())
-    if faces.dtype != object:
-        faces = index_tuples(faces)
-    TriangleMesh(scene, np.asarray(vertices, dtype=np.float32).astype(object), faces)
-    _commit(scene)
-    return scene
-
-
-def _commit(scene: EmbreeScene) -> None:
-    # embreex commits lazily on the first run(); doing it here keeps the threaded runs from racing on it.
-    scene.run(np.zeros((1, 3), np.float32), np.array([[0.0, 0.0, 1.0]], np.float32), query="OCCLUDED")
-
-
-def _chunks(n: int, threads: int) -> list[tuple[int, int]]:
-    count = max(1, min(threads, n // _MIN_RAYS_PER_CHUNK))
+def _chunks(n: int, threads: int, split: bool) -> list[tuple[int, int]]:
+    count = max(1, min(threads, n // _MIN_RAYS_PER_CHUNK)) if split else 1
     bounds = [n * k // count for k in range(count + 1)]
-    return list(pairwise(bounds))
+    return [(a, b) for a, b in pairwise(bounds) if b > a]
 
 
-def _as_rays(origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray) -> tuple[np.ndarray, ...]:
-    return (np.ascontiguousarray(origins, dtype=np.float32), np.ascontiguousarray(directions, dtype=np.float32),
-            np.array(tfar, dtype=np.float32))  # a fresh copy: embreex writes hit distances into it
+def _submit(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray, query: str,
+            threads: int, split: bool) -> list[Future]:
+    origins, directions = origins.astype(np.float32, copy=False), directions.astype(np.float32, copy=False)
+    tfar = np.array(tfar, dtype=np.float32)  # a fresh copy: embreex writes hit distances into it
+    output = 1 if query == "INTERSECT" else 0
+    futures = [_pool(threads).submit(scene.run, origins[a:b], directions[a:b], tfar[a:b], query, output)
+               for a, b in _chunks(len(tfar), threads, split)]
+    for future in futures:
+        _in_flight.add(future)
+        future.add_done_callback(_in_flight.discard)
+    return futures
+
+
+def drain() -> None:
+    """Wait until no ray batch is running or queued (e.g. those a failed render left behind)."""
+    wait(list(_in_flight))
 
 
 class PendingHits:
     """An intersection batch running on the ray threads; `result()` waits for it."""
 
     def __init__(self, scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray,
-                 threads: int = RAY_THREADS):
-        origins, directions, tfar = _as_rays(origins, directions, tfar)
-        self._n = len(origins)
-        self._futures = [_pool(threads).submit(scene.run, origins[a:b], directions[a:b], tfar[a:b], "INTERSECT", 1)
-                         for a, b in _chunks(self._n, threads) if b > a]
+                 threads: int = RAY_THREADS, split: bool = True):
+        self._futures = _submit(scene, origins, directions, tfar, "INTERSECT", threads, split)
 
     def result(self) -> Hits:
-        if self._n == 0:
-            return Hits.empty(0)
         parts = [f.result() for f in self._futures]
-        prim = np.concatenate([p["primID"] for p in parts]).astype(np.int32, copy=False)
-        t = np.concatenate([p["tfar"] for p in parts])
-        t[prim < 0] = np.inf
-        return Hits(t, prim, np.concatenate([p["u"] for p in parts]), np.concatenate([p["v"] for p in parts]))
+
+        def join(key: str) -> np.ndarray:
+            return parts[0][key] if len(parts) == 1 else np.concatenate([p[key] for p in parts])
+
+        if not parts:
+            return Hits(*(np.zeros(0, dtype) for dtype in (np.float32, np.int32, np.int32, np.float32, np.float32)),
+                        np.zeros((0, 3), np.float32))
+        t, prim = join("tfar"), join("primID")
+        t[prim == _NO_HIT] = np.inf
+        return Hits(t, join("geomID"), prim, join("u"), join("v"), join("Ng"))
 
 
 class PendingOcclusion:
     """An occlusion batch running on the ray threads; `result()` is a boolean per ray (something in the way)."""
 
     def __init__(self, scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray,
-                 threads: int = RAY_THREADS):
-        origins, directions, tfar = _as_rays(origins, directions, tfar)
-        self._n = len(origins)
-        self._futures = [_pool(threads).submit(scene.run, origins[a:b], directions[a:b], tfar[a:b], "OCCLUDED")
-                         for a, b in _chunks(self._n, threads) if b > a]
+                 threads: int = RAY_THREADS, split: bool = True):
+        self._futures = _submit(scene, origins, directions, tfar, "OCCLUDED", threads, split)
 
     def result(self) -> np.ndarray:
-        if self._n == 0:
+        parts = [f.result() for f in self._futures]
+        if not parts:
             return np.zeros(0, dtype=bool)
-        return np.concatenate([f.result() for f in self._futures]) != _NO_HIT
+        return (parts[0] if len(parts) == 1 else np.concatenate(parts)) != _NO_HIT
 
 
 def intersect(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray,
               threads: int = RAY_THREADS) -> Hits:
     """Nearest hit of each ray within (0, tfar]."""
     return PendingHits(scene, origins, directions, tfar, threads).result()
-

@@ -1,8 +1,9 @@
 """The render scene: materials, meshes with instance/semantic ids, point lights, per-frame geometry.
 
-Static meshes go into one Embree scene built once. Dynamic meshes (rigidly moving or deforming) go into
-a second, small Embree scene rebuilt every frame from their `MeshState`; the two are intersected
-separately and merged by the nearest hit, so the static acceleration structure is never rebuilt.
+One Embree scene holds every mesh: the static meshes as one geometry (id 0) whose BVH is built once, and
+each dynamic mesh (rigidly moving or deforming) as its own geometry, updated in place every frame from
+its `MeshState`; Embree then rebuilds only the dynamic geometries' BVHs, so the static acceleration
+structure is never rebuilt and one ray query sees both kinds.
 Colours are linear RGB in [0, 1]; textures are sRGB-encoded 8-bit images.
 """
 
@@ -21,7 +22,8 @@ from PIL import Image, UnidentifiedImageError
 from asset_converters import parts
 from pipeline.errors import InputError
 from simulation.render.camera import linear_map
-from simulation.render.raycast import build_scene, index_tuples
+from simulation.render.embree import BUILD_QUALITY_HIGH, BUILD_QUALITY_LOW, SharedScene
+from simulation.render.raycast import drain
 from simulation.render.shading import TEXTURE_FILTERS, specular_lobe, srgb_to_linear
 
 MAX_ID = np.iinfo(np.uint16).max  # instance and semantic images are uint16 (DESIGN.md §2)
@@ -175,6 +177,26 @@ def check_vertices(vertices: np.ndarray, where: str, name: str, count: int | Non
     return vertices
 
 
+def closed_edges(faces: np.ndarray) -> np.ndarray | None:
+    """The edges of a closed, consistently wound surface as rows (u, v, f, g): face f runs along the edge
+    from vertex u to v and face g from v to u. None unless every edge joins exactly two faces that way."""
+    faces = np.asarray(faces, dtype=np.int64)
+    if np.any((faces[:, 0] == faces[:, 1]) | (faces[:, 1] == faces[:, 2]) | (faces[:, 2] == faces[:, 0])):
+        return None
+    directed = faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2)
+    scale = int(directed.max()) + 1
+    key = directed[:, 0] * scale + directed[:, 1]
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    reverse = directed[:, 1] * scale + directed[:, 0]
+    found = np.minimum(np.searchsorted(sorted_key, reverse), len(key) - 1)
+    if np.any(sorted_key[1:] == sorted_key[:-1]) or not np.array_equal(sorted_key[found], reverse):
+        return None
+    first = directed[:, 0] < directed[:, 1]
+    face = np.repeat(np.arange(len(faces)), 3)
+    return np.stack([directed[first, 0], directed[first, 1], face[first], face[order[found[first]]]], axis=1)
+
+
 def check_transform(pose: np.ndarray, where: str, name: str) -> np.ndarray:
     pose = np.asarray(pose, dtype=np.float64)
     if pose.shape != (4, 4) or not np.all(np.isfinite(pose)):
@@ -196,8 +218,8 @@ class MeshTable:
         self.vertex_offsets = np.concatenate([[0], np.cumsum(vertex_counts)]).astype(np.int64)
         self.face_offsets = np.concatenate([[0], np.cumsum(face_counts)]).astype(np.int64)
         self.faces = np.concatenate([m.faces + off for m, off in zip(self.meshes, self.vertex_offsets)])
-        self.corners = np.ascontiguousarray(self.faces.T, dtype=np.int32)  # (3, F)
-        self.face_mesh = np.repeat(np.arange(len(self.meshes), dtype=np.int32), face_counts)
+        self.corners = np.ascontiguousarray(self.faces.T, dtype=np.intp)  # (3, F)
+        self.face_mesh = np.repeat(np.arange(len(self.meshes), dtype=np.intp), face_counts)
         self.uvs = np.concatenate([m.uvs if m.uvs is not None else np.zeros((len(m.vertices), 2))
                                    for m in self.meshes]).T.astype(np.float32)  # (2, V)
         self.instance_ids = np.array([m.instance_id for m in self.meshes], dtype=np.uint16)
@@ -213,33 +235,59 @@ class MeshTable:
         return len(self.meshes)
 
     @cached_property
-    def face_tuples(self) -> np.ndarray:
-        return index_tuples(self.faces)
+    def edges(self) -> list[np.ndarray | None]:
+        """Per mesh, its edges from `closed_edges` (mesh-local numbering), None for meshes that are not closed."""
+        return [closed_edges(m.faces) for m in self.meshes]
 
     def face_slice(self, mesh: int) -> slice:
         return slice(int(self.face_offsets[mesh]), int(self.face_offsets[mesh + 1]))
 
 
-@dataclass
 class Layer:
-    """World-space geometry of a mesh table for one frame, with its Embree scene."""
+    """World-space geometry of a mesh table for one frame. Normals and extents are computed on first use,
+    so a renderer can hand the vertices to Embree first and derive the rest while rays trace."""
 
-    table: MeshTable
-    world_vertices: np.ndarray  # (V, 3) float32, as given to Embree
-    face_normals: np.ndarray  # (3, F) float32, unit (zero for degenerate faces)
-    vertex_normals: np.ndarray | None  # (3, V) float32 when any mesh is smooth
-    next_world_vertices: np.ndarray | None  # (3, V) float64 next-frame positions, when flow is wanted
-    poses: np.ndarray  # (M, 4, 4) local->world
-    local_min: np.ndarray  # (M, 3) local-frame extents
-    local_max: np.ndarray
-    embree: EmbreeScene
+    def __init__(self, table: MeshTable, locals_: Sequence[np.ndarray], poses: np.ndarray,
+                 next_world: np.ndarray | None = None):
+        """`next_world` (3, V): next-frame vertex positions; for a static layer, its own vertices."""
+        self.table = table
+        self._locals = locals_
+        self._world = _world_rows(locals_, poses)  # (3, V) float64
+        self.world_vertices = np.ascontiguousarray(self._world.T, dtype=np.float32)  # (V, 3), as given to Embree
+        self.next_world_vertices = next_world  # (3, V) float64 next-frame positions, when flow is wanted
+        self.poses = np.asarray(poses, dtype=np.float64)  # (M, 4, 4) local->world
+
+    @cached_property
+    def _cross(self) -> np.ndarray:
+        """Unnormalised face normals (3, F): twice the face area long."""
+        a, b, c = (self._world[:, self.table.corners[k]] for k in range(3))
+        e1, e2 = b - a, c - a
+        return np.stack([e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                         e1[0] * e2[1] - e1[1] * e2[0]])
+
+    @cached_property
+    def vertex_normals(self) -> np.ndarray | None:
+        """(3, V) float32 area-weighted vertex normals (sums of `_cross`), when any mesh is smooth."""
+        if not self.table.smooth.any():
+            return None
+        flat = self.table.corners.ravel()
+        summed = np.stack([np.bincount(flat, np.tile(self._cross[k], 3), self._world.shape[1]) for k in range(3)])
+        return _normalize_rows(summed).astype(np.float32)
+
+    @cached_property
+    def local_min(self) -> np.ndarray:
+        """(M, 3) local-frame extents."""
+        return np.array([v.min(axis=0) for v in self._locals])
+
+    @cached_property
+    def local_max(self) -> np.ndarray:
+        return np.array([v.max(axis=0) for v in self._locals])
 
 
 @dataclass(frozen=True)
 class FrameGeometry:
-    """One frame's per-face and per-vertex arrays over static and dynamic meshes (RenderScene.table order)."""
+    """One frame's per-vertex arrays over static and dynamic meshes (RenderScene.table order)."""
 
-    face_normals: np.ndarray  # (3, F) float32
     vertex_normals: np.ndarray | None  # (3, V) float32 when any mesh is smooth
     next_world_vertices: np.ndarray | None  # (3, V) float64 when flow was asked for
 
@@ -255,32 +303,12 @@ def _normalize_rows(vectors: np.ndarray) -> np.ndarray:
     return np.divide(vectors, norm, out=np.zeros_like(vectors), where=norm > 0)
 
 
-def build_layer(table: MeshTable, locals_: Sequence[np.ndarray], poses: np.ndarray,
-                next_world: np.ndarray | None = None) -> Layer:
-    """`next_world` (3, V): next-frame vertex positions; for a static layer, its own vertices."""
-    world = _world_rows(locals_, poses)
-    a, b, c = (world[:, table.corners[k]] for k in range(3))
-    e1, e2 = b - a, c - a
-    cross = np.stack([e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]])
-    vertex_normals = None
-    if table.smooth.any():
-        # Area-weighted: the unnormalised cross product carries twice the face area.
-        flat = table.corners.ravel()
-        summed = np.stack([np.bincount(flat, np.tile(cross[k], 3), world.shape[1]) for k in range(3)])
-        vertex_normals = _normalize_rows(summed).astype(np.float32)
-    vertices = np.ascontiguousarray(world.T, dtype=np.float32)
-    return Layer(
-        table=table, world_vertices=vertices, face_normals=_normalize_rows(cross).astype(np.float32),
-        vertex_normals=vertex_normals, next_world_vertices=next_world,
-        poses=np.asarray(poses, dtype=np.float64), local_min=np.array([v.min(axis=0) for v in locals_]),
-        local_max=np.array([v.max(axis=0) for v in locals_]), embree=build_scene(vertices, table.face_tuples),
-    )
-
-
 class RenderScene:
-    """Static meshes (Embree scene built once), dynamic meshes (rebuilt per frame), lights, ambient.
+    """Static meshes (BVH built once), dynamic meshes (updated per frame), lights, ambient.
 
     `lights`, `ambient` and `background` are plain attributes: change them between frames at will.
+    The Embree scene holds one frame's dynamic geometry at a time: render frames of one RenderScene
+    one after the other, not from several threads at once.
     """
 
     def __init__(self, static_meshes: Sequence[RenderMesh], dynamic_meshes: Sequence[RenderMesh] = (),
@@ -302,17 +330,38 @@ class RenderScene:
         self.table = MeshTable(meshes)
         self.first_dynamic_face = 0 if self.static_table is None else len(self.static_table.faces)
         self.static = None
+        self._shared = SharedScene(dynamic=self.dynamic_table is not None)
+        first_faces = {}  # geometry id -> its first face in `table`
         if self.static_table is not None:
             locals_, poses = [m.vertices for m in static_meshes], np.stack([m.pose for m in static_meshes])
-            self.static = build_layer(self.static_table, locals_, poses, _world_rows(locals_, poses))
+            self.static = Layer(self.static_table, locals_, poses, _world_rows(locals_, poses))
+            first_faces[self._shared.add(self.static.world_vertices, self.static_table.faces, BUILD_QUALITY_HIGH)] = 0
+        self._dynamic_geometry = []  # geometry id of each dynamic mesh
+        if self.dynamic_table is not None:
+            rest = Layer(self.dynamic_table, [m.vertices for m in dynamic_meshes],
+                         np.stack([m.pose for m in dynamic_meshes]))
+            for mesh in range(len(self.dynamic_table)):
+                vertices, faces = self._dynamic_slices(rest, mesh)
+                geometry = self._shared.add(vertices, faces, BUILD_QUALITY_LOW)
+                self._dynamic_geometry.append(geometry)
+                first_faces[geometry] = self.first_dynamic_face + int(self.dynamic_table.face_offsets[mesh])
+        self._shared.commit()
+        # Table face of a hit = geometry_faces[geomID] + primID.
+        self.geometry_faces = np.array([first_faces[g] for g in range(len(first_faces))], dtype=np.intp)
         # instance id -> (is dynamic, mesh index in its table)
         self.instance_lookup = {m.instance_id: (False, i) for i, m in enumerate(static_meshes)}
         self.instance_lookup.update({m.instance_id: (True, i) for i, m in enumerate(dynamic_meshes)})
-        self._instance_scenes: dict[int, EmbreeScene] = {}
 
     @property
-    def static_embree(self) -> EmbreeScene | None:
-        return None if self.static is None else self.static.embree
+    def embree(self) -> EmbreeScene:
+        """The Embree scene every ray is traced against (the same object for the scene's lifetime)."""
+        return self._shared.embree
+
+    def _dynamic_slices(self, layer: Layer, mesh: int) -> tuple[np.ndarray, np.ndarray]:
+        """World vertices and mesh-local faces of dynamic mesh `mesh` in `layer`."""
+        table = self.dynamic_table
+        first, last = table.vertex_offsets[mesh], table.vertex_offsets[mesh + 1]
+        return layer.world_vertices[first:last], table.faces[table.face_slice(mesh)] - first
 
     def instances(self) -> dict[int, dict]:
         """instance id -> name, semantic id, and whether the mesh is dynamic (instances.json)."""
@@ -322,8 +371,9 @@ class RenderScene:
                 out[mesh.instance_id] = {"name": mesh.name, "semantic_id": mesh.semantic_id, "dynamic": dynamic}
         return dict(sorted(out.items()))
 
-    def dynamic_layer(self, states: Mapping[str, MeshState] | None, with_next: bool = False) -> Layer | None:
-        """This frame's dynamic geometry; meshes without a state keep their rest vertices and pose."""
+    def set_frame(self, states: Mapping[str, MeshState] | None, with_next: bool = False) -> Layer | None:
+        """Pose the dynamic meshes for one frame (meshes without a state keep their rest vertices and pose):
+        updates their Embree geometry and returns their layer."""
         table = self.dynamic_table
         if table is None:
             return None
@@ -346,7 +396,12 @@ class RenderScene:
                 next_poses.append(pose if state.next_pose is None else check_transform(state.next_pose, where,
                                                                                        "next_pose"))
         next_world = _world_rows(next_locals, next_poses) if with_next else None
-        return build_layer(table, locals_, np.stack(poses), next_world)
+        layer = Layer(table, locals_, np.stack(poses), next_world)
+        drain()
+        for mesh, geometry in enumerate(self._dynamic_geometry):
+            self._shared.set_vertices(geometry, self._dynamic_slices(layer, mesh)[0])
+        self._shared.commit()
+        return layer
 
     def frame_geometry(self, dynamic: Layer | None, with_next: bool = False) -> FrameGeometry:
         """Per-frame arrays of both layers in `table`'s numbering (static first)."""
@@ -360,15 +415,6 @@ class RenderScene:
             vertex_normals = join([layer.vertex_normals if layer.vertex_normals is not None
                                    else np.zeros((3, len(layer.world_vertices)), np.float32) for layer in layers])
         return FrameGeometry(
-            face_normals=join([layer.face_normals for layer in layers]), vertex_normals=vertex_normals,
+            vertex_normals=vertex_normals,
             next_world_vertices=join([layer.next_world_vertices for layer in layers]) if with_next else None,
         )
-
-    def instance_scene(self, mesh: int) -> EmbreeScene:
-        """An Embree scene of static mesh `mesh` alone (built on first use), for occlusion ratios."""
-        if mesh not in self._instance_scenes:
-            rows = self.static_table.face_slice(mesh)
-            faces = self.static_table.faces[rows]
-            used, local_faces = np.unique(faces, return_inverse=True)
-            self._instance_scenes[mesh] = build_scene(self.static.world_vertices[used], local_faces.reshape(-1, 3))
-        return self._instance_scenes[mesh]

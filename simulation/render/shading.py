@@ -34,8 +34,10 @@ def srgb_to_linear(image: np.ndarray) -> np.ndarray:
 
 def linear_to_srgb8(linear: np.ndarray) -> np.ndarray:
     """float linear (clipped to [0, 1]) -> uint8 sRGB."""
-    index = np.clip(linear, 0.0, 1.0) * np.float32(_ENCODE_LEVELS) + np.float32(0.5)
-    return _ENCODE_LUT[index.astype(np.int32)]
+    index = np.clip(linear, 0.0, 1.0)
+    index *= np.float32(_ENCODE_LEVELS)
+    index += np.float32(0.5)
+    return np.take(_ENCODE_LUT, index.astype(np.intp))
 
 
 def sample_texture(texture: np.ndarray, uv: np.ndarray, filter_mode: str) -> np.ndarray:
@@ -66,26 +68,27 @@ def specular_lobe(roughness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return exponent, ((exponent + np.float32(8.0)) / np.float32(8.0 * np.pi)).astype(np.float32)
 
 
-def blinn_phong(albedo: np.ndarray, normal: np.ndarray, to_viewer: np.ndarray, to_light: np.ndarray,
-                irradiance: np.ndarray, exponent: np.ndarray, scale: np.ndarray,
-                metallic: np.ndarray | None) -> np.ndarray:
-    """Reflected colour (3, N) from unit vectors (3, N), the irradiance (N,) or (3, N) the light delivers
-    (n.l / d^2 included), and per-point lobe exponent and scale (`specular_lobe`) and metallic (None: all 0).
+def blinn_phong(cos_nl: np.ndarray, cos_nv: np.ndarray, cos_lv: np.ndarray, irradiance: np.ndarray,
+                exponent: np.ndarray, scale: np.ndarray, metallic: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Reflected colour as weights (N,): colour = albedo * diffuse + specular (times the light's colour).
 
-    Lambert diffuse plus a normalised Blinn-Phong lobe; metals tint the specular with the albedo and
-    lose their diffuse part.
+    Inputs per point: the cosines between the unit normal n, the direction to the light l and the
+    direction to the viewer v; the irradiance the light delivers (n.l / d^2 included); the lobe exponent
+    and scale (`specular_lobe`) and metallic (None: all 0). Lambert diffuse plus a normalised Blinn-Phong
+    lobe; metals tint the specular with the albedo and lose their diffuse part. The half vector
+    h = (l + v) / |l + v| only enters through n.h = (n.l + n.v) / sqrt(2 + 2 l.v), so no (3, N) array
+    is needed.
     """
-    half = to_light + to_viewer
-    half /= np.maximum(np.sqrt(dot(half, half)), np.float32(1e-12))
-    n_dot_h = np.clip(dot(normal, half), np.float32(1e-12), np.float32(1.0))
-    lobe = np.log(n_dot_h)
+    length = np.sqrt(np.maximum(np.float32(2) + np.float32(2) * cos_lv, np.float32(0)))
+    n_dot_h = cos_nl + cos_nv
+    n_dot_h /= np.maximum(length, np.float32(1e-12))
+    lobe = np.log(np.clip(n_dot_h, np.float32(1e-12), np.float32(1.0), out=n_dot_h))
     lobe *= exponent
     np.exp(lobe, out=lobe)
     lobe *= scale
+    lobe *= irradiance
     if metallic is None:
-        reflected = albedo + np.float32(_DIELECTRIC_F0) * lobe
-    else:
-        f0 = np.float32(_DIELECTRIC_F0) * (1 - metallic) + albedo * metallic
-        reflected = albedo * (1 - metallic) + f0 * lobe
-    reflected *= irradiance
-    return reflected
+        return irradiance, lobe * np.float32(_DIELECTRIC_F0)
+    # f0 = F0 (1 - m) + albedo m; reflected = albedo (1 - m) + f0 lobe
+    dielectric = np.float32(1) - metallic
+    return dielectric * irradiance + metallic * lobe, np.float32(_DIELECTRIC_F0) * dielectric * lobe

@@ -1,0 +1,130 @@
+"""The backend protocol (DESIGN.md §5): what the recorder and replay ask of a simulator.
+
+A backend loads a composed scene (`scene.usda` and the asset packages it references) for one
+experiment config, steps physics at `simulation.physics_hz`, takes robot commands, renders the robot's
+cameras into `simulation.render.Frame`s, reads IMUs and the LiDAR, and gets/sets its complete state so
+a recorded run can be replayed. The embedded backend (MuJoCo + the Embree ray caster) implements it;
+an Isaac Sim backend implements the same calls.
+
+Frames: camera poses are world <- optical frame (ROS: z forward, x right, y down); IMU readings and
+LiDAR points are in their sensor's own frame (the mount's x forward, y left, z up).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+from pipeline.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pipeline.config import ExperimentConfig
+    from simulation.render import Frame
+
+
+@dataclass(frozen=True)
+class ImuReading:
+    """Specific force (m/s^2, +9.81 up at rest) and angular velocity (rad/s) in the IMU frame at `time` (s)."""
+
+    time: float
+    linear_acceleration: np.ndarray  # (3,)
+    angular_velocity: np.ndarray  # (3,)
+
+
+@dataclass(frozen=True)
+class LidarScan:
+    """One LiDAR sweep, taken at `time` (s) from the sensor pose `pose` (world <- sensor).
+
+    `ranges` is (channels, columns) in metres, 0 where a beam returned nothing within
+    [min_range, max_range]; rows go from the lowest to the highest beam, columns by increasing azimuth.
+    `points` (N, 3) are the returns in the sensor frame, row-major over (channel, column); `ring` (N,)
+    holds each point's channel and `intensity` (N,) is 0 (the ray caster has no reflectance model).
+    """
+
+    time: float
+    pose: np.ndarray  # (4, 4)
+    elevations: np.ndarray  # (channels,) rad
+    azimuths: np.ndarray  # (columns,) rad, about the sensor's z from its x axis
+    ranges: np.ndarray  # (channels, columns) float32
+    points: np.ndarray  # (N, 3) float32
+    ring: np.ndarray  # (N,) uint16
+    intensity: np.ndarray  # (N,) float32
+
+
+@dataclass(frozen=True)
+class InstanceInfo:
+    """One entry of instances.json: what an instance id in the instance images stands for."""
+
+    prim_path: str  # in scene.usda
+    semantic_class: str | None  # None: unlabelled (semantic id 0)
+    semantic_id: int
+    asset_id: str  # the asset package's id
+    kind: str  # "environment" | "human" | "object"
+
+    def as_dict(self) -> dict:
+        return {"prim_path": self.prim_path, "semantic_class": self.semantic_class, "semantic_id": self.semantic_id,
+                "asset_id": self.asset_id, "kind": self.kind}
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A loaded scene with a robot, stepped and sensed. See the module notes for frames and units."""
+
+    @property
+    def time(self) -> float:
+        """Simulation time of the current state, s (a whole number of physics steps)."""
+
+    @property
+    def timestep(self) -> float:
+        """Physics step, s."""
+
+    def step(self, n: int = 1) -> None:
+        """Advance n physics steps (humans, flying objects and scheduled light changes follow)."""
+
+    def set_robot_command(self, command: np.ndarray) -> None:
+        """UAV: six joint velocities (x, y, z m/s; roll, pitch, yaw rad/s). TIAGo: base twist (vx, vy, wz)."""
+
+    def robot_pose(self) -> np.ndarray:
+        """World <- base_link 4x4 transform."""
+
+    def joint_states(self) -> dict[str, tuple[float, float]]:
+        """Position and velocity of each robot joint, by name."""
+
+    def camera_names(self) -> list[str]: ...
+
+    def camera_pose(self, name: str) -> np.ndarray:
+        """World <- optical frame 4x4 transform of a camera."""
+
+    def render(self, name: str) -> Frame:
+        """Render a camera at the current time into images, boxes and camera parameters."""
+
+    def imu(self, name: str) -> ImuReading: ...
+
+    def lidar(self) -> LidarScan:
+        """A sweep of the configured LiDAR (all beams at the current time)."""
+
+    def instances(self) -> dict[int, InstanceInfo]:
+        """Instance id -> what it is (instances.json)."""
+
+    def semantic_classes(self) -> dict[str, int]:
+        """Semantic class -> id used in semantic images and boxes (0 is background / unlabelled)."""
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        """Everything needed to resume exactly: physics, time, randomization (arrays, for states.npz)."""
+
+    def set_state(self, state: dict[str, np.ndarray], source: str = "state") -> None:
+        """Restore a state from get_state; the next frames and IMU readings match the original run bit for bit."""
+
+
+def load_backend(config: ExperimentConfig, scene: str | Path) -> Backend:
+    """The backend named by `config.simulation.backend`, with `scene` (scene.usda) loaded."""
+    kind = config.simulation.backend
+    if kind == "embedded":
+        from simulation.embedded import EmbeddedBackend
+
+        return EmbeddedBackend(config, scene)
+    raise ConfigError(f"backend {kind!r} is not available in this installation (use 'embedded')",
+                      field="simulation.backend")

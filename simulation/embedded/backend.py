@@ -1,0 +1,207 @@
+"""The embedded backend: MuJoCo physics + the Embree ray-cast renderer behind `simulation.backend.Backend`.
+
+Time is counted in physics steps (t = steps * timestep, so schedules never drift with float sums).
+After each step the humans' capsules and the flying objects are posed for the new time, and, with
+randomization during the run, the lights of the new epoch are applied; rendering and the LiDAR pose
+the deforming and moving meshes for the current time. Everything else is a pure function of the step
+count, so the state (`get_state`) is the MuJoCo state plus the step count and the light settings.
+
+IMU readings, as on `PhysicsWorld`, refer to the state the last step started from (MuJoCo evaluates
+sensors there), or to the start state before the first step; `set_state` restores them as recorded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.config import ExperimentConfig
+from pipeline.errors import ConfigError, InputError
+from simulation.backend import ImuReading, InstanceInfo, LidarScan
+from simulation.embedded.randomization import Randomizer
+from simulation.embedded.scene_file import read_scene_file
+from simulation.embedded.scene_loader import EmbeddedScene, load_scene
+from simulation.embedded.sensors import (
+    BODY_TO_OPTICAL,
+    CameraSensor,
+    LidarSensor,
+    check_mount_links,
+    predicted_pose,
+)
+from simulation.physics import PhysicsWorld, SensorMount, build_world
+from simulation.physics.kinematic import mocap_indices
+from simulation.render import Frame, PointLight, render_frame
+from simulation.robots import robot_model
+
+KINEMATIC_CHUNK = 240  # steps of human/object poses computed in one vectorised call
+PHYSICS_PREFIX = "physics."
+STATE_KEYS = ("step", "imu_step", "sensors", "lights.intensity", "lights.color", "randomization.epoch")
+
+
+class EmbeddedBackend:
+    """A scene.usda loaded for one experiment config (robot, sensors, physics rate, randomization, seed).
+
+    Bad input fails here, before any step: unknown sensor links and bad cameras (ConfigError naming the
+    field), a scene placed for another robot, missing or incomplete packages (InputError naming the
+    scene file and prim).
+    """
+
+    def __init__(self, config: ExperimentConfig, scene: str | Path):
+        robot = robot_model(config.robot.kind, config.robot.tiago.model)
+        sensors = config.robot.sensors
+        check_mount_links(robot, sensors)
+        self._cameras = {c.name: CameraSensor.from_config(c, i) for i, c in enumerate(sensors.cameras)}
+        self._lidar = LidarSensor.from_config(sensors.lidar) if sensors.lidar else None
+        self._randomizer = Randomizer(config.simulation.randomization, config.seed)
+        scene_file = read_scene_file(scene)
+        if scene_file.robot_kind != config.robot.kind:
+            raise ConfigError(f"the scene {scene_file.path} was placed for robot {scene_file.robot_kind!r}, "
+                              f"not {config.robot.kind!r}", field="robot.kind")
+        self.scene: EmbeddedScene = load_scene(scene_file, self._randomizer.roughness)
+        imus = [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None
+        frames = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]
+        frames += [SensorMount.from_config(sensors.lidar.name, sensors.lidar.mount)] if sensors.lidar else []
+        self._timestep = 1.0 / config.simulation.physics_hz
+        self.physics: PhysicsWorld = build_world(robot, scene_file.robot_start, self.scene.collision,
+                                                 self.scene.kinematic_bodies(), imus, frames, self._timestep)
+        mocap = mocap_indices(self.physics.model)
+        self._mocap = np.array([mocap[b.body_name] for b in self.scene.kinematic_bodies()], dtype=np.int64)
+        self._chunk_start, self._chunk = -1, (np.zeros((0, 0, 3)), np.zeros((0, 0, 4)))
+        self._steps, self._imu_step = 0, 0
+        self._epoch = self._randomizer.epoch(0.0)
+        self.scene.render.lights = self._randomizer.lights(self.scene.lights, self._epoch)
+        self._pose_kinematic_bodies()
+        self.physics.set_state(self.physics.get_state())  # contacts and sensors of the posed start
+
+    # ------------------------------------------------------------ time and stepping
+
+    @property
+    def time(self) -> float:
+        return self._steps * self._timestep
+
+    @property
+    def timestep(self) -> float:
+        return self._timestep
+
+    def step(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.physics.step()
+            self._imu_step = self._steps
+            self._steps += 1
+            self._pose_kinematic_bodies()
+            epoch = self._randomizer.epoch(self.time)
+            if epoch != self._epoch:
+                self._epoch = epoch
+                self.scene.render.lights = self._randomizer.lights(self.scene.lights, epoch)
+
+    def _pose_kinematic_bodies(self) -> None:
+        if not len(self._mocap):
+            return
+        offset = self._steps - self._chunk_start
+        if self._chunk_start < 0 or not 0 <= offset < KINEMATIC_CHUNK:
+            self._chunk_start, offset = self._steps, 0
+            times = (self._steps + np.arange(KINEMATIC_CHUNK)) * self._timestep
+            self._chunk = self.scene.kinematic_poses(times)
+        positions, quats = self._chunk
+        self.physics.data.mocap_pos[self._mocap] = positions[offset]
+        self.physics.data.mocap_quat[self._mocap] = quats[offset]
+
+    # ------------------------------------------------------------ robot
+
+    def set_robot_command(self, command: np.ndarray) -> None:
+        if self.physics.robot.kind == "uav":
+            self.physics.set_joint_velocities(command)
+        else:
+            self.physics.set_base_twist(command)
+
+    def robot_pose(self) -> np.ndarray:
+        return self.physics.base_pose()
+
+    def joint_states(self) -> dict[str, tuple[float, float]]:
+        return self.physics.joint_states()
+
+    # ------------------------------------------------------------ sensors
+
+    def camera_names(self) -> list[str]:
+        return list(self._cameras)
+
+    def camera(self, name: str) -> CameraSensor:
+        if name not in self._cameras:
+            raise KeyError(f"no camera named {name!r}; cameras: {list(self._cameras)}")
+        return self._cameras[name]
+
+    def camera_pose(self, name: str) -> np.ndarray:
+        """World <- optical frame (z forward, x right, y down) of a camera."""
+        self.camera(name)
+        return self.physics.sensor_pose(name) @ BODY_TO_OPTICAL
+
+    def render(self, name: str) -> Frame:
+        sensor = self.camera(name)
+        t = self.time
+        next_t = next_pose = None
+        if sensor.flow:
+            next_t = t + 1.0 / sensor.rate_hz
+            next_pose = predicted_pose(self.physics, name, next_t - t) @ BODY_TO_OPTICAL
+        return render_frame(self.scene.render, sensor.camera, self.camera_pose(name), self.scene.states(t, next_t),
+                            sensor.options, next_pose)
+
+    def imu(self, name: str) -> ImuReading:
+        accel, gyro = self.physics.imu(name)
+        return ImuReading(self._imu_step * self._timestep, accel, gyro)
+
+    def lidar(self) -> LidarScan:
+        if self._lidar is None:
+            raise KeyError("no LiDAR is configured (robot.sensors.lidar)")
+        render = self.scene.render
+        render.set_frame(self.scene.states(self.time))
+        return self._lidar.scan(render.embree, self.physics.sensor_pose(self._lidar.name), self.time)
+
+    # ------------------------------------------------------------ scene information
+
+    def instances(self) -> dict[int, InstanceInfo]:
+        return dict(self.scene.instances)
+
+    def semantic_classes(self) -> dict[str, int]:
+        return dict(self.scene.semantic_classes)
+
+    def lights(self) -> list[PointLight]:
+        """The lights as currently rendered (after randomization)."""
+        return list(self.scene.render.lights)
+
+    # ------------------------------------------------------------ state
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        state = {PHYSICS_PREFIX + key: value for key, value in self.physics.get_state().items()}
+        lights = self.scene.render.lights
+        state |= {
+            "step": np.array(self._steps, dtype=np.int64), "imu_step": np.array(self._imu_step, dtype=np.int64),
+            # MuJoCo's sensor values as last evaluated: set_state would recompute them for the restored state.
+            "sensors": self.physics.data.sensordata.copy(),
+            "lights.intensity": np.array([light.intensity for light in lights], dtype=np.float64).reshape(-1),
+            "lights.color": np.array([light.color for light in lights], dtype=np.float64).reshape(-1, 3),
+            "randomization.epoch": np.array(self._epoch, dtype=np.int64),
+        }
+        return state
+
+    def set_state(self, state: dict[str, np.ndarray], source: str = "state") -> None:
+        for key in STATE_KEYS:
+            if key not in state:
+                raise InputError("missing state field", source, key)
+        sensors = np.asarray(state["sensors"], dtype=np.float64)
+        if sensors.shape != self.physics.data.sensordata.shape:
+            raise InputError(f"shape {sensors.shape} does not match this world's {self.physics.data.sensordata.shape}",
+                             source, "sensors")
+        count = len(self.scene.lights)
+        intensity = np.asarray(state["lights.intensity"], dtype=np.float64)
+        color = np.asarray(state["lights.color"], dtype=np.float64)
+        if intensity.shape != (count,) or color.shape != (count, 3):
+            raise InputError(f"light arrays have shapes {intensity.shape}, {color.shape}; this scene has {count} "
+                             "lights", source, "lights")
+        physics = {key[len(PHYSICS_PREFIX):]: value for key, value in state.items() if key.startswith(PHYSICS_PREFIX)}
+        self.physics.set_state(physics, source)
+        self.physics.data.sensordata[:] = sensors
+        self._steps, self._imu_step = int(state["step"]), int(state["imu_step"])
+        self._epoch = int(state["randomization.epoch"])
+        self.scene.render.lights = [PointLight(light.position, float(i), tuple(c.tolist()))
+                                    for light, i, c in zip(self.scene.lights, intensity, color)]

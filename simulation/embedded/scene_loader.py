@@ -1,0 +1,154 @@
+"""scene.usda + asset packages -> what the embedded backend simulates and renders.
+
+- Render scene: the environment's meshes as static meshes (materials, textures, semantic labels, one
+  instance id per mesh prim), each human as one deforming mesh and each flying object as one rigid
+  mesh (their parts merged, see merge.py), the environment's sphere lights as point lights.
+- Physics inputs: the environment's convex collision pieces, a capsule per human and a convex hull per
+  flying object as kinematic bodies.
+- Instances (instances.json) and semantic classes: instance ids number environment meshes, then humans,
+  then flying objects, from 1; semantic ids number the scene's classes in sorted order, from 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pxr import Usd, UsdGeom, UsdLux
+
+from asset_converters import Light, load_meta, read_meshes
+from pipeline.errors import InputError
+from simulation.backend import InstanceInfo
+from simulation.embedded.actors import HumanModel, HumanTrack, ObjectTrack, object_parts
+from simulation.embedded.merge import merge_parts
+from simulation.embedded.scene_file import ENVIRONMENT_PRIM, SceneFile
+from simulation.physics import EnvironmentCollision, KinematicBody, load_environment_collision
+from simulation.render import (
+    MeshState,
+    PointLight,
+    RenderMaterial,
+    RenderMesh,
+    RenderScene,
+    light_from_part,
+    load_texture,
+)
+
+PACKAGE_ROOT = "/asset"  # default prim of every package, mapped onto the referencing prim
+MAX_INSTANCE_ID = 65535  # instance images are uint16
+# Per-mesh roughness for the environment's static meshes, given their count (randomization), or None.
+RoughnessDraw = Callable[[int], np.ndarray] | None
+
+
+@dataclass
+class EmbeddedScene:
+    file: SceneFile
+    render: RenderScene
+    humans: list[HumanTrack]
+    objects: list[ObjectTrack]
+    instances: dict[int, InstanceInfo]
+    semantic_classes: dict[str, int]
+    lights: tuple[PointLight, ...]  # as authored, before any randomization
+    collision: EnvironmentCollision
+
+    def states(self, t: float, next_t: float | None = None) -> dict[str, MeshState]:
+        """Every dynamic mesh at simulation time `t` (and `next_t`, for optical flow)."""
+        return {actor.name: actor.state(t, next_t) for actor in [*self.humans, *self.objects]}
+
+    def kinematic_bodies(self) -> list[KinematicBody]:
+        return [actor.body for actor in [*self.humans, *self.objects]]
+
+    def kinematic_poses(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (T, B, 3) and orientations (T, B, 4 w x y z) of the kinematic bodies, in
+        `kinematic_bodies` order, at simulation times (T,)."""
+        actors = [*self.humans, *self.objects]
+        if not actors:
+            return np.zeros((len(times), 0, 3)), np.zeros((len(times), 0, 4))
+        poses = [actor.body_poses(times) for actor in actors]
+        return np.stack([p for p, _ in poses], axis=1), np.stack([q for _, q in poses], axis=1)
+
+
+def read_lights(usd: Path) -> list[Light]:
+    """The sphere lights of a package stage, in its frame."""
+    stage = Usd.Stage.Open(str(usd))
+    cache = UsdGeom.XformCache(Usd.TimeCode.Default())
+    lights = []
+    for prim in stage.Traverse():
+        if not prim.IsA(UsdLux.SphereLight):
+            continue
+        lux = UsdLux.SphereLight(prim)
+        position = np.asarray(cache.GetLocalToWorldTransform(prim), dtype=np.float64)[3, :3]  # row-vector matrix
+        lights.append(Light(str(prim.GetPath()), tuple(position.tolist()), float(lux.GetIntensityAttr().Get()),
+                            tuple(float(c) for c in lux.GetColorAttr().Get()), float(lux.GetRadiusAttr().Get())))
+    return lights
+
+
+class _Textures:
+    """Each texture file read once per scene (humans of one package, walls sharing an image)."""
+
+    def __init__(self) -> None:
+        self._images: dict[Path, np.ndarray] = {}
+
+    def __call__(self, path: Path) -> np.ndarray:
+        path = Path(path)
+        if path not in self._images:
+            self._images[path] = load_texture(path)
+        return self._images[path]
+
+
+def _scene_path(prim_path: str, package_path: str) -> str:
+    """A package prim's path as seen through the referencing prim in scene.usda."""
+    return prim_path + package_path[len(PACKAGE_ROOT):] if package_path.startswith(PACKAGE_ROOT) else package_path
+
+
+def load_scene(scene: SceneFile, roughness: RoughnessDraw = None) -> EmbeddedScene:
+    """Load the packages of a scene file (`read_scene_file` has checked every reference)."""
+    textures = _Textures()
+    env = scene.environment
+    floor = load_meta(env.package).environment.floor_height
+    env_meshes = [m for m in read_meshes(env.package / "asset.usdc") if len(m.faces)]
+    if not env_meshes:
+        raise InputError("the environment has no meshes", env.package / "asset.usdc")
+    models: dict[Path, HumanModel] = {}
+    humans = []
+    for prim in scene.humans:
+        if prim.package not in models:
+            models[prim.package] = HumanModel(prim.package, textures)
+        humans.append(HumanTrack(prim, models[prim.package], floor))
+    objects = []
+    for prim in scene.objects:
+        parts, label = object_parts(prim.package, textures)
+        if not parts:
+            raise InputError("the object package has no meshes", scene.path, prim.prim_path)
+        objects.append(ObjectTrack(prim, merge_parts(parts), np.concatenate([p.vertices for p in parts]), label))
+
+    labels = {m.semantic_label for m in env_meshes} | {h.model.animation.semantic_label for h in humans}
+    labels |= {o.label for o in objects}
+    classes = {label: i for i, label in enumerate(sorted(label for label in labels if label), start=1)}
+    count = len(env_meshes) + len(humans) + len(objects)
+    if count > MAX_INSTANCE_ID:
+        raise InputError(f"{count} instances exceed the {MAX_INSTANCE_ID} ids of uint16 instance images", scene.path)
+
+    rough = roughness(len(env_meshes)) if roughness is not None else [m.roughness for m in env_meshes]
+    instances: dict[int, InstanceInfo] = {}
+    static = []
+    for instance_id, (mesh, r) in enumerate(zip(env_meshes, rough), start=1):
+        name = _scene_path(ENVIRONMENT_PRIM, mesh.prim_path)
+        semantic = classes.get(mesh.semantic_label, 0)
+        material = RenderMaterial(tuple(mesh.base_color), textures(mesh.texture) if mesh.texture else None, float(r))
+        static.append(RenderMesh(name, mesh.vertices, mesh.faces, instance_id, semantic, material,
+                                 mesh.uvs if mesh.texture else None))
+        instances[instance_id] = InstanceInfo(name, mesh.semantic_label, semantic, env.asset_id, "environment")
+    dynamic = []
+    for instance_id, actor in enumerate([*humans, *objects], start=len(static) + 1):
+        label = actor.model.animation.semantic_label if isinstance(actor, HumanTrack) else actor.label
+        semantic = classes.get(label, 0)
+        dynamic.append(actor.render_mesh(instance_id, semantic))
+        kind = "human" if isinstance(actor, HumanTrack) else "object"
+        instances[instance_id] = InstanceInfo(actor.name, label, semantic, actor.prim.asset_id, kind)
+
+    lights = tuple(light_from_part(light) for light in read_lights(env.package / "asset.usdc"))
+    render = RenderScene(static, dynamic, lights)
+    return EmbeddedScene(scene, render, humans, objects, instances, classes, lights,
+                         load_environment_collision(env.package))

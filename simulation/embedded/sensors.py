@@ -1,0 +1,130 @@
+"""Sensors of the embedded backend: cameras and a LiDAR mounted on robot links.
+
+Frames. A mount (`pipeline.config.Mount`: link, translation, roll/pitch/yaw in degrees, extrinsic
+XYZ) places a sensor frame in its link. For IMUs and the LiDAR that frame is the sensor's own
+(x forward, y left, z up). For a camera it is the camera's body frame (ROS `camera_link`: x forward,
+y left, z up), and the image is rendered in the ROS optical frame (z forward, x right, y down) rotated
+from it by `BODY_TO_OPTICAL`, as `camera_link` -> `camera_optical_frame` in ROS. So a camera with a zero
+mount rotation looks along its link's +x with the image up along the link's +z.
+
+LiDAR. `channels` beams evenly spread over the vertical FOV (lowest first), each swept over the
+horizontal FOV at `horizontal_resolution_deg` (centred on +x; a full 360 deg sweep starts at -180 deg);
+rays are cast against the render scene with Embree from the sensor origin. A beam returns the distance
+to the first surface if it lies within [min_range, max_range], otherwise nothing (range 0). The robot
+itself is not in the render scene, so it never blocks a beam.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from pipeline.config import CameraConfig, LidarConfig, SensorsConfig
+from pipeline.errors import ConfigError, InputError
+from simulation.backend import LidarScan
+from simulation.physics import PhysicsWorld
+from simulation.physics.sensors import site_name
+from simulation.render import Camera, RenderOptions
+from simulation.robots import RobotModel
+
+# Columns are the optical axes (x right, y down, z forward) in the camera body frame.
+BODY_TO_OPTICAL = np.array([[0.0, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+BOX_OUTPUTS = ("boxes2d", "boxes3d")
+FULL_TURN_DEG = 360.0
+_NO_HIT = -1
+_STEPS_TOLERANCE = 1e-9
+
+
+def check_mount_links(robot: RobotModel, sensors: SensorsConfig) -> None:
+    """Every sensor's link exists on the robot, else ConfigError naming it and the valid links."""
+    mounts = [(f"cameras.{i}", c.name, c.mount.link) for i, c in enumerate(sensors.cameras)]
+    mounts += [(f"imus.{i}", m.name, m.mount.link) for i, m in enumerate(sensors.imus)]
+    mounts += [("lidar", sensors.lidar.name, sensors.lidar.mount.link)] if sensors.lidar else []
+    for key, name, link in mounts:
+        if link not in robot.links:
+            raise ConfigError(f"sensor {name!r} is mounted on link {link!r}, which robot {robot.kind!r} "
+                              f"({robot.variant}) does not have; valid links: {sorted(robot.links)}",
+                              field=f"robot.sensors.{key}.mount.link")
+
+
+@dataclass(frozen=True)
+class CameraSensor:
+    name: str
+    camera: Camera
+    options: RenderOptions
+    rate_hz: float
+    flow: bool  # optical flow to the next frame (1 / rate_hz later)
+
+    @classmethod
+    def from_config(cls, config: CameraConfig, index: int) -> CameraSensor:
+        field = f"robot.sensors.cameras.{index}"
+        try:
+            if config.intrinsics is not None:
+                fx, fy, cx, cy = config.intrinsics
+                K = np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
+                camera = Camera.from_intrinsics(K, config.width, config.height, config.near, config.far)
+            elif config.fov_deg is not None:
+                camera = Camera.from_fov(config.width, config.height, config.fov_deg, config.near, config.far)
+            else:
+                raise InputError("give fov_deg or intrinsics", field=field)
+        except InputError as exc:
+            raise ConfigError(f"camera {config.name!r}: {exc.message}", field=field) from exc
+        outputs = set(config.outputs)
+        options = RenderOptions(rgb="rgb" in outputs, boxes=bool(outputs & set(BOX_OUTPUTS)),
+                                supersample=config.supersampling)
+        return cls(config.name, camera, options, config.rate_hz, "flow" in outputs)
+
+
+def predicted_pose(world: PhysicsWorld, sensor: str, dt: float) -> np.ndarray:
+    """World <- sensor pose `dt` seconds ahead at the sensor's current linear and angular velocity."""
+    pose = world.sensor_pose(sensor)  # also brings the world's kinematics up to date
+    velocity = np.zeros(6)  # angular, linear; world axes, about the site's origin
+    site = mujoco.mj_name2id(world.model, mujoco.mjtObj.mjOBJ_SITE, site_name(sensor))
+    mujoco.mj_objectVelocity(world.model, world.data, mujoco.mjtObj.mjOBJ_SITE, site, velocity, 0)
+    ahead = pose.copy()
+    ahead[:3, :3] = Rotation.from_rotvec(velocity[:3] * dt).as_matrix() @ pose[:3, :3]
+    ahead[:3, 3] += velocity[3:] * dt
+    return ahead
+
+
+@dataclass(frozen=True)
+class LidarSensor:
+    name: str
+    elevations: np.ndarray  # (C,) rad
+    azimuths: np.ndarray  # (N,) rad
+    directions: np.ndarray  # (C * N, 3) unit, sensor frame, row-major over (channel, column)
+    min_range: float
+    max_range: float
+
+    @classmethod
+    def from_config(cls, config: LidarConfig) -> LidarSensor:
+        low, high = config.vertical_fov_deg.min, config.vertical_fov_deg.max
+        elevations = np.radians(np.linspace(low, high, config.channels) if config.channels > 1 else [(low + high) / 2])
+        fov, resolution = config.horizontal_fov_deg, config.horizontal_resolution_deg
+        if fov >= FULL_TURN_DEG:
+            columns = max(1, round(FULL_TURN_DEG / resolution))
+            azimuths = -np.pi + np.arange(columns) * (2 * np.pi / columns)
+        else:
+            columns = math.floor(fov / resolution + _STEPS_TOLERANCE) + 1
+            azimuths = np.radians(-fov / 2 + np.arange(columns) * resolution)
+        e, a = np.meshgrid(elevations, azimuths, indexing="ij")
+        directions = np.stack([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)], axis=-1).reshape(-1, 3)
+        return cls(config.name, elevations, azimuths, directions, config.min_range, config.max_range)
+
+    def scan(self, embree_scene, pose: np.ndarray, time: float) -> LidarScan:
+        """Cast every beam from `pose` (world <- sensor) against an embreex scene holding this frame's geometry."""
+        count = len(self.directions)
+        directions = np.ascontiguousarray(self.directions @ pose[:3, :3].T, dtype=np.float32)
+        origins = np.ascontiguousarray(np.broadcast_to(pose[:3, 3], (count, 3)), dtype=np.float32)
+        hits = embree_scene.run(origins, directions, np.full(count, self.max_range, np.float32), "INTERSECT", 1)
+        distance = np.asarray(hits["tfar"], dtype=np.float32)
+        returned = (np.asarray(hits["primID"]) != _NO_HIT) & (distance >= self.min_range)
+        ranges = np.where(returned, distance, np.float32(0.0)).astype(np.float32)
+        points = (self.directions[returned] * ranges[returned, None]).astype(np.float32)
+        ring = np.repeat(np.arange(len(self.elevations), dtype=np.uint16), len(self.azimuths))[returned]
+        return LidarScan(time, pose, self.elevations, self.azimuths, ranges.reshape(len(self.elevations), -1),
+                         points, ring, np.zeros(len(points), np.float32))

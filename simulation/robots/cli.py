@@ -1,0 +1,79 @@
+"""`grade robot ...`: calibrate the TIAGo++ Omni S-curve and drive a robot model from command files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline.errors import GradeError
+from pipeline.progress import console, progress_task
+
+robot_app = typer.Typer(help="Robot models: S-curve calibration and command-file driving.", no_args_is_help=True)
+
+
+@robot_app.command("calibrate")
+def calibrate_command(
+    recordings: Annotated[list[Path], typer.Argument(help="Wheel-velocity recordings of step commands: CSV "
+                                                          "(time, FL, FR, RL, RR [, vx, vy, wz]) or ROS bags.")],
+    out: Annotated[Path, typer.Option("--out", help="Network file to write (.npz), for robot.tiago.s_curve.")],
+    restarts: Annotated[int, typer.Option("--restarts", min=1, help="Random restarts; the best by validation "
+                                                                   "error is kept.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the restarts and the validation split.")] = 0,
+    iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Adam steps per restart "
+                                                                                "(default 3000).")] = None,
+) -> None:
+    """Fit the S-curve network to recorded wheel velocities and save it."""
+    from simulation.robots.calibration import ITERATIONS, fit_network, read_recording
+    from simulation.robots.scurve import save_network
+
+    responses = [response for path in recordings for response in read_recording(path)]
+    console.print(f"{len(responses)} step responses from {len(recordings)} recordings")
+    with progress_task("calibrating", restarts) as advance:
+        result = fit_network(responses, restarts, seed, iterations or ITERATIONS, lambda _: advance())
+    save_network(result.network, out, validation_error=result.validation_error,
+                 training_error=result.training_error)
+    typer.echo(f"validation error {result.validation_error:.4f} (RMS, fraction of the step), "
+               f"training error {result.training_error:.4f}; wrote {out}")
+
+
+@robot_app.command("drive")
+def drive_command(
+    robot: Annotated[str, typer.Argument(help="Robot kind: tiago_omni.")],
+    commands: Annotated[Path, typer.Option("--commands", help="Command file: lines 'vx vy wz seconds', or a "
+                                                              "recorded cmd_vel .json.")],
+    model: Annotated[str, typer.Option("--model", help="physical or lightweight.")] = "lightweight",
+    out: Annotated[Path | None, typer.Option("--out", help="Trajectory CSV to write (time, x, y, yaw, vx, vy, "
+                                                           "wz).")] = None,
+    s_curve: Annotated[Path | None, typer.Option("--s-curve", help="Calibrated S-curve network (.npz); the "
+                                                                   "built-in one if unset.")] = None,
+) -> None:
+    """Drive a robot model on an empty floor through a command file; print the final pose."""
+    import numpy as np
+
+    from pipeline.config import TiagoConfig
+    from simulation.robots.drive import (
+        TIAGO_MODELS,
+        build_tiago,
+        drive,
+        read_commands,
+        total_steps,
+        write_trajectory_csv,
+    )
+    from simulation.robots.scurve import follower_for
+
+    if robot != "tiago_omni":
+        raise GradeError(f"drive supports the robot kind 'tiago_omni', got {robot!r}")
+    if model not in TIAGO_MODELS:
+        raise GradeError(f"--model must be one of {sorted(TIAGO_MODELS)}, got {model!r}")
+    steps = read_commands(commands)
+    follower = follower_for(TiagoConfig(model=model, s_curve=s_curve))
+    world = build_tiago(model)
+    with progress_task(f"driving {model}", total_steps(steps, world.model.opt.timestep)) as advance:
+        trajectory = drive(world, steps, follower, advance)
+    if out is not None:
+        write_trajectory_csv(trajectory, out)
+    x, y, yaw = trajectory.final_pose()
+    typer.echo(f"final pose after {trajectory.time[-1]:.3f} s: x {x:.4f} m, y {y:.4f} m, "
+               f"yaw {np.degrees(yaw):.2f} deg" + (f"; wrote {out}" if out is not None else ""))
