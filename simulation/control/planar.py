@@ -1,0 +1,80 @@
+"""A P controller for an omnidirectional base: drive to a point in the world and turn to a heading.
+
+The translational command points at the target with a speed proportional to its distance, limited to
+`max_speed`; the yaw rate is proportional to the heading error (the shortest way round), limited to
+`max_yaw_rate`. Both are expressed in the base frame (vx, vy, wz) and change by at most
+`max_acceleration` (m/s^2) and `max_yaw_acceleration` (rad/s^2), so the command is continuous as a
+real base's would be. The explorer uses it to follow paths with the TIAGo++ Omni.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.config import RobotConfig
+from simulation.control.uav_controller import clip_norm, wrap_angle
+
+POSITION_GAIN = 1.5  # 1/s: speed per metre of distance to the target
+YAW_GAIN = 2.0  # 1/s: yaw rate per radian of heading error
+MAX_ACCELERATION = 1.0  # m/s^2
+MAX_YAW_ACCELERATION = 3.0  # rad/s^2
+
+
+@dataclass(frozen=True)
+class PlanarLimits:
+    max_speed: float  # m/s
+    max_yaw_rate: float  # rad/s
+    max_acceleration: float = MAX_ACCELERATION
+    max_yaw_acceleration: float = MAX_YAW_ACCELERATION
+
+
+class PlanarController:
+    """Twist commands (vx, vy, wz in the base frame) towards a target point and heading."""
+
+    def __init__(self, limits: PlanarLimits, position_gain: float = POSITION_GAIN, yaw_gain: float = YAW_GAIN):
+        self.limits = limits
+        self.position_gain, self.yaw_gain = position_gain, yaw_gain
+        self._twist = np.zeros(3)
+
+    @classmethod
+    def from_config(cls, robot: RobotConfig) -> PlanarController:
+        """With the TIAGo limits of a config's `robot` section."""
+        tiago = robot.tiago
+        return cls(PlanarLimits(tiago.max_speed, math.radians(tiago.max_yaw_rate_deg)))
+
+    @property
+    def twist(self) -> np.ndarray:
+        return self._twist.copy()
+
+    def command(self, pose: tuple[float, float, float], target: np.ndarray | None, heading: float | None,
+                dt: float) -> np.ndarray:
+        """The twist for the next `dt` s: towards `target` (x, y; None: stay) turning to `heading` (rad;
+        None: keep turning rate zero). `pose` is the base's (x, y, yaw)."""
+        if not dt > 0:
+            raise ValueError(f"dt must be > 0, got {dt}")
+        x, y, yaw = pose
+        velocity = np.zeros(2)
+        if target is not None:
+            offset = np.asarray(target, dtype=np.float64)[:2] - (x, y)
+            velocity = clip_norm(self.position_gain * offset, self.limits.max_speed)
+        c, s = math.cos(yaw), math.sin(yaw)
+        local = np.array([c * velocity[0] + s * velocity[1], -s * velocity[0] + c * velocity[1]])
+        rate = 0.0 if heading is None else self.yaw_gain * float(wrap_angle(heading - yaw))
+        rate = float(np.clip(rate, -self.limits.max_yaw_rate, self.limits.max_yaw_rate))
+        return self._shape(np.array([local[0], local[1], rate]), dt)
+
+    def spin(self, rate: float, dt: float) -> np.ndarray:
+        """Turn in place at `rate` rad/s (limited)."""
+        rate = float(np.clip(rate, -self.limits.max_yaw_rate, self.limits.max_yaw_rate))
+        return self._shape(np.array([0.0, 0.0, rate]), dt)
+
+    def _shape(self, wanted: np.ndarray, dt: float) -> np.ndarray:
+        change = wanted - self._twist
+        change[:2] = clip_norm(change[:2], self.limits.max_acceleration * dt)
+        change[2] = float(np.clip(change[2], -self.limits.max_yaw_acceleration * dt,
+                                  self.limits.max_yaw_acceleration * dt))
+        self._twist = self._twist + change
+        return self._twist.copy()
