@@ -189,10 +189,9 @@ def coverage(camera: Camera, points: np.ndarray, faces: np.ndarray, face_owner: 
     def cells(owner: np.ndarray, row: np.ndarray, column: np.ndarray) -> np.ndarray:
         return np.take(row_start, owner) + row * np.take(strides, owner) + column
 
-    up = np.concatenate([cells(span_owner, span_row, left), cells(step_owner[entering], step_row[entering],
-                                                                   column[entering])])
-    down = np.concatenate([cells(span_owner, span_row, right + 1), cells(step_owner[~entering], step_row[~entering],
-                                                                          column[~entering])])
-    runs = np.bincount(up, minlength=offsets[-1])  # in place from here: a frame's largest arrays
-    runs -= np.bincount(down, minlength=offsets[-1])
-    return Coverage(np.cumsum(runs, out=runs) > 0, offsets, windows)
+    marks = np.concatenate([cells(span_owner, span_row, left), cells(step_owner, step_row, column),
+                            cells(span_owner, span_row, right + 1)])
+    steps = np.concatenate([np.ones(len(left)), np.where(entering, 1.0, -1.0), np.full(len(right), -1.0)])
+    # One float array, summed in place: a frame's largest (exact for counts this small).
+    runs = np.bincount(marks, steps, minlength=offsets[-1])
+    return Coverage(np.cumsum(runs, out=runs) > 0.5, offsets, windows)
