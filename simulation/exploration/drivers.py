@@ -1,0 +1,95 @@
+"""How the explorer moves each robot: turn in place, go for a point facing a heading, hold, stop.
+
+Each call computes this control period's command with the robot's controller and sends it to the
+backend: the UAV's 6-DOF PID on position (or, to turn in place, velocity) set points gives six joint
+velocities; the TIAGo's P controller gives a base twist (vx, vy, wz).
+
+A driver's `radius` is the disc the planner keeps clear around the robot's centre, `clearance` a hard
+extra margin on top of it. The UAV needs one: its disc fits its frame's corners exactly, its position
+loop lags the carrot point and cuts corners by about a decimetre, and a person's collision capsule
+reaches a little beyond the body the camera sees. The TIAGo's disc around its base's corners already
+leaves 0.1 m off its front and sides, and a margin on top would shut 1.1 m doorways.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pipeline.config import RobotConfig
+from simulation.backend import Backend
+from simulation.control import PlanarController, UavController, UavState
+from simulation.robots.tiago_model import CHASSIS_HALF_XY
+from simulation.robots.uav_model import FRAME_HALF_SIZE
+
+UAV_RADIUS = math.hypot(FRAME_HALF_SIZE[0], FRAME_HALF_SIZE[1])  # disc around the frame and propellers
+UAV_HALF_HEIGHT = FRAME_HALF_SIZE[2]
+TIAGO_RADIUS = math.hypot(CHASSIS_HALF_XY[0], CHASSIS_HALF_XY[1])  # disc around the base's corners
+TIAGO_HEIGHT = 1.5  # m: the head tops out below this with the torso at mid lift
+UAV_CLEARANCE = 0.15  # m, hard margin beyond the UAV's disc (see above)
+
+
+class UavDriver:
+    def __init__(self, backend: Backend, robot: RobotConfig, dt: float):
+        self.backend, self.dt = backend, dt
+        self.controller = UavController.from_config(robot)
+        self.radius, self.clearance, self.speed = UAV_RADIUS, UAV_CLEARANCE, robot.uav.max_speed
+        self._hold: np.ndarray | None = None
+
+    def spin(self) -> None:
+        """Turn in place at the yaw rate limit."""
+        self._hold = None
+        self.controller.set_velocity_target(np.zeros(3), math.radians(self.controller.limits.yaw_rate_deg))
+        self._send()
+
+    def go(self, target: np.ndarray, heading: float, altitude: float) -> None:
+        """Fly for the point (x, y) at `altitude`, turning to `heading`."""
+        self._hold = None
+        self.controller.set_position_target(np.array([target[0], target[1], altitude]), heading)
+        self._send()
+
+    def hold(self) -> None:
+        """Hover where the UAV was when holding began."""
+        if self._hold is None:
+            self._hold = self.backend.robot_pose()[:3, 3].copy()
+        self.controller.set_position_target(self._hold, None)
+        self._send()
+
+    def stop(self) -> None:
+        self.backend.set_robot_command(np.zeros(6))
+
+    def _send(self) -> None:
+        state = UavState.from_joint_states(self.backend.joint_states())
+        self.backend.set_robot_command(self.controller.command(state, self.dt))
+
+
+class BaseDriver:
+    """The TIAGo++ Omni's base (either model): twists towards the carrot."""
+
+    def __init__(self, backend: Backend, robot: RobotConfig, dt: float):
+        self.backend, self.dt = backend, dt
+        self.controller = PlanarController.from_config(robot)
+        self.radius, self.clearance, self.speed = TIAGO_RADIUS, 0.0, robot.tiago.max_speed
+
+    def _pose(self) -> tuple[float, float, float]:
+        pose = self.backend.robot_pose()
+        return float(pose[0, 3]), float(pose[1, 3]), math.atan2(pose[1, 0], pose[0, 0])
+
+    def spin(self) -> None:
+        self.backend.set_robot_command(self.controller.spin(self.controller.limits.max_yaw_rate, self.dt))
+
+    def go(self, target: np.ndarray, heading: float, altitude: float | None = None) -> None:
+        """Drive for the point (x, y) turning to `heading`; `altitude` is ignored."""
+        self.backend.set_robot_command(self.controller.command(self._pose(), target, heading, self.dt))
+
+    def hold(self) -> None:
+        """Brake to a stop (within the acceleration limits)."""
+        self.backend.set_robot_command(self.controller.command(self._pose(), None, None, self.dt))
+
+    def stop(self) -> None:
+        self.backend.set_robot_command(np.zeros(3))
+
+
+def make_driver(backend: Backend, robot: RobotConfig, dt: float) -> UavDriver | BaseDriver:
+    return UavDriver(backend, robot, dt) if robot.kind == "uav" else BaseDriver(backend, robot, dt)

@@ -1,0 +1,413 @@
+"""Frontier-based active exploration on the map the robot builds from its own depth camera.
+
+The loop, in simulation time (physics steps of the backend):
+- every 1 / map_hz s: render the depth camera, integrate it into the voxel map, project the 2D map the
+  robot plans on (UAV: the slab it flies in; TIAGo: floor seen and nothing in its height band), inflate
+  it, and check the explored fraction (known cells of the exploration region) and the current path;
+  a path cell that turned untraversable (a person stepped in) triggers a replan at once;
+- every `replan_period` s (or on demand): Dijkstra from the robot over the inflated map; keep the
+  current goal while it is reachable and still looks at a frontier, else choose a new one
+  (simulation.exploration.goals); the path to it is followed by pure pursuit;
+- every 1 / control_hz s: the robot's controller turns the carrot point and heading into commands
+  (simulation.exploration.drivers).
+
+The robot faces the way it goes (turning in place first when the path turns sharply), and on arrival
+turns to the frontier cell its goal looks at; a frontier still there after that, or a goal not reached
+in time, is marked exhausted so the robot never circles a spot it cannot see. It starts with one turn
+in place; the UAV then moves to its cruise altitude, first sideways to a spot whose column down (or
+up) to the cruise slab it has seen free. When frontiers are left but none can be reached it turns in
+place once more (people and flying objects may have left obstacles it has not seen go). Exploration
+ends when the explored fraction reaches `stop_explored_fraction`, when no frontier is left or none can
+be reached after that look around, or at the time budget.
+
+Paths keep the robot's disc (the circle its corners sweep when it turns) clear; the robot follows them
+within a few centimetres, so where it finds itself closer to an obstacle than its radius it does not
+turn but first moves to the nearest cell with room. Unknown cells within `BLIND_MARGIN` of the robot's
+disc count as passable: the camera cannot see the floor right around the robot (or the slab behind the
+UAV) and the robot is standing there. Places where
+something moved in the last `TRAFFIC_MEMORY` s (people walking, objects flying; the map's dynamic
+voxels) cost as much as the edge of the safety margin and are never goals: people who walk a route
+tend to walk it again, and a robot waiting there, facing elsewhere, would be walked into.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import shapely
+from scipy import ndimage
+
+from pipeline.config import ExperimentConfig, RobotConfig
+from pipeline.errors import ConfigError
+from simulation.backend import Backend
+from simulation.control import wrap_angle
+from simulation.exploration.drivers import TIAGO_HEIGHT, UAV_HALF_HEIGHT, make_driver
+from simulation.exploration.follower import PathFollower
+from simulation.exploration.frontiers import frontier_clusters, frontier_mask
+from simulation.exploration.goals import Goal, choose_goal
+from simulation.exploration.occupancy import (
+    FREE,
+    OCCUPIED,
+    UNKNOWN,
+    Grid2D,
+    VoxelMap,
+    depth_rays,
+    project_ground,
+    project_slab,
+)
+from simulation.exploration.params import ExplorationArea, ExplorationResult, ExplorerParams, Reason
+from simulation.exploration.planner import CostMap, SearchTree, cost_map, path_is_clear, search
+
+UAV_VERTICAL_MARGIN = 0.1  # m of slab kept clear above and below the frame: its corners rise 0.1 m at 25 deg tilt
+BLIND_MARGIN = 0.4  # m around the robot's disc where unknown cells count as passable
+TURN_FIRST = math.radians(60.0)  # heading error beyond which the robot turns before moving on
+ALTITUDE_TOLERANCE = 0.05  # m
+EXHAUST_RADIUS = 0.5  # m of frontier given up around a goal's target that could not be cleared
+GOAL_TIME_FACTOR = 3.0  # a goal must be reached within this times its path length / speed ...
+GOAL_TIME_SLACK = 10.0  # ... plus this many seconds (turns, slow-downs)
+TRAFFIC_MEMORY = 30.0  # s a place where something moved is avoided
+FULL_TURN = 2 * math.pi
+PLANNING_PHASES = ("transfer", "explore")
+
+
+class Explorer:
+    """Drives a backend's robot to explore; `run` returns when done or out of time.
+
+    Phases: "spin" (a full turn in place), "transfer" (UAV: to a spot where it can change height),
+    "descend" (UAV: to the cruise altitude), "explore".
+    """
+
+    def __init__(self, backend: Backend, robot: RobotConfig, params: ExplorerParams, area: ExplorationArea):
+        if params.camera not in backend.camera_names():
+            raise ConfigError(f"no camera named {params.camera!r}; cameras: {backend.camera_names()}",
+                              field="robot.sensors.cameras")
+        self.backend, self.params = backend, params
+        self.uav = robot.kind == "uav"
+        dt = backend.timestep
+        self._map_every = max(round(1.0 / (params.map_hz * dt)), 1)
+        self._control_every = max(round(1.0 / (params.control_hz * dt)), 1)
+        self._replan_every = max(round(params.replan_period / dt), 1)
+        self.driver = make_driver(backend, robot, self._control_every * dt)
+        res = params.map_resolution
+        lo, hi = np.array(area.lo, dtype=np.float64), np.array(area.hi, dtype=np.float64)
+        if self.uav:
+            band = robot.uav.z_band
+            self.altitude = params.altitude if params.altitude is not None else (band.min + band.max) / 2
+            lo[2], hi[2] = area.floor, max(hi[2], area.floor + band.max + UAV_HALF_HEIGHT)
+        else:
+            self.altitude = area.floor
+            lo[2], hi[2] = area.floor - res / 2, area.floor + TIAGO_HEIGHT  # layer 0 holds the floor
+        self.map = VoxelMap(lo, hi, res, decay=params.decay)
+        self.grid = Grid2D(np.full(self.map.shape[:2], UNKNOWN, dtype=np.int8), self.map.lo[:2].copy(), res)
+        x, y = self.grid.centers()
+        self.region = (np.ones(self.grid.shape, dtype=bool) if area.region is None
+                       else shapely.contains_xy(area.region, x, y))
+        if not self.region.any():
+            raise ConfigError("the exploration region holds no map cell", field="exploration")
+        self.exhausted = np.zeros(self.grid.shape, dtype=bool)
+        self._moved = np.full(self.grid.shape, -np.inf)  # when a dynamic voxel was last seen in each column
+        self.walkways = np.zeros(self.grid.shape, dtype=bool)
+        self.costs: CostMap | None = None
+        self.phase = "spin"
+        self._turned, self._last_yaw, self._looked_around = 0.0, None, False
+        self._flight_z: float | None = None  # the UAV's height until it reaches the cruise altitude
+        self._descend_at: np.ndarray | None = None
+        self.goal: Goal | None = None
+        self.follower: PathFollower | None = None
+        self._goal_deadline = math.inf
+        self._replan_now = True
+        self.history: list[tuple[float, float]] = []
+        self.goals_reached = self.goals_abandoned = self.replans = 0
+        self.reason: Reason | None = None
+
+    # ------------------------------------------------------------ the loop
+
+    def run(self, on_step: Callable[[Backend], None] | None = None,
+            on_map: Callable[[float, Grid2D], None] | None = None) -> ExplorationResult:
+        """Explore until done or `params.budget` s have passed; `on_step(backend)` runs after every physics
+        step, `on_map(time, grid)` after every map update (e.g. for ground-truth measures)."""
+        backend = self.backend
+        start = backend.time
+        end = start + self.params.budget
+        step = 0
+        while self.reason is None:
+            if backend.time >= end - 1e-9:
+                self.reason = "budget"
+                break
+            if step % self._map_every == 0:
+                self._perceive()
+                if on_map is not None:
+                    on_map(backend.time, self.grid)
+            due = self._replan_now or step % self._replan_every == 0
+            if self.reason is None and self.phase in PLANNING_PHASES and due:
+                self._plan()
+            if step % self._control_every == 0:
+                self._control()
+            backend.step()
+            if on_step is not None:
+                on_step(backend)
+            step += 1
+        self.driver.stop()
+        fraction = self.history[-1][1] if self.history else 0.0
+        return ExplorationResult(self.reason, backend.time - start, fraction, list(self.history), self.goals_reached,
+                                 self.goals_abandoned, self.replans, self.grid)
+
+    def _pose(self) -> tuple[np.ndarray, float]:
+        pose = self.backend.robot_pose()
+        return pose[:3, 3].copy(), math.atan2(pose[1, 0], pose[0, 0])
+
+    # ------------------------------------------------------------ perception
+
+    def _perceive(self) -> None:
+        backend, params = self.backend, self.params
+        frame = backend.render(params.camera)
+        origin, ends, returned = depth_rays(frame.depth, frame.camera.K, frame.camera.pose, params.max_range)
+        # A ground robot's floor (the map's lowest layer) is free space, not an obstacle.
+        hits = returned if self.uav else returned & (ends[:, 2] >= self.map.lo[2] + self.map.resolution)
+        self.map.integrate(origin, ends, hits, backend.time)
+        # Until the UAV reaches its cruise altitude it keeps the margin below, where it has not looked, but
+        # not above: it was placed there, clear of the ceiling, which may be close.
+        layers = self._layers(self.altitude) if self._flight_z is None else self._layers(self._flight_z, above=0.0)
+        self.grid = self._project(layers)
+        self._moved[self.map.dynamic[:, :, layers].any(axis=2)] = backend.time
+        self.walkways = self._walkways()
+        self.costs = self._cost_map(self.grid)
+        known = (self.grid.state != UNKNOWN) & self.region
+        fraction = float(np.count_nonzero(known) / np.count_nonzero(self.region))
+        self.history.append((backend.time, fraction))
+        if fraction >= params.stop_explored_fraction:
+            self.reason = "explored"
+        elif not self._path_clear():
+            self._replan_now = True
+
+    def _layers(self, height: float, below: float = UAV_VERTICAL_MARGIN, above: float = UAV_VERTICAL_MARGIN) -> slice:
+        """The voxel layers the 2D map is made of: for the UAV the slab its frame occupies at `height` plus
+        `below` and `above` m; for the TIAGo everything above the floor layer."""
+        if not self.uav:
+            return slice(1, None)
+        return self.map.layers(height - UAV_HALF_HEIGHT - below, height + UAV_HALF_HEIGHT + above)
+
+    def _project(self, layers: slice) -> Grid2D:
+        blocked = self.map.recently_hit(self.backend.time)
+        if not self.uav:
+            return project_ground(self.map, blocked)
+        middles = self.map.lo[2] + (np.array([layers.start, layers.stop - 1]) + 0.5) * self.map.resolution
+        return project_slab(self.map, middles[0], middles[1], blocked)
+
+    def _walkways(self) -> np.ndarray:
+        """Cells within the robot's radius + safety margin of where something moved lately."""
+        moved = self._moved >= self.backend.time - TRAFFIC_MEMORY
+        if not moved.any():
+            return moved
+        reach = self.driver.radius + self.driver.clearance + self.params.safety_margin
+        return ndimage.distance_transform_edt(~moved) * self.grid.resolution <= reach
+
+    def _cost_map(self, grid: Grid2D) -> CostMap:
+        """Inflated map; unknown cells next to the robot are passable, and walkways are avoided when
+        there is a way round."""
+        position, _ = self._pose()
+        x, y = grid.centers()
+        near = np.hypot(x - position[0], y - position[1]) <= self.driver.radius + BLIND_MARGIN
+        passable = (grid.state == FREE) | ((grid.state == UNKNOWN) & near)
+        return cost_map(grid.state == OCCUPIED, passable, grid.resolution, self.driver.radius + self.driver.clearance,
+                        self.params.safety_margin, self.walkways)
+
+    def _path_clear(self) -> bool:
+        """Whether the rest of the current path (its planned cells, not the robot's own spot) is still
+        traversable."""
+        if self.follower is None:
+            return True
+        return path_is_clear(self.costs, self.grid.cell_of(self.follower.ahead()))
+
+    # ------------------------------------------------------------ planning
+
+    def _plan(self) -> None:
+        self._replan_now = False
+        if self.phase == "transfer" and self.follower is not None and self._path_clear():
+            return
+        start = self._start_cell()
+        if start is None:  # boxed in for now (a person right next to the robot): wait
+            self.follower = None
+            return
+        self.replans += 1
+        tree = search(self.costs, start)
+        if self.phase == "transfer":
+            self._plan_transfer(tree)
+            return
+        frontiers = self._frontiers()
+        # No goal where people walk: the robot would stand in their way, turning, blind to the side.
+        cost = np.where(self.walkways, np.inf, tree.cost)
+        goal = self.goal
+        if goal is not None and not (np.isfinite(cost[goal.cell]) and frontiers[goal.target]):
+            goal = None
+        if goal is None:
+            unknown = (self.grid.state == UNKNOWN) & self.region
+            goal = choose_goal(frontiers, unknown, cost, self.grid.resolution, self.params.goal)
+            if goal is None:
+                self._out_of_goals(frontiers.any())
+                return
+            self._looked_around = False
+            self._goal_deadline = self.backend.time + GOAL_TIME_FACTOR * goal.cost / self.driver.speed + GOAL_TIME_SLACK
+        self.goal = goal
+        self._follow(tree, goal.cell)
+
+    def _start_cell(self) -> tuple[int, int] | None:
+        """The robot's cell, or the nearest traversable cell within the blind margin."""
+        position, _ = self._pose()
+        cell = tuple(int(v) for v in self.grid.cell_of(position[:2]))
+        traversable = self.costs.traversable
+        if not self.grid.contains(np.array(cell)) or not traversable.any():
+            return None
+        if traversable[cell]:
+            return cell
+        distance, (ii, jj) = ndimage.distance_transform_edt(~traversable, return_indices=True)
+        if distance[cell] * self.grid.resolution > BLIND_MARGIN:
+            return None
+        return int(ii[cell]), int(jj[cell])
+
+    def _frontiers(self) -> np.ndarray:
+        mask = frontier_mask(self.grid.state, self.region) & ~self.exhausted
+        labels, _ = frontier_clusters(mask, self.params.min_frontier_cells)
+        return labels > 0
+
+    def _out_of_goals(self, frontiers_left: bool) -> None:
+        """No frontier worth a trip can be reached. If some are left, look around once more (people and
+        objects may have left stale obstacles in the way); finish if there are none or that did not help."""
+        self.goal, self.follower = None, None
+        if self._looked_around or not frontiers_left:
+            self.reason = "no frontier"
+            return
+        self._looked_around = True
+        self.phase, self._turned, self._last_yaw = "spin", 0.0, None
+
+    def _plan_transfer(self, tree: SearchTree) -> None:
+        """UAV: go to the nearest reachable spot (at the current height) whose column between this height
+        and the cruise slab is seen free, to change height there."""
+        z = float(self._pose()[0][2])
+        if z > self.altitude:  # down from the frame's top here to the margin under the cruise slab
+            column = self._layers(z, below=z - self.altitude + UAV_VERTICAL_MARGIN, above=0.0)
+        else:
+            column = self._layers(self.altitude, below=self.altitude - z + UAV_VERTICAL_MARGIN)
+        column = self._cost_map(self._project(column))
+        landing = column.traversable & np.isfinite(tree.cost)
+        if not landing.any():  # nowhere seen to change height: explore at this one
+            self.altitude = z
+            self._enter_explore()
+            return
+        cells = np.argwhere(landing)
+        best = cells[np.argmin(tree.cost[landing])]
+        self._follow(tree, (int(best[0]), int(best[1])))
+
+    def _follow(self, tree: SearchTree, cell: tuple[int, int]) -> None:
+        position, _ = self._pose()
+        points = np.vstack([position[:2], self.grid.center_of(tree.path_to(cell))])
+        self.follower = PathFollower(points, self.params.lookahead)
+
+    def _give_up_goal(self, reached: bool) -> None:
+        """Count the goal and mark the frontier around its target exhausted, in case it is still there."""
+        x, y = self.grid.centers()
+        target = self.grid.center_of(np.array(self.goal.target))
+        self.exhausted |= np.hypot(x - target[0], y - target[1]) <= EXHAUST_RADIUS
+        if reached:
+            self.goals_reached += 1
+        else:
+            self.goals_abandoned += 1
+        self.goal, self.follower = None, None
+        self._replan_now = True
+
+    def _enter_explore(self) -> None:
+        self.phase, self._flight_z, self.follower = "explore", None, None
+        self._replan_now = True
+
+    # ------------------------------------------------------------ control
+
+    def _control(self) -> None:
+        position, yaw = self._pose()
+        if self.phase == "spin":
+            self._spin(position, yaw)
+        elif self.phase == "descend":
+            self.driver.go(self._descend_at, yaw, self.altitude)
+            if abs(position[2] - self.altitude) <= ALTITUDE_TOLERANCE:
+                self._enter_explore()
+        elif self.follower is None:
+            self.driver.hold()
+        elif self.phase == "transfer":
+            self._transfer(position, yaw)
+        else:
+            self._track(position, yaw)
+
+    def _spin(self, position: np.ndarray, yaw: float) -> None:
+        if self._last_yaw is not None:
+            self._turned += abs(float(wrap_angle(yaw - self._last_yaw)))
+        self._last_yaw = yaw
+        if self._turned < FULL_TURN:
+            refuge = self._refuge(position)
+            if refuge is None:
+                self.driver.spin()
+            else:  # too close to something to turn: move off first, keeping the heading
+                self.driver.go(refuge, yaw, self._height())
+            return
+        self.driver.hold()
+        if self.uav and abs(position[2] - self.altitude) > ALTITUDE_TOLERANCE:
+            self.phase, self._flight_z, self._replan_now = "transfer", float(position[2]), True
+        else:
+            self._enter_explore()
+
+    def _transfer(self, position: np.ndarray, yaw: float) -> None:
+        follower = self.follower
+        carrot = follower.update(position[:2])
+        if np.linalg.norm(follower.goal - position[:2]) <= self.params.goal_tolerance:
+            self.phase, self._descend_at, self.follower = "descend", position[:2].copy(), None
+            self.driver.hold()
+            return
+        self._drive(position, yaw, carrot, math.atan2(carrot[1] - position[1], carrot[0] - position[0]))
+
+    def _track(self, position: np.ndarray, yaw: float) -> None:
+        follower, goal = self.follower, self.goal
+        carrot = follower.update(position[:2])
+        arrived = np.linalg.norm(follower.goal - position[:2]) <= self.params.goal_tolerance
+        target = self.grid.center_of(np.array(goal.target))
+        facing = math.atan2(target[1] - position[1], target[0] - position[0])
+        if arrived and abs(float(wrap_angle(facing - yaw))) <= self.params.yaw_tolerance:
+            self._give_up_goal(reached=True)
+            self.driver.hold()
+        elif self.backend.time > self._goal_deadline:
+            self._give_up_goal(reached=False)
+            self.driver.hold()
+        elif arrived or follower.remaining <= self.params.lookahead:
+            self._drive(position, yaw, carrot, facing)
+        else:
+            self._drive(position, yaw, carrot, math.atan2(carrot[1] - position[1], carrot[0] - position[0]))
+
+    def _drive(self, position: np.ndarray, yaw: float, carrot: np.ndarray, heading: float) -> None:
+        """Go for the carrot facing `heading`; turn in place first if the heading is far off, but where
+        turning would sweep the robot's corners into something, go for the carrot without turning."""
+        if self._refuge(position) is not None:
+            heading = yaw
+        elif abs(float(wrap_angle(heading - yaw))) > TURN_FIRST:
+            carrot = self.follower.point_at(self.follower.progress)
+        self.driver.go(carrot, heading, self._height())
+
+    def _height(self) -> float:
+        return self._flight_z if self._flight_z is not None else self.altitude
+
+    def _refuge(self, position: np.ndarray) -> np.ndarray | None:
+        """Where to go first when the robot stands closer to an obstacle than its radius (the path keeps
+        the radius, the robot follows it only within a few centimetres): the nearest traversable cell's
+        centre, or None where there is room to turn."""
+        cell = self.grid.cell_of(position[:2])
+        if not self.grid.contains(cell) or self.costs.clearance[tuple(cell)] >= self.driver.radius:
+            return None
+        start = self._start_cell()
+        return None if start is None else self.grid.center_of(np.array(start))
+
+
+def explore(backend: Backend, config: ExperimentConfig, area: ExplorationArea, **overrides) -> ExplorationResult:
+    """Explore with the exploration settings of `config` (any ExplorerParams field may be overridden)."""
+    if config.exploration.planner != "frontier":
+        raise ConfigError(f"explore runs the frontier planner; this config asks for {config.exploration.planner!r}",
+                          field="exploration.planner")
+    params = ExplorerParams.from_config(config, **overrides)
+    return Explorer(backend, config.robot, params, area).run()

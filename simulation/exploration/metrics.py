@@ -1,0 +1,101 @@
+"""Ground-truth measures of an exploration run, for tests and benchmarks (never used for planning).
+
+- `reachable_free`: the free cells of an environment package's 2D map (occupancy.npz `map2d`: 0 free,
+  1 occupied, 2 outside) that a disc of the robot's radius can cover, starting from its start pose:
+  the disc centres it can reach by a flood fill over cells with enough clearance, grown by the radius.
+- `coverage`: the fraction of such cells the robot's own map knows (free or occupied).
+- `robot_contacts`: current MuJoCo contacts of the robot's chassis with the environment, people, objects.
+- `box_overlap`: ground-truth occupied cells or voxels inside the robot's body box (shrunk by a cell,
+  for the maps' discretisation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import ndimage
+
+from simulation.exploration.occupancy import UNKNOWN, Grid2D
+from simulation.exploration.planner import clearance_map
+from simulation.physics import PhysicsWorld
+from simulation.robots.mjcf import CHASSIS_BIT, KINEMATIC_BIT, STATIC_BIT
+
+FREE_CELL = 0  # occupancy.npz map2d legend: 0 free, 1 occupied, 2 outside
+OCCUPIED_CELL = 1
+
+
+def reachable_free(map2d: np.ndarray, origin: np.ndarray, resolution: float, start_xy: np.ndarray,
+                   radius: float, discs: list[tuple[float, float, float]] = ()) -> np.ndarray:
+    """Bool mask over `map2d` of the free cells a disc of `radius` can cover from `start_xy`; `discs`
+    (x, y, radius) are extra obstacles, e.g. people standing where they were placed."""
+    free = map2d == FREE_CELL
+    if len(discs):
+        i, j = np.indices(map2d.shape)
+        x, y = origin[0] + (i + 0.5) * resolution, origin[1] + (j + 0.5) * resolution
+        for cx, cy, r in discs:
+            free &= np.hypot(x - cx, y - cy) > r
+    centres = clearance_map(~free, resolution) >= radius
+    labels, _ = ndimage.label(centres)
+    start = tuple(np.floor((np.asarray(start_xy, dtype=np.float64)[:2] - origin) / resolution).astype(int))
+    if not (0 <= start[0] < map2d.shape[0] and 0 <= start[1] < map2d.shape[1]):
+        raise ValueError(f"start {start_xy} lies outside the map")
+    if labels[start] == 0:  # a start right at the clearance limit: take the nearest reachable centre
+        _, (ii, jj) = ndimage.distance_transform_edt(labels == 0, return_indices=True)
+        start = (ii[start], jj[start])
+    reached = labels == labels[start]
+    return free & (ndimage.distance_transform_edt(~reached) * resolution <= radius)
+
+
+def coverage(grid: Grid2D, truth: np.ndarray, truth_origin: np.ndarray, truth_resolution: float) -> float:
+    """Fraction of the `truth` cells (bool mask on another grid) whose centre the robot's map knows."""
+    if not truth.any():
+        raise ValueError("the ground-truth region is empty")
+    i, j = np.nonzero(truth)
+    centres = truth_origin + (np.stack([i, j], axis=1) + 0.5) * truth_resolution
+    cells = grid.cell_of(centres)
+    inside = grid.contains(cells)
+    known = np.zeros(len(cells), dtype=bool)
+    known[inside] = grid.state[cells[inside, 0], cells[inside, 1]] != UNKNOWN
+    return float(known.mean())
+
+
+def robot_contacts(world: PhysicsWorld) -> dict[str, int]:
+    """Current contacts of the robot's chassis / frame, by what it touches: "environment" (static
+    geoms; the floor plane excluded), "human" and "object" (kinematic bodies named human/..., object/...)."""
+    counts = {"environment": 0, "human": 0, "object": 0}
+    model, data = world.model, world.data
+    for index in range(data.ncon):
+        pair = data.contact.geom[index]
+        types = model.geom_contype[pair]
+        if not (types[0] & CHASSIS_BIT or types[1] & CHASSIS_BIT):
+            continue
+        other = int(pair[1] if types[0] & CHASSIS_BIT else pair[0])
+        kind = model.geom_contype[other]
+        if kind & STATIC_BIT:
+            counts["environment"] += 1
+        elif kind & KINEMATIC_BIT:
+            body = model.body(model.geom_bodyid[other]).name
+            counts["human" if body.startswith("human/") else "object"] += 1
+    return counts
+
+
+def box_overlap(occupied: np.ndarray, origin: np.ndarray, cell: float, pose: np.ndarray,
+                half_extents: np.ndarray) -> int:
+    """Occupied cells (2D map or 3D voxels) whose centre lies inside a box (world <- box `pose`, 4x4)
+    shrunk by one cell on every side."""
+    dims = occupied.ndim
+    half = np.asarray(half_extents, dtype=np.float64)[:dims] - cell
+    if np.any(half <= 0):
+        return 0
+    reach = float(np.linalg.norm(half))
+    centre = pose[:dims, 3]
+    lo = np.maximum(np.floor((centre - reach - origin) / cell).astype(int), 0)
+    hi = np.minimum(np.ceil((centre + reach - origin) / cell).astype(int) + 1, occupied.shape)
+    if np.any(hi <= lo):
+        return 0
+    window = occupied[tuple(slice(a, b) for a, b in zip(lo, hi))]
+    cells = np.argwhere(window) + lo
+    if not len(cells):
+        return 0
+    points = origin + (cells + 0.5) * cell
+    local = (points - centre) @ pose[:dims, :dims]
+    return int(np.count_nonzero(np.all(np.abs(local) <= half, axis=1)))
