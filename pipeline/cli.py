@@ -90,14 +90,40 @@ def prepare_command(
     _prepare_and_report(config_file, out, set_ or [])
 
 
+def _generate_and_report(config_file: Path, out: Path | None, overrides: list[str], force: bool) -> None:
+    from pipeline.generate import generate
+
+    config = load_experiment(config_file, overrides)
+    result = generate(config, out, force=force)
+    info = result.info
+    state = "up to date" if result.skipped else info.status
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(info.frame_counts.items()) if k.startswith(("camera/", "lidar/")))
+    console.print(f"run          {result.run} ({state})\nsimulated    {info.sim_time_end:.2f} s; {counts}\n"
+                  f"mission      {info.mission}\nview it with grade view {result.run}")
+
+
+ForceOption = Annotated[bool, typer.Option("--force", help="Record again even if the run is complete.")]
+
+
+@app.command("generate")
+def generate_command(
+    config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="Experiment YAML file.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: the config's output_dir).")] = None,
+    set_: SetOption = None,
+    force: ForceOption = False,
+) -> None:
+    """Run one experiment end to end: assets (cached), placement, scene, simulation, bags and ground truth."""
+    _generate_and_report(config_file, out, set_ or [], force)
+
+
 @app.command("demo")
 def demo_command(
     out: Annotated[Path, typer.Option("--out", help="Run folder.")] = Path("runs/demo"),
     set_: SetOption = None,
+    force: ForceOption = False,
 ) -> None:
-    """The CPU demo from configs/demo.yaml with procedural assets (no download): runs every stage
-    available so far (assets, placement, scene) into runs/demo."""
-    _prepare_and_report(DEMO_CONFIG, out, set_ or [])
+    """The CPU demo: grade generate configs/demo.yaml --out runs/demo (procedural assets, no download)."""
+    _generate_and_report(DEMO_CONFIG, out, set_ or [], force)
 
 
 def main() -> None:

@@ -266,6 +266,7 @@ class RatesConfig(Strict):
     joint_states_hz: PositiveFloat = 120.0
     pose_hz: PositiveFloat = 60.0
     odom_hz: PositiveFloat = 60.0
+    humans_hz: PositiveFloat = Field(30.0, description="humans/ skeleton (and optional vertex) frames")
 
 
 class RandomizationConfig(Strict):
@@ -297,6 +298,8 @@ class RecordingConfig(Strict):
     depth_encoding: Literal["32FC1", "16UC1"] = Field("32FC1", description="32FC1 metres or 16UC1 millimetres")
     depth_npy: bool = Field(False, description="also save float32 depth in metres as .npy")
     human_vertices: bool = Field(False, description="save posed human vertices per frame (large)")
+    checkpoint_period: PositiveFloat = Field(1.0, description="s between full simulator states in states.npz "
+                                                              "(replay can start at any of them)")
 
 
 class ImuNoise(Strict):
@@ -364,6 +367,12 @@ class ExperimentConfig(Strict):
         mounts = [(f"cameras.{i}", c.mount) for i, c in enumerate(sensors.cameras)]
         mounts += [(f"imus.{i}", m.mount) for i, m in enumerate(sensors.imus)]
         mounts += [("lidar", sensors.lidar.mount)] if sensors.lidar else []
+        names = [c.name for c in sensors.cameras] + [i.name for i in sensors.imus]
+        names += [sensors.lidar.name] if sensors.lidar else []
+        clashes = sorted(set(names) & set(links))
+        if clashes:
+            raise ValueError(f"sensor names {clashes} are robot link names; sensors get their own TF frames, "
+                             f"so name them differently (links: {sorted(links)})")
         for key, mount in mounts:
             if mount.link not in links:
                 raise ValueError(

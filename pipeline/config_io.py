@@ -156,10 +156,13 @@ def validate_model(model: type[M], data: dict, file: Path | str, lines: dict[tup
 
 
 def check_input_paths(config: ExperimentConfig, file: Path | str) -> None:
-    for key, path in config.input_paths().items():
-        if not path.exists():
-            raise ConfigError(f"path does not exist: {path} (relative paths are read from the config's folder)",
-                              file, key)
+    """Every input path exists; the error names the first missing key and lists any others."""
+    missing = [(key, path) for key, path in config.input_paths().items() if not path.exists()]
+    if missing:
+        key, path = missing[0]
+        others = "".join(f"; also missing: {k} = {p}" for k, p in missing[1:])
+        raise ConfigError(f"path does not exist: {path} (relative paths are read from the config's folder){others}",
+                          file, key)
 
 
 def load_experiment(path: str | Path, overrides: list[str] | tuple[str, ...] = (),

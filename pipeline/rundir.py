@@ -14,7 +14,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -115,13 +116,17 @@ class StageStatus(str, enum.Enum):
     ABSENT = "absent"
 
 
-def write_manifest(directory: str | Path, stage: str, input_hash: str, extra: dict | None = None) -> Path:
-    """Mark `directory` complete: list every file in it with size and sha256. Call it last."""
+def write_manifest(directory: str | Path, stage: str, input_hash: str, extra: dict | None = None,
+                   include: Sequence[str] | None = None) -> Path:
+    """Mark `directory` complete: list every file in it (or only under the top-level names in
+    `include`, when other stages share the folder) with size and sha256. Call it last."""
     directory = Path(directory)
     files = {}
     for file in sorted(p for p in directory.rglob("*") if p.is_file() and p.name != MANIFEST):
         rel = file.relative_to(directory).as_posix()
         if rel.startswith(".") or "/." in rel:
+            continue
+        if include is not None and rel.split("/", 1)[0] not in include:
             continue
         files[rel] = {"size": file.stat().st_size, "sha256": sha256_file(file)}
     manifest = {
@@ -180,6 +185,16 @@ def wall_clock_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+class Stopwatch:
+    """Wall-clock seconds for run.json bookkeeping and progress displays, never for data."""
+
+    def __init__(self) -> None:
+        self._start = time.perf_counter()
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self._start
+
+
 def package_versions(names: tuple[str, ...] = (
     "grade", "numpy", "pydantic", "usd-core", "trimesh", "python-fcl", "rosbags", "mujoco", "embreex",
 )) -> dict[str, str]:
@@ -209,6 +224,8 @@ class RunInfo(BaseModel):
     sim_time_start: float = 0.0
     sim_time_end: float | None = None
     frame_counts: dict[str, int] = {}
+    mission: dict[str, Any] = {}
+    wall_seconds: dict[str, float] = Field({}, description="bookkeeping: wall-clock seconds per stage")
     error: str | None = None
     created: str = Field(default_factory=wall_clock_iso)
     updated: str = Field(default_factory=wall_clock_iso)

@@ -69,6 +69,27 @@ class InstanceInfo:
                 "asset_id": self.asset_id, "kind": self.kind}
 
 
+@dataclass(frozen=True)
+class HumanInfo:
+    """A placed human: its prim in scene.usda, its asset package id and its skeleton's joint names."""
+
+    prim_path: str
+    asset_id: str
+    joint_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ActorStates:
+    """Where the moving things are at one time: each human's animation clip time (s) and each flying
+    object's pose, in `humans()` / object order (states.npz)."""
+
+    human_names: tuple[str, ...]
+    animation_time: np.ndarray  # (H,) s
+    object_names: tuple[str, ...]
+    object_position: np.ndarray  # (O, 3)
+    object_quat_wxyz: np.ndarray  # (O, 4)
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A loaded scene with a robot, stepped and sensed. See the module notes for frames and units."""
@@ -87,8 +108,23 @@ class Backend(Protocol):
     def set_robot_command(self, command: np.ndarray) -> None:
         """UAV: six joint velocities (x, y, z m/s; roll, pitch, yaw rad/s). TIAGo: base twist (vx, vy, wz)."""
 
+    def robot_command(self) -> np.ndarray:
+        """The command last set (zeros before any), applied by the next steps."""
+
     def robot_pose(self) -> np.ndarray:
         """World <- base_link 4x4 transform."""
+
+    def robot_velocity(self) -> tuple[np.ndarray, np.ndarray]:
+        """(linear m/s, angular rad/s) velocity of base_link in its own frame (the odometry twist)."""
+
+    def robot_links(self) -> list[str]:
+        """The links sensors can mount on; base_link first."""
+
+    def link_pose(self, link: str) -> np.ndarray:
+        """World <- link 4x4 transform."""
+
+    def sensor_pose(self, name: str) -> np.ndarray:
+        """World <- sensor frame of a mounted IMU, LiDAR or camera (its body frame: x forward, z up)."""
 
     def joint_states(self) -> dict[str, tuple[float, float]]:
         """Position and velocity of each robot joint, by name."""
@@ -105,6 +141,19 @@ class Backend(Protocol):
 
     def lidar(self) -> LidarScan:
         """A sweep of the configured LiDAR (all beams at the current time)."""
+
+    def humans(self) -> list[HumanInfo]: ...
+
+    def human_joints(self) -> dict[str, np.ndarray]:
+        """Each human's skeleton joint positions (J, 3) in the world at the current time, by prim path."""
+
+    def human_vertices(self) -> dict[str, np.ndarray]:
+        """Each human's posed mesh vertices (V, 3) in the world at the current time, by prim path."""
+
+    def actor_states(self) -> ActorStates: ...
+
+    def light_settings(self) -> tuple[np.ndarray, np.ndarray]:
+        """The lights as rendered now (after randomization): intensities (L,) and linear RGB colours (L, 3)."""
 
     def instances(self) -> dict[int, InstanceInfo]:
         """Instance id -> what it is (instances.json)."""

@@ -18,7 +18,10 @@ import numpy as np
 
 from pipeline.config import ExperimentConfig
 from pipeline.errors import ConfigError, InputError
-from simulation.backend import ImuReading, InstanceInfo, LidarScan
+from asset_converters.animated import joint_world_transforms
+from asset_converters.transforms import matrix_to_quat_wxyz
+from placement import animation_time
+from simulation.backend import ActorStates, HumanInfo, ImuReading, InstanceInfo, LidarScan
 from simulation.embedded.randomization import Randomizer
 from simulation.embedded.scene_file import read_scene_file
 from simulation.embedded.scene_loader import EmbeddedScene, load_scene
@@ -69,6 +72,9 @@ class EmbeddedBackend:
         self._mocap = np.array([mocap[b.body_name] for b in self.scene.kinematic_bodies()], dtype=np.int64)
         self._chunk_start, self._chunk = -1, (np.zeros((0, 0, 3)), np.zeros((0, 0, 4)))
         self._steps, self._imu_step = 0, 0
+        self._command = np.zeros(6 if config.robot.kind == "uav" else 3)
+        self._frames: dict[str, tuple[int, Frame]] = {}  # camera -> (step, frame): one render per step
+        self._joint_world = {}  # id(HumanModel) -> (frames, J, 4, 4) joint transforms in the package frame
         self._epoch = self._randomizer.epoch(0.0)
         self.scene.render.lights = self._randomizer.lights(self.scene.lights, self._epoch)
         self._pose_kinematic_bodies()
@@ -114,9 +120,25 @@ class EmbeddedBackend:
             self.physics.set_joint_velocities(command)
         else:
             self.physics.set_base_twist(command)
+        self._command = np.array(command, dtype=np.float64)
+
+    def robot_command(self) -> np.ndarray:
+        return self._command.copy()
 
     def robot_pose(self) -> np.ndarray:
         return self.physics.base_pose()
+
+    def robot_velocity(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.physics.base_velocity()
+
+    def robot_links(self) -> list[str]:
+        return list(self.physics.robot.links)
+
+    def link_pose(self, link: str) -> np.ndarray:
+        return self.physics.link_pose(link)
+
+    def sensor_pose(self, name: str) -> np.ndarray:
+        return self.physics.sensor_pose(name)
 
     def joint_states(self) -> dict[str, tuple[float, float]]:
         return self.physics.joint_states()
@@ -137,14 +159,21 @@ class EmbeddedBackend:
         return self.physics.sensor_pose(name) @ BODY_TO_OPTICAL
 
     def render(self, name: str) -> Frame:
+        """The camera's frame at the current time; asking twice in one step renders once (the explorer
+        and the recorder share the frame; treat it as read-only)."""
         sensor = self.camera(name)
+        cached = self._frames.get(name)
+        if cached is not None and cached[0] == self._steps:
+            return cached[1]
         t = self.time
         next_t = next_pose = None
         if sensor.flow:
             next_t = t + 1.0 / sensor.rate_hz
             next_pose = predicted_pose(self.physics, name, next_t - t) @ BODY_TO_OPTICAL
-        return render_frame(self.scene.render, sensor.camera, self.camera_pose(name), self.scene.states(t, next_t),
-                            sensor.options, next_pose)
+        frame = render_frame(self.scene.render, sensor.camera, self.camera_pose(name), self.scene.states(t, next_t),
+                             sensor.options, next_pose)
+        self._frames[name] = (self._steps, frame)
+        return frame
 
     def imu(self, name: str) -> ImuReading:
         accel, gyro = self.physics.imu(name)
@@ -158,6 +187,40 @@ class EmbeddedBackend:
         return self._lidar.scan(render.embree, self.physics.sensor_pose(self._lidar.name), self.time)
 
     # ------------------------------------------------------------ scene information
+
+    def humans(self) -> list[HumanInfo]:
+        return [HumanInfo(h.name, h.prim.asset_id, tuple(h.model.animation.joint_names)) for h in self.scene.humans]
+
+    def human_joints(self) -> dict[str, np.ndarray]:
+        joints = {}
+        for human in self.scene.humans:
+            world = self._joint_world.get(id(human.model))
+            if world is None:
+                world = self._joint_world[id(human.model)] = joint_world_transforms(human.model.animation)
+            frame = int(human.model.frame(human.prim.schedule, self.time))
+            local = world[frame, :, :3, 3]
+            joints[human.name] = local @ human.prim.pose[:3, :3].T + human.prim.pose[:3, 3]
+        return joints
+
+    def human_vertices(self) -> dict[str, np.ndarray]:
+        return {h.name: h.vertices(self.time) @ h.prim.pose[:3, :3].T + h.prim.pose[:3, 3] for h in self.scene.humans}
+
+    def actor_states(self) -> ActorStates:
+        t = self.time
+        humans, objects = self.scene.humans, self.scene.objects
+        poses = [o.pose(t) for o in objects]
+        return ActorStates(
+            human_names=tuple(h.name for h in humans),
+            animation_time=np.array([animation_time(h.prim.schedule, t) for h in humans], dtype=np.float64),
+            object_names=tuple(o.name for o in objects),
+            object_position=np.array([p[:3, 3] for p in poses], dtype=np.float64).reshape(-1, 3),
+            object_quat_wxyz=np.array([matrix_to_quat_wxyz(p[:3, :3]) for p in poses], dtype=np.float64).reshape(-1, 4),
+        )
+
+    def light_settings(self) -> tuple[np.ndarray, np.ndarray]:
+        lights = self.scene.render.lights
+        return (np.array([light.intensity for light in lights], dtype=np.float64).reshape(-1),
+                np.array([light.color for light in lights], dtype=np.float64).reshape(-1, 3))
 
     def instances(self) -> dict[int, InstanceInfo]:
         return dict(self.scene.instances)
@@ -173,13 +236,13 @@ class EmbeddedBackend:
 
     def get_state(self) -> dict[str, np.ndarray]:
         state = {PHYSICS_PREFIX + key: value for key, value in self.physics.get_state().items()}
-        lights = self.scene.render.lights
+        intensity, color = self.light_settings()
         state |= {
             "step": np.array(self._steps, dtype=np.int64), "imu_step": np.array(self._imu_step, dtype=np.int64),
             # MuJoCo's sensor values as last evaluated: set_state would recompute them for the restored state.
             "sensors": self.physics.data.sensordata.copy(),
-            "lights.intensity": np.array([light.intensity for light in lights], dtype=np.float64).reshape(-1),
-            "lights.color": np.array([light.color for light in lights], dtype=np.float64).reshape(-1, 3),
+            "lights.intensity": intensity,
+            "lights.color": color,
             "randomization.epoch": np.array(self._epoch, dtype=np.int64),
         }
         return state
@@ -200,6 +263,7 @@ class EmbeddedBackend:
                              "lights", source, "lights")
         physics = {key[len(PHYSICS_PREFIX):]: value for key, value in state.items() if key.startswith(PHYSICS_PREFIX)}
         self.physics.set_state(physics, source)
+        self._frames.clear()
         self.physics.data.sensordata[:] = sensors
         self._steps, self._imu_step = int(state["step"]), int(state["imu_step"])
         self._epoch = int(state["randomization.epoch"])

@@ -1,0 +1,151 @@
+"""`grade generate`: one experiment end to end — prepare (convert, place, compose; cached), simulate
+with the configured backend, robot and planner, and record bags, ground truth and the state log.
+
+The recording is built in RUN/.record.partial and moved into RUN when complete; MANIFEST.json (stage
+"record", listing the recording's files) is written last. run.json says "running" meanwhile, and
+"failed" / "interrupted" when a run stops early, so a killed run never looks complete: the next
+`grade generate` finds no valid manifest and records again (prepared assets and scene are reused, and
+the same config and seed give the same recording).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.config import ExperimentConfig
+from pipeline.progress import console, get_logger, make_progress
+from pipeline.rundir import (
+    MANIFEST,
+    RunInfo,
+    StageStatus,
+    Stopwatch,
+    content_hash,
+    invalidate,
+    stage_status,
+    write_manifest,
+    write_run_info,
+)
+
+log = get_logger("generate")
+
+RECORD_OUTPUTS = ("states.npz", "bags", "gt", "humans", "run.json")
+PARTIAL = ".record.partial"
+RECORD_VERSION = "record/1"
+PROGRESS_EVERY = 24  # physics steps between progress updates
+
+
+@dataclass
+class GenerateResult:
+    run: Path
+    info: RunInfo
+    skipped: bool  # the recording was already complete for these inputs
+
+
+def record_hash(config: ExperimentConfig, scene: Path) -> str:
+    """What a recording depends on: the config (where it is written excepted) and the composed scene."""
+    settings = config.model_dump(mode="json", exclude={"output_dir", "assets_dir"})
+    return content_hash(RECORD_VERSION, settings, (scene.parent / MANIFEST).read_text())
+
+
+def _install(partial: Path, run: Path) -> None:
+    """Move the finished recording's outputs into the run folder, replacing older ones."""
+    for name in RECORD_OUTPUTS:
+        source, target = partial / name, run / name
+        if not source.exists():
+            continue
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+        os.replace(source, target)
+    shutil.rmtree(partial, ignore_errors=True)
+
+
+def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | None = None,
+             force: bool = False) -> GenerateResult:
+    from pipeline.prepare import prepare
+
+    run = Path(out or config.output_dir)
+    total = Stopwatch()
+    prepared = prepare(config, run, cache)
+    prepare_seconds = total.seconds()
+    input_hash = record_hash(config, prepared.scene)
+    if not force and stage_status(run, input_hash) is StageStatus.COMPLETE:
+        from pipeline.rundir import read_run_info
+
+        log.info("recording up to date: %s (use --force to record again)", run)
+        return GenerateResult(run, read_run_info(run), skipped=True)
+
+    invalidate(run)
+    info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
+                   config=config.model_dump(mode="json"), asset_hashes=_asset_hashes(prepared))
+    write_run_info(run, info)
+    partial = run / PARTIAL
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        simulate_seconds, mission, counts, end_time = _simulate(config, prepared, partial)
+    except BaseException as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        info.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        info.error = None if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+        write_run_info(run, info)
+        raise
+    _install(partial, run)
+    info.status, info.sim_time_end, info.frame_counts, info.mission = "complete", end_time, counts, mission
+    info.wall_seconds = {"prepare": round(prepare_seconds, 3), "simulate_and_record": round(simulate_seconds, 3),
+                         "total": round(total.seconds(), 3)}
+    write_run_info(run, info)
+    write_manifest(run, "record", input_hash, include=RECORD_OUTPUTS)
+    return GenerateResult(run, info, skipped=False)
+
+
+def _asset_hashes(prepared) -> dict[str, str]:
+    hashes = {}
+    for package in (prepared.environment, *prepared.humans, *prepared.objects):
+        manifest = package / MANIFEST
+        hashes[package.name] = content_hash(manifest.read_text()) if manifest.is_file() else "unmanaged"
+    return hashes
+
+
+def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, dict, dict[str, int], float]:
+    """Run the mission with a recorder attached; returns wall seconds, the mission summary, the sample
+    counts and the final simulation time."""
+    from rich.progress import TextColumn
+
+    from simulation.backend import load_backend
+    from simulation.mission import run_mission
+    from simulation.recording.recorder import Recorder
+
+    watch = Stopwatch()
+    backend = load_backend(config, prepared.scene)
+    recorder = Recorder(backend, config, folder)
+    steps = recorder.schedule.total_steps
+    main_camera = next((f"camera/{c.name}" for c in config.robot.sensors.cameras), None)
+    progress = make_progress(TextColumn("{task.fields[info]}"))
+    with progress:
+        task = progress.add_task("simulating", total=steps, info="")
+
+        def on_step(b) -> None:
+            recorder.sample(b)
+            step = int(round(b.time / b.timestep))
+            if step % PROGRESS_EVERY == 0 or step == steps:
+                frames = recorder.counts.counts.get(main_camera, 0) if main_camera else 0
+                rtf = b.time / max(watch.seconds(), 1e-9)
+                progress.update(task, completed=step,
+                                info=f"sim {b.time:6.2f} s  frames {frames}  {rtf:5.2f}x real time")
+
+        try:
+            recorder.sample(backend)
+            mission = run_mission(backend, config, prepared.environment, on_step)
+            recorder.close()
+        except BaseException:
+            recorder.abort()
+            raise
+    seconds = watch.seconds()
+    console.print(f"recorded {backend.time:.2f} s of simulation in {seconds:.1f} s "
+                  f"({backend.time / max(seconds, 1e-9):.2f}x real time)")
+    return seconds, mission.summary(), dict(recorder.counts.counts), backend.time

@@ -1,0 +1,225 @@
+"""The recorder: called once per physics step, it samples every stream that is due (schedule.py) and
+hands the data to the bags, the ground-truth writers, the IMU log, the humans log and the state log.
+
+Stamps are simulation time. IMU readings refer to the state a step started from, so the reading taken
+after step k -> k+1 is stamped k * dt (and sampled when k is due); everything else is stamped with the
+state's own time. Within one call the IMU (one step older) is written first, so the bags come out sorted.
+
+TF tree: world -> base_link (the robot's pose), base_link -> every other link, link -> each sensor frame
+(named after the sensor: IMUs, the LiDAR, each camera's body frame), camera -> <camera>_optical_frame.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.config import ExperimentConfig
+from simulation.backend import Backend
+from simulation.recording.bags import BagWriter
+from simulation.recording.ground_truth import CameraWriter, ImuLog, frame_name
+from simulation.recording.schedule import Schedule
+from simulation.recording.states import StateLog
+
+WORLD_FRAME = "world"
+BASE_FRAME = "base_link"
+MARKER_TOPIC = "/starting_experiment"
+MARKER_TEXT = "start"
+HUMANS_SCHEMA = "grade.humans/1"
+IMAGE_WRITER_THREADS = 1  # one encoder thread beside the two ray threads of this 2-core default
+
+
+def optical_frame(camera: str) -> str:
+    return f"{camera}_optical_frame"
+
+
+@dataclass
+class RecordingCounts:
+    """Samples written per stream (run.json frame_counts)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, stream: str) -> None:
+        self.counts[stream] = self.counts.get(stream, 0) + 1
+
+
+def _leaf(prim_path: str) -> str:
+    return prim_path.rsplit("/", 1)[-1]
+
+
+class Recorder:
+    """Writes one run into `folder` (a temporary folder the caller moves into place when complete)."""
+
+    def __init__(self, backend: Backend, config: ExperimentConfig, folder: Path):
+        self.backend, self.config, self.folder = backend, config, folder
+        self.schedule = Schedule.from_config(config)
+        self.counts = RecordingCounts()
+        sensors = config.robot.sensors
+        recording = config.recording
+        self._cameras = [c for c in sensors.cameras if c.to_bag or c.to_gt]
+        self._imus = [i.name for i in sensors.imus]
+        self._lidar = sensors.lidar
+        self._pool = ThreadPoolExecutor(IMAGE_WRITER_THREADS, thread_name_prefix="gt-writer")
+        instances, classes = backend.instances(), backend.semantic_classes()
+        self._gt = {c.name: CameraWriter(folder / "gt" / c.name, list(c.outputs), recording.depth_npy, instances,
+                                         classes, self._pool) for c in self._cameras if c.to_gt}
+        self._imu_log = ImuLog(self._imus)
+        self._states = StateLog(backend, self.schedule.checkpoint_every)
+        self._bags = (BagWriter(folder / "bags", config.name, recording.bag_formats, recording.ros2_storage)
+                      if recording.bag_formats else None)
+        self._mounts = self._mount_transforms()
+        self._humans = backend.humans()
+        self._humans_frames = 0
+        if self._humans:
+            document = {"schema": HUMANS_SCHEMA, "rate_hz": config.simulation.rates.humans_hz,
+                        "humans": [{"prim_path": h.prim_path, "name": _leaf(h.prim_path), "asset_id": h.asset_id,
+                                    "joint_names": list(h.joint_names)} for h in self._humans]}
+            (folder / "humans").mkdir(parents=True, exist_ok=True)
+            (folder / "humans" / "humans.json").write_text(json.dumps(document, indent=2) + "\n")
+
+    def _mount_transforms(self) -> list[tuple[str, str, np.ndarray]]:
+        """(parent, child, parent <- child) of every sensor frame: fixed, so computed once."""
+        backend, sensors = self.backend, self.config.robot.sensors
+        mounts = [(c.name, c.mount.link) for c in sensors.cameras] + [(i.name, i.mount.link) for i in sensors.imus]
+        mounts += [(sensors.lidar.name, sensors.lidar.mount.link)] if sensors.lidar else []
+        transforms = []
+        for name, link in mounts:
+            transforms.append((link, name, np.linalg.inv(backend.link_pose(link)) @ backend.sensor_pose(name)))
+        for camera in sensors.cameras:
+            body = backend.sensor_pose(camera.name)
+            transforms.append((camera.name, optical_frame(camera.name),
+                               np.linalg.inv(body) @ backend.camera_pose(camera.name)))
+        return transforms
+
+    # ------------------------------------------------------------ per step
+
+    def sample(self, backend: Backend) -> None:
+        """Record whatever is due at the backend's current step (call at step 0 and after every step)."""
+        step = int(round(backend.time / backend.timestep))
+        t = step * backend.timestep
+        if step > 0:
+            self._sample_imus(step - 1)
+        self._states.record(backend, step)
+        schedule, bags, counts = self.schedule, self._bags, self.counts
+        if schedule.due("clock", step):
+            if bags:
+                bags.clock(t)
+            counts.add("clock")
+        if schedule.due("tf", step):
+            if bags:
+                bags.tf(t, self._tf())
+            counts.add("tf")
+        if schedule.due("joint_states", step):
+            if bags:
+                joints = backend.joint_states()
+                names = list(joints)
+                bags.joint_states(t, names, np.array([joints[n][0] for n in names]),
+                                  np.array([joints[n][1] for n in names]))
+            counts.add("joint_states")
+        if schedule.due("odom", step):
+            if bags:
+                linear, angular = backend.robot_velocity()
+                bags.odometry("/odom", t, WORLD_FRAME, BASE_FRAME, backend.robot_pose(), linear, angular)
+            counts.add("odom")
+        if schedule.due("pose", step):
+            for camera in self._cameras:
+                if camera.to_bag and bags:
+                    bags.pose(f"/{camera.name}/pose", t, WORLD_FRAME, backend.camera_pose(camera.name))
+            counts.add("pose")
+        for camera in self._cameras:
+            if schedule.due(f"camera/{camera.name}", step):
+                self._record_camera(camera, t)
+        if self._lidar is not None and schedule.due(f"lidar/{self._lidar.name}", step):
+            self._record_lidar(t)
+        if self._humans and schedule.due("humans", step):
+            self._record_humans(t)
+        if step == schedule.marker_step:
+            if bags:
+                bags.marker(MARKER_TOPIC, t, MARKER_TEXT)
+            counts.add("starting_experiment")
+
+    def _sample_imus(self, imu_step: int) -> None:
+        for name in self._imus:
+            if not self.schedule.due(f"imu/{name}", imu_step):
+                continue
+            reading = self.backend.imu(name)
+            self._imu_log.add(name, reading)
+            if self._bags:
+                self._bags.imu(f"/{name}", name, reading.time, reading.linear_acceleration, reading.angular_velocity)
+            self.counts.add(f"imu/{name}")
+
+    def _tf(self) -> list[tuple[str, str, np.ndarray]]:
+        backend = self.backend
+        base = backend.robot_pose()
+        inverse = np.linalg.inv(base)
+        transforms = [(WORLD_FRAME, BASE_FRAME, base)]
+        transforms += [(BASE_FRAME, link, inverse @ backend.link_pose(link))
+                       for link in backend.robot_links() if link != BASE_FRAME]
+        return transforms + self._mounts
+
+    def _record_camera(self, camera, t: float) -> None:
+        frame = self.backend.render(camera.name)
+        if camera.name in self._gt:
+            self._gt[camera.name].write(t, frame)
+        if camera.to_bag and self._bags:
+            bags, frame_id, prefix = self._bags, optical_frame(camera.name), f"/{camera.name}"
+            params = frame.camera
+            if frame.rgb is not None:
+                bags.image(f"{prefix}/rgb/image_raw", t, frame_id, frame.rgb)
+            bags.depth(f"{prefix}/depth/image_raw", t, frame_id, frame.depth, self.config.recording.depth_encoding)
+            bags.camera_info(f"{prefix}/camera_info", t, frame_id, params.K, params.width, params.height)
+        self.counts.add(f"camera/{camera.name}")
+
+    def _record_lidar(self, t: float) -> None:
+        scan = self.backend.lidar()
+        name = self._lidar.name
+        np.savez(self._lidar_folder() / frame_name(self.counts.counts.get(f"lidar/{name}", 0), ".npz"),
+                 time=scan.time, pose=scan.pose, ranges=scan.ranges, points=scan.points, ring=scan.ring)
+        if self._bags:
+            self._bags.point_cloud(f"/{name}/points", t, name, scan.points, scan.intensity, scan.ring)
+        self.counts.add(f"lidar/{name}")
+
+    def _lidar_folder(self) -> Path:
+        folder = self.folder / "gt" / self._lidar.name
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def _record_humans(self, t: float) -> None:
+        arrays: dict[str, np.ndarray] = {"time": np.array(t)}
+        for prim, joints in self.backend.human_joints().items():
+            arrays[f"{_leaf(prim)}.joints"] = joints.astype(np.float32)
+        if self.config.recording.human_vertices:
+            for prim, vertices in self.backend.human_vertices().items():
+                arrays[f"{_leaf(prim)}.vertices"] = vertices.astype(np.float32)
+        np.savez(self.folder / "humans" / frame_name(self._humans_frames, ".npz"), **arrays)
+        self._humans_frames += 1
+        self.counts.add("humans")
+
+    # ------------------------------------------------------------ end
+
+    def close(self) -> None:
+        """Finish every file (bags, frames, logs); raises if any write failed."""
+        try:
+            for writer in self._gt.values():
+                writer.close()
+            self._pool.shutdown(wait=True)
+            if self._imus:
+                (self.folder / "gt").mkdir(parents=True, exist_ok=True)
+                self._imu_log.save(self.folder / "gt" / "imu.npz")
+            self._states.save(self.folder / "states.npz")
+            if self._bags:
+                self._bags.close()
+        finally:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def abort(self) -> None:
+        """Stop writing after a failure (the caller removes the folder)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        for writer in self._gt.values():
+            writer.close_files()
+        if self._bags:
+            self._bags.abort()
