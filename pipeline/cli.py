@@ -14,6 +14,7 @@ from pipeline.config_io import dump_yaml, expand_batch, load_batch, load_experim
 from pipeline.errors import GradeError
 from pipeline.progress import console
 from placement.cli import place_command
+from postprocess.cli import view_command
 from simulation.robots.cli import robot_app
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(convert_app, name="convert")
 app.add_typer(robot_app, name="robot")
 app.command("place")(place_command)
+app.command("view")(view_command)
 
 SetOption = Annotated[
     list[str] | None,
