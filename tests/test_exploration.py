@@ -38,6 +38,7 @@ from simulation.exploration import (
     search,
 )
 from simulation.exploration.metrics import box_overlap, coverage, reachable_free, robot_contacts
+from simulation.exploration.occupancy import mapping_stride
 from simulation.render import Camera
 from simulation.robots.tiago_model import CHASSIS_HALF_XY
 from simulation.robots.uav_model import FRAME_HALF_SIZE
@@ -362,3 +363,18 @@ def test_robot_explores_the_demo_house_without_touching_anything(kind, assets, t
     assert result.goals_reached > 3 and [t for t, _ in result.history] == sorted(t for t, _ in result.history)
     fractions = [f for _, f in result.history]
     assert fractions[-1] > fractions[0]
+
+
+def test_mapping_stride_keeps_sampled_rays_within_half_a_voxel():
+    K = np.array([[320.0, 0, 319.5], [0, 320.0, 239.5], [0, 0, 1]])
+    stride = mapping_stride(K, 6.0, 0.1)
+    assert stride == 2 and 6.0 * stride / 320.0 <= 0.05  # neighbours' spacing at max range
+    assert mapping_stride(np.diag([27.0, 27.0, 1.0]), 6.0, 0.1) == 1
+    depth = np.arange(1, 13, dtype=np.float64).reshape(3, 4)
+    depth[1, 2] = 0.0
+    pose = np.eye(4)
+    origin, ends, returned = depth_rays(depth, K, pose, 100.0)
+    _, sub_ends, sub_returned = depth_rays(depth, K, pose, 100.0, stride=2)
+    keep = np.zeros((3, 4), dtype=bool)
+    keep[::2, ::2] = True
+    assert np.allclose(sub_ends, ends[keep.ravel()]) and np.array_equal(sub_returned, returned[keep.ravel()])

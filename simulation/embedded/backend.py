@@ -36,9 +36,11 @@ from simulation.physics import PhysicsWorld, SensorMount, build_world
 from simulation.physics.kinematic import mocap_indices
 from simulation.render import Frame, PointLight, render_frame
 from simulation.robots import robot_model
+from simulation.robots.scurve import follower_for
 
 KINEMATIC_CHUNK = 240  # steps of human/object poses computed in one vectorised call
 PHYSICS_PREFIX = "physics."
+PROFILE_PREFIX = "velocity_profile."
 STATE_KEYS = ("step", "imu_step", "sensors", "lights.intensity", "lights.color", "randomization.epoch")
 
 
@@ -73,6 +75,9 @@ class EmbeddedBackend:
         self._chunk_start, self._chunk = -1, (np.zeros((0, 0, 3)), np.zeros((0, 0, 4)))
         self._steps, self._imu_step = 0, 0
         self._command = np.zeros(6 if config.robot.kind == "uav" else 3)
+        tiago = config.robot.tiago
+        self._profile = (follower_for(tiago) if config.robot.kind == "tiago_omni" and tiago.velocity_profile == "s_curve"
+                         else None)
         self._frames: dict[str, tuple[int, Frame]] = {}  # camera -> (step, frame): one render per step
         self._joint_world = {}  # id(HumanModel) -> (frames, J, 4, 4) joint transforms in the package frame
         self._epoch = self._randomizer.epoch(0.0)
@@ -92,6 +97,8 @@ class EmbeddedBackend:
 
     def step(self, n: int = 1) -> None:
         for _ in range(n):
+            if self._profile is not None:
+                self.physics.set_base_twist(self._profile.advance(self._timestep))
             self.physics.step()
             self._imu_step = self._steps
             self._steps += 1
@@ -118,6 +125,8 @@ class EmbeddedBackend:
     def set_robot_command(self, command: np.ndarray) -> None:
         if self.physics.robot.kind == "uav":
             self.physics.set_joint_velocities(command)
+        elif self._profile is not None:
+            self._profile.command(command)  # the twist reaches the base through the S-curve, step by step
         else:
             self.physics.set_base_twist(command)
         self._command = np.array(command, dtype=np.float64)
@@ -245,6 +254,8 @@ class EmbeddedBackend:
             "lights.color": color,
             "randomization.epoch": np.array(self._epoch, dtype=np.int64),
         }
+        if self._profile is not None:
+            state |= {PROFILE_PREFIX + key: value for key, value in self._profile.get_state().items()}
         return state
 
     def set_state(self, state: dict[str, np.ndarray], source: str = "state") -> None:
@@ -262,6 +273,14 @@ class EmbeddedBackend:
             raise InputError(f"light arrays have shapes {intensity.shape}, {color.shape}; this scene has {count} "
                              "lights", source, "lights")
         physics = {key[len(PHYSICS_PREFIX):]: value for key, value in state.items() if key.startswith(PHYSICS_PREFIX)}
+        if self._profile is not None:
+            profile = {key[len(PROFILE_PREFIX):]: value for key, value in state.items()
+                       if key.startswith(PROFILE_PREFIX)}
+            missing = sorted({"start", "target", "change", "params", "elapsed"} - set(profile))
+            if missing:
+                raise InputError(f"missing S-curve state {missing} (the run used robot.tiago.velocity_profile "
+                                 "'s_curve')", source, PROFILE_PREFIX + missing[0])
+            self._profile.set_state(profile)
         self.physics.set_state(physics, source)
         self._frames.clear()
         self.physics.data.sensordata[:] = sensors

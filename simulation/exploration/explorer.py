@@ -54,6 +54,7 @@ from simulation.exploration.occupancy import (
     Grid2D,
     VoxelMap,
     depth_rays,
+    mapping_stride,
     project_ground,
     project_slab,
 )
@@ -163,7 +164,9 @@ class Explorer:
     def _perceive(self) -> None:
         backend, params = self.backend, self.params
         frame = backend.render(params.camera)
-        origin, ends, returned = depth_rays(frame.depth, frame.camera.K, frame.camera.pose, params.max_range)
+        K = frame.camera.K
+        stride = mapping_stride(K, params.max_range, self.map.resolution)
+        origin, ends, returned = depth_rays(frame.depth, K, frame.camera.pose, params.max_range, stride)
         # A ground robot's floor (the map's lowest layer) is free space, not an obstacle.
         hits = returned if self.uav else returned & (ends[:, 2] >= self.map.lo[2] + self.map.resolution)
         self.map.integrate(origin, ends, hits, backend.time)

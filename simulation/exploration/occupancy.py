@@ -77,9 +77,17 @@ class Grid2D:
         return np.meshgrid(xs, ys, indexing="ij")
 
 
-def depth_rays(depth: np.ndarray, K: np.ndarray, pose: np.ndarray,
-               max_range: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(origin (3,), end points (N, 3), returned (N,)) of every pixel's ray in the world.
+def mapping_stride(K: np.ndarray, max_range: float, resolution: float) -> int:
+    """Pixel stride for mapping: neighbouring sampled rays stay within half a voxel of each other out to
+    `max_range`, so every voxel a full-resolution image would touch is still crossed."""
+    pixel_angle = 1.0 / float(max(K[0, 0], K[1, 1]))  # rad per pixel at the image centre
+    return max(int(resolution / 2 / (max_range * pixel_angle)), 1)
+
+
+def depth_rays(depth: np.ndarray, K: np.ndarray, pose: np.ndarray, max_range: float,
+               stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(origin (3,), end points (N, 3), returned (N,)) of every `stride`-th pixel's ray (in both
+    directions) in the world.
 
     `depth` is z in the optical frame (0 = no return), `pose` world <- optical frame. A ray that returned
     within `max_range` ends on the surface; the others end `max_range` along the pixel's direction.
@@ -88,12 +96,12 @@ def depth_rays(depth: np.ndarray, K: np.ndarray, pose: np.ndarray,
     if depth.ndim != 2:
         raise ValueError(f"a depth image is 2D, got shape {depth.shape}")
     height, width = depth.shape
-    v, u = np.mgrid[0:height, 0:width]
+    v, u = np.mgrid[0:height:stride, 0:width:stride]
     pixels = np.stack([u.ravel(), v.ravel(), np.ones(u.size)])
     rays = np.linalg.solve(np.asarray(K, dtype=np.float64), pixels)  # z = 1 in the optical frame
     norms = np.linalg.norm(rays, axis=0)
-    distance = depth.ravel() * norms
-    returned = (depth.ravel() > 0) & (distance <= max_range)
+    distance = depth[::stride, ::stride].ravel() * norms
+    returned = (depth[::stride, ::stride].ravel() > 0) & (distance <= max_range)
     distance = np.where(returned, distance, max_range)
     directions = (pose[:3, :3] @ (rays / norms)).T
     origin = pose[:3, 3].astype(np.float64)

@@ -372,6 +372,20 @@ class SCurveFollower:
         self._elapsed += dt
         return twist
 
+    def get_state(self) -> dict[str, np.ndarray]:
+        """The transition under way (arrays, for a simulator's state); NaN params: none."""
+        params = np.full(len(PARAM_NAMES), np.nan) if self._params is None else np.asarray(self._params, dtype=np.float64)
+        return {"start": self._start.copy(), "target": self._target.copy(), "change": np.array(self._change),
+                "params": params.copy(), "elapsed": np.array(self._elapsed)}
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        self._start = np.array(state["start"], dtype=np.float64).reshape(3)
+        self._target = np.array(state["target"], dtype=np.float64).reshape(3)
+        self._change = float(state["change"])
+        params = np.array(state["params"], dtype=np.float64).reshape(-1)
+        self._params = None if np.isnan(params).all() else params
+        self._elapsed = float(state["elapsed"])
+
     def _at(self, elapsed: float) -> np.ndarray:
         if self._params is None:
             return self._target.copy()
