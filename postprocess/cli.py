@@ -20,11 +20,13 @@ def view_command(
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: RUN/view).")] = None,
     rerun: Annotated[Path | None, typer.Option(
         "--rerun", metavar="FILE.rrd", help="Also write a Rerun recording (needs the viz extra).")] = None,
+    all_boxes: Annotated[bool, typer.Option(
+        "--all-boxes", help="Also draw the environment's boxes (walls, floor, furniture).")] = False,
 ) -> None:
     """Contact sheets (RGB + boxes, depth, instance, semantic), trajectory.png and imu.png of a recording."""
     from postprocess.view import view_run  # heavy: OpenCV, matplotlib
 
-    result = view_run(run, camera=camera, frames=frames, out=out, rerun=rerun)
+    result = view_run(run, camera=camera, frames=frames, out=out, rerun=rerun, all_boxes=all_boxes)
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
     for path in result.written:

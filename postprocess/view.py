@@ -141,6 +141,10 @@ class Instances:
 
     class_of_instance: dict[int, str | None]
     class_of_semantic: dict[int, str]
+    kind_of_instance: dict[int, str] = field(default_factory=dict)  # environment | human | object
+
+    def is_environment(self, box: Box2D) -> bool:
+        return self.kind_of_instance.get(box.instance_id) == "environment"
 
     def box_label(self, box: Box2D) -> str:
         name = self.class_of_instance.get(box.instance_id) or self.class_of_semantic.get(box.semanticId)
@@ -162,9 +166,10 @@ def read_instances(path: Path) -> Instances:
     try:
         by_instance = {int(key): value.get("semantic_class") for key, value in instances.items()}
         by_semantic = {int(value): str(name) for name, value in classes.items()}
+        kinds = {int(key): str(value.get("kind")) for key, value in instances.items() if value.get("kind")}
     except (ValueError, TypeError, AttributeError) as exc:
         raise InputError(f"ids must be integers and entries objects ({exc})", path, "instances") from exc
-    return Instances(by_instance, by_semantic)
+    return Instances(by_instance, by_semantic, kinds)
 
 
 # ---------------------------------------------------------------- images
@@ -396,8 +401,11 @@ def _cameras(run: Path, camera: str | None, tolerate_truncated_tail: bool) -> li
 
 
 def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES, out: Path | None = None,
-             rerun: Path | None = None) -> ViewResult:
-    """Write the contact sheets, trajectory.png, imu.png (and a .rrd with `rerun`) for recording `run`."""
+             rerun: Path | None = None, all_boxes: bool = False) -> ViewResult:
+    """Write the contact sheets, trajectory.png, imu.png (and a .rrd with `rerun`) for recording `run`.
+
+    Contact sheets draw the boxes of humans and objects; `all_boxes` adds the environment's (walls,
+    floor, furniture), which cover most of an indoor image."""
     from postprocess.contact_sheet import render_contact_sheet, sheet_rows
     from postprocess.plots import plot_imu, plot_trajectory
 
@@ -422,6 +430,9 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
     for sequence in sequences:
         picked = [sequence.frames[i] for i in select_frames(len(sequence.frames), frames)]
         rows = sheet_rows(picked, [load_frame_images(sequence.folder, r) for r in picked])
+        if not all_boxes:
+            for row in rows:
+                row.boxes = [b for b in row.boxes if not sequence.instances.is_environment(b)]
         sheet = render_contact_sheet(rows, sequence.instances, f"{info.name} / {sequence.name}")
         result.written.append(_write_png(out / f"contact_sheet_{sequence.name}.png", sheet))
 

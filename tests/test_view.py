@@ -108,7 +108,7 @@ def write_camera(folder: Path, frames: int) -> None:
     (folder / "instances.json").write_text(json.dumps({
         "schema": "grade.instances/1",
         "instances": {str(CHAIR_INSTANCE): {"prim_path": "/World/chair", "semantic_class": "chair",
-                                            "semantic_id": CHAIR_CLASS, "asset_id": "env", "kind": "environment"},
+                                            "semantic_id": CHAIR_CLASS, "asset_id": "chair", "kind": "object"},
                       str(HIDDEN_INSTANCE): {"prim_path": "/World/cup", "semantic_class": "cup",
                                              "semantic_id": HIDDEN_CLASS, "asset_id": "env", "kind": "environment"}},
         "semantic_classes": {"chair": CHAIR_CLASS, "cup": HIDDEN_CLASS}}))
@@ -223,6 +223,23 @@ def test_contact_sheet_layout_boxes_and_panels(run, tmp_path):
         px, py = panel_origin(row, 3, W, H)
         assert (sheet[py + y0:py + y1 + 1, px + x0:px + x1 + 1] == chair).all()
         assert (sheet[py:py + y0, px:px + W] == 0).all()
+
+
+def test_environment_boxes_are_drawn_only_on_request(run, tmp_path):
+    instances = json.loads((run / "gt" / "front" / "instances.json").read_text())
+    instances["instances"][str(CHAIR_INSTANCE)]["kind"] = "environment"  # the chair as part of the house
+    folder = tmp_path / "environment_chair"
+    shutil.copytree(run, folder)
+    (folder / "gt" / "front" / "instances.json").write_text(json.dumps(instances))
+    chair = id_palette("semantic")[CHAIR_CLASS]
+    x0, y0, x1, y1 = box_of(0)
+    for all_boxes, drawn in ((False, False), (True, True)):
+        view_run(folder, frames=1, out=tmp_path / f"view{all_boxes}", all_boxes=all_boxes)
+        sheet = read_rgb(tmp_path / f"view{all_boxes}" / "contact_sheet_front.png")
+        px, py = panel_origin(0, 0, W, H)
+        outline = sheet[py + y0, px + x0:px + x1 + 1]
+        assert bool((outline == chair).all()) is drawn
+        assert drawn or (outline == BOX_RGB).all()
 
 
 def test_wide_cameras_are_scaled_down_with_their_boxes():
