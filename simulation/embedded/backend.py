@@ -19,7 +19,6 @@ import numpy as np
 from pipeline.config import ExperimentConfig
 from pipeline.errors import ConfigError, InputError
 from asset_converters.animated import joint_world_transforms
-from asset_converters.transforms import matrix_to_quat_wxyz
 from placement import animation_time
 from simulation.backend import ActorStates, HumanInfo, ImuReading, InstanceInfo, LidarScan
 from simulation.embedded.randomization import Randomizer
@@ -108,17 +107,23 @@ class EmbeddedBackend:
                 self._epoch = epoch
                 self.scene.render.lights = self._randomizer.lights(self.scene.lights, epoch)
 
-    def _pose_kinematic_bodies(self) -> None:
-        if not len(self._mocap):
-            return
+    def _kinematic_poses(self) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (B, 3) and orientations (B, 4 w x y z) of the kinematic bodies at the current step,
+        from a chunk of steps computed in one vectorised call."""
         offset = self._steps - self._chunk_start
         if self._chunk_start < 0 or not 0 <= offset < KINEMATIC_CHUNK:
             self._chunk_start, offset = self._steps, 0
             times = (self._steps + np.arange(KINEMATIC_CHUNK)) * self._timestep
             self._chunk = self.scene.kinematic_poses(times)
         positions, quats = self._chunk
-        self.physics.data.mocap_pos[self._mocap] = positions[offset]
-        self.physics.data.mocap_quat[self._mocap] = quats[offset]
+        return positions[offset], quats[offset]
+
+    def _pose_kinematic_bodies(self) -> None:
+        if not len(self._mocap):
+            return
+        positions, quats = self._kinematic_poses()
+        self.physics.data.mocap_pos[self._mocap] = positions
+        self.physics.data.mocap_quat[self._mocap] = quats
 
     # ------------------------------------------------------------ robot
 
@@ -217,13 +222,15 @@ class EmbeddedBackend:
     def actor_states(self) -> ActorStates:
         t = self.time
         humans, objects = self.scene.humans, self.scene.objects
-        poses = [o.pose(t) for o in objects]
+        # Kinematic bodies are ordered humans, then objects; an object's body pose is its package frame's.
+        positions, quats = self._kinematic_poses()
+        first = len(humans)
         return ActorStates(
             human_names=tuple(h.name for h in humans),
             animation_time=np.array([animation_time(h.prim.schedule, t) for h in humans], dtype=np.float64),
             object_names=tuple(o.name for o in objects),
-            object_position=np.array([p[:3, 3] for p in poses], dtype=np.float64).reshape(-1, 3),
-            object_quat_wxyz=np.array([matrix_to_quat_wxyz(p[:3, :3]) for p in poses], dtype=np.float64).reshape(-1, 4),
+            object_position=np.array(positions[first:], dtype=np.float64).reshape(-1, 3),
+            object_quat_wxyz=np.array(quats[first:], dtype=np.float64).reshape(-1, 4),
         )
 
     def light_settings(self) -> tuple[np.ndarray, np.ndarray]:

@@ -92,18 +92,34 @@ def vector3(value: np.ndarray, topic: str, name: str) -> np.ndarray:
     return array
 
 
+def split_transforms(matrices: np.ndarray, topic: str, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Rigid 4x4s (N, 4, 4) -> translations (N, 3) and quaternions (N, 4: x, y, z, w, w >= 0), in one
+    vectorised pass (a /tf message carries a dozen transforms, 120 times a second)."""
+    m = np.asarray(matrices, dtype=np.float64)
+    if m.ndim != 3 or m.shape[1:] != (4, 4) or len(m) != len(names):
+        raise ValueError(f"{topic}: expected {len(names)} 4x4 matrices, got shape {m.shape}")
+    rotation = m[:, :3, :3]
+    bottom_ok = np.all(np.abs(m[:, 3] - (0.0, 0.0, 0.0, 1.0)) <= ROTATION_TOLERANCE, axis=1)
+    orthonormal = np.all(np.abs(np.swapaxes(rotation, 1, 2) @ rotation - np.eye(3)) <= ROTATION_TOLERANCE, axis=(1, 2))
+    good = np.all(np.isfinite(m), axis=(1, 2)) & bottom_ok & orthonormal
+    good[good] &= np.linalg.det(rotation[good]) > 0
+    if not good.all():
+        name = names[int(np.flatnonzero(~good)[0])]
+        raise ValueError(f"{topic}: {name} is not a finite rigid transform (rotation not orthonormal or bottom "
+                         "row not 0 0 0 1)")
+    if not len(m):
+        return np.zeros((0, 3)), np.zeros((0, 4))
+    # canonical=True picks w >= 0, so the same pose always gives the same bytes.
+    return m[:, :3, 3].copy(), Rotation.from_matrix(rotation).as_quat(canonical=True)
+
+
 def split_transform(matrix: np.ndarray, topic: str, name: str = "transform") -> tuple[np.ndarray, np.ndarray]:
     """A rigid 4x4 -> (translation (3,), quaternion (x, y, z, w) with w >= 0)."""
     m = np.asarray(matrix, dtype=np.float64)
-    if m.shape != (4, 4) or not np.all(np.isfinite(m)):
+    if m.shape != (4, 4):
         raise ValueError(f"{topic}: {name} must be a finite 4x4 matrix, got shape {m.shape}")
-    rotation = m[:3, :3]
-    if (not np.allclose(m[3], (0.0, 0.0, 0.0, 1.0), atol=ROTATION_TOLERANCE)
-            or not np.allclose(rotation.T @ rotation, np.eye(3), atol=ROTATION_TOLERANCE)
-            or np.linalg.det(rotation) <= 0):
-        raise ValueError(f"{topic}: {name} is not a rigid transform (rotation not orthonormal or bottom row not 0 0 0 1)")
-    # canonical=True picks w >= 0, so the same pose always gives the same bytes.
-    return m[:3, 3].copy(), Rotation.from_matrix(rotation).as_quat(canonical=True)
+    translations, quats = split_transforms(m[None], topic, [name])
+    return translations[0], quats[0]
 
 
 def rgb_image(rgb: np.ndarray, topic: str) -> np.ndarray:

@@ -158,10 +158,11 @@ class BagWriter:
         """/tf tf2_msgs/TFMessage; each entry is (parent, child, parent <- child 4x4)."""
         topic = "/tf"
         stamp = m.stamp_from_seconds(t, topic)
-        parts = []
-        for parent, child, matrix in transforms:
-            translation, quat = m.split_transform(matrix, topic, f"transform {parent} -> {child}")
-            parts.append((str(parent), str(child), translation, quat))
+        names = [f"transform {parent} -> {child}" for parent, child, _ in transforms]
+        matrices = np.array([matrix for _, _, matrix in transforms], dtype=np.float64).reshape(-1, 4, 4)
+        translations, quats = m.split_transforms(matrices, topic, names)
+        parts = [(str(parent), str(child), translation, quat)
+                 for (parent, child, _), translation, quat in zip(transforms, translations, quats)]
         self._write(topic, m.TF, stamp, lambda b, seq: b.tf(stamp, seq, parts))
 
     def joint_states(self, t: float, names: Sequence[str], positions: np.ndarray, velocities: np.ndarray) -> None:

@@ -44,7 +44,7 @@ class StateLog:
         actors = backend.actor_states()
         self._add("time", backend.time)
         self._add("robot_position", pose[:3, 3])
-        self._add("robot_quat_wxyz", matrix_to_quat_wxyz(pose[:3, :3]).reshape(4))
+        self._add("robot_rotation", pose[:3, :3])  # to quaternions in one call when saved
         self._add("joint_positions", [joints[n][0] for n in self.joint_names])
         self._add("joint_velocities", [joints[n][1] for n in self.joint_names])
         self._add("command", backend.robot_command() if step else np.zeros_like(backend.robot_command()))
@@ -61,6 +61,7 @@ class StateLog:
 
     def arrays(self) -> dict[str, np.ndarray]:
         arrays = {key: np.stack(rows) for key, rows in self._rows.items()}
+        arrays["robot_quat_wxyz"] = matrix_to_quat_wxyz(arrays.pop("robot_rotation")).reshape(-1, 4)
         arrays |= {f"checkpoint.{key}": np.stack(rows) for key, rows in self._checkpoints.items()}
         arrays |= {"schema": np.array(STATES_SCHEMA), "joint_names": np.array(self.joint_names, dtype=str),
                    "human_names": np.array(self.human_names, dtype=str),
