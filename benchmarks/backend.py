@@ -8,6 +8,9 @@ the UAV and once for the TIAGo++ Omni physical model. Then:
   between frames (one 30 Hz frame of physics, not timed);
 - physics: simulated seconds per wall-clock second of `backend.step` at 240 Hz while the robot drives,
   humans' capsules and flying objects following their schedules.
+Frame times vary a lot when other processes share the cores, so the median beside the mean, the CPU
+seconds per frame over all threads (the renderer's tile workers run in parallel) and the load average
+(1 min) before and after each measurement are printed too.
 
     .venv/bin/python benchmarks/backend.py [--frames 10] [--seconds 5] [--out runs/bench/backend]
 """
@@ -60,18 +63,20 @@ def keep_nearest_light(backend: EmbeddedBackend) -> None:
     backend.scene.render.lights = [min(lights, key=lambda light: np.linalg.norm(np.asarray(light.position) - eye))]
 
 
-def measure_render(backend: EmbeddedBackend, robot: str, frames: int) -> tuple[float, object]:
-    """Mean wall seconds per rendered frame after one warm-up frame, and the last frame."""
+def measure_render(backend: EmbeddedBackend, robot: str, frames: int) -> tuple[np.ndarray, float, object]:
+    """Wall seconds of each rendered frame after one warm-up frame, the mean CPU seconds (all threads) per
+    frame, and the last frame."""
     keep_nearest_light(backend)
     backend.set_robot_command(ROBOTS[robot]["command"])
     backend.render("camera")
-    spent = 0.0
+    seconds, cpu = [], 0.0
     for _ in range(frames):
         backend.step(FRAME_STEPS)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         frame = backend.render("camera")
-        spent += time.perf_counter() - started
-    return spent / frames, frame
+        seconds.append(time.perf_counter() - started)
+        cpu += time.process_time() - cpu_started
+    return np.array(seconds), cpu / frames, frame
 
 
 def measure_physics(backend: EmbeddedBackend, robot: str, seconds: float) -> float:
@@ -98,13 +103,16 @@ def main() -> None:
             loaded = time.perf_counter() - started
             table = backend.scene.render
             frames = args.frames if width == RESOLUTIONS[0][0] else max(1, args.frames // 4)
-            seconds, frame = measure_render(backend, robot, frames)
+            load_before = os.getloadavg()[0]
+            seconds, cpu, frame = measure_render(backend, robot, frames)
+            mean, median = seconds.mean(), np.median(seconds)
             persons = sum(backend.instances()[int(i)].kind == "human" for i in frame.instance_ids)
-            print(f"{width}x{height}: {1 / seconds:6.2f} fps ({seconds * 1000:.0f} ms/frame) over {frames} frames; "
-                  f"{len(backend.scene.humans)} humans, {len(backend.scene.objects)} flying objects, "
-                  f"{len(backend.instances())} instances, {len(table.lights)} shadowed light; "
-                  f"{len(frame.instance_ids)} boxes ({persons} persons) in the last frame; scene loaded in "
-                  f"{loaded:.2f} s")
+            print(f"{width}x{height}: {1 / mean:6.2f} fps ({mean * 1000:.0f} ms/frame, median {median * 1000:.0f} ms "
+                  f"= {1 / median:.2f} fps, {cpu * 1000:.0f} ms CPU) over {frames} frames; load "
+                  f"{load_before:.2f} -> {os.getloadavg()[0]:.2f}; {len(backend.scene.humans)} humans, "
+                  f"{len(backend.scene.objects)} flying objects, {len(backend.instances())} instances, "
+                  f"{len(table.lights)} shadowed light; {len(frame.instance_ids)} boxes ({persons} persons) in the "
+                  f"last frame; scene loaded in {loaded:.2f} s")
         backend = EmbeddedBackend(config_for(robot, *RESOLUTIONS[0]), prepared.scene)
         print(f"physics at {PHYSICS_HZ} Hz: real-time factor {measure_physics(backend, robot, args.seconds):.1f}x "
               f"({args.seconds:g} s simulated, {backend.physics.model.ngeom} geoms)")

@@ -237,15 +237,16 @@ def test_parts_adapters(tmp_path):
         material_from_part(parts.Material("gone", texture=tmp_path / "missing.png"))
 
 
+@pytest.mark.parametrize("uv_offset", [0.0, -7.3])  # UVs far below zero wrap like those in [0, 2]
 @pytest.mark.parametrize("filter_mode", ["nearest", "bilinear"])
-def test_textured_quad_shows_texture_colours(filter_mode, tmp_path):
+def test_textured_quad_shows_texture_colours(filter_mode, uv_offset, tmp_path):
     texture = np.array([[[200, 30, 40], [20, 180, 60], [90, 90, 90]],
                         [[10, 40, 220], [250, 250, 250], [0, 0, 0]]], dtype=np.uint8)
     Image.fromarray(texture).save(tmp_path / "tex.png")
     loaded = load_texture(tmp_path / "tex.png")
     assert np.array_equal(loaded, texture)
     repeats = 2.0  # UVs run to 2: the texture repeats twice across the quad
-    uvs = np.array([[0, 0], [repeats, 0], [repeats, repeats], [0, repeats]])
+    uvs = np.array([[0, 0], [repeats, 0], [repeats, repeats], [0, repeats]]) + uv_offset
     material = RenderMaterial(texture=loaded, texture_filter=filter_mode)
     z_range = (-0.7513, 0.7487)  # quad edges off pixel centres
     scene = RenderScene([quad("poster", 1, (-1.0, 1.0), z_range, 2.0, uvs, material)], ambient=(1, 1, 1))
@@ -254,6 +255,7 @@ def test_textured_quad_shows_texture_colours(filter_mode, tmp_path):
     _, directions = pixel_rays()
     points = directions * (2.0 / directions[..., 1])[..., None]
     uv = np.stack([(points[..., 0] + 1) / 2 * repeats, (points[..., 2] - z_range[0]) / 1.5 * repeats], axis=-1)
+    uv += uv_offset
     inside = frame.instance == 1
     assert inside.sum() > 5000
     th, tw = texture.shape[:2]
@@ -476,13 +478,15 @@ def test_occlusion_ratios_equal_those_of_alone_ray_casts():
         assert ratios[row] == frame.boxes_2d_loose["occlusionRatio"][row] == expected
 
 
-def test_tile_size_does_not_change_the_frame(monkeypatch):
+def test_tile_size_and_worker_count_do_not_change_the_frame(monkeypatch):
     state = {"ball": MeshState(pose=translation((0.6, 3.4, 0.1)), next_pose=translation((0.7, 3.4, 0.1)))}
     next_camera = translation((0.1, 0, 0)) @ POSE
     frames = []
-    for tile_pixels in (W, 7 * W, H * W):  # one row per tile, uneven tiles, one tile
+    # One row per tile (boxes merged over 120 tiles), uneven tiles, one tile; one to three tile workers.
+    for tile_pixels, workers in ((W, 3), (7 * W, 1), (H * W, 2)):
         monkeypatch.setattr(tiles, "TILE_PIXELS", tile_pixels)
-        frames.append(render_frame(build_mixed_scene(), CAMERA, POSE, state, next_pose=next_camera))
+        frames.append(render_frame(build_mixed_scene(), CAMERA, POSE, state, RenderOptions(threads=workers),
+                                   next_pose=next_camera))
     for frame in frames[1:]:
         for name in ("rgb", "depth", "distance", "instance", "semantic", "normals", "flow", "boxes_2d_tight",
                      "boxes_2d_loose", "boxes_3d"):

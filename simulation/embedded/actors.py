@@ -4,7 +4,8 @@ Humans: the clip time comes from the placement's schedule (`placement.animation_
 animation is shown at its nearest sampled frame (as `asset_converters.posed_meshes` poses it), in the
 package frame, placed by the human prim's transform. Their collision capsule stands on the floor
 under the animation's root joint. Flying objects follow `placement.flying_pose` as rigid bodies.
-Posed frames are cached per animation package, so copies of one human share the skinning work.
+Posed frames are cached per animation package, so copies of one human share the skinning work; a clip
+short enough for the cache is posed whole when the package loads.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ class HumanModel:
                        texture(c.material.texture) if c.material.texture else None, c.uvs) for c in anim.point_caches]
         self.mesh: MergedMesh = merge_parts(parts)
         self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
+        if anim.frame_count <= POSED_FRAME_CACHE:
+            # A clip that fits the cache would be posed whole within its first loop anyway; posing it at
+            # load keeps that skinning out of the first frames' render time.
+            for frame in range(anim.frame_count):
+                self.posed(frame)
 
     def frame(self, schedule: AnimationSchedule, t: float | np.ndarray) -> np.ndarray:
         """Nearest animation frame shown at simulation time(s) `t`."""

@@ -16,6 +16,7 @@ replicator (USD row vectors), the transform acts on column vectors like every ma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ BOX_3D_DTYPE = np.dtype([("semanticId", "<u4"), ("x_min", "<f4"), ("y_min", "<f4
                          ("x_max", "<f4"), ("y_max", "<f4"), ("z_max", "<f4"), ("transform", "<f4", (4, 4)),
                          ("occlusionRatio", "<f4")])
 EMPTY_BOX = (0, 0, -1, -1)  # x_min > x_max: nothing in view
+_FAR = np.iinfo(np.int64).max  # a box corner beyond any pixel
 
 
 @dataclass(frozen=True)
@@ -72,12 +74,13 @@ def projected_boxes(camera: Camera, points: np.ndarray, table: MeshTable) -> np.
                    np.minimum.reduceat(np.where(front, py, np.inf), starts)], axis=1)
     hi = np.stack([np.maximum.reduceat(np.where(front, px, -np.inf), starts),
                    np.maximum.reduceat(np.where(front, py, -np.inf), starts)], axis=1)
-    clipped = np.flatnonzero(np.logical_and.reduceat(front, starts) == 0)
-    for mesh in clipped:
-        extra = _near_plane_crossings(camera, points, table.faces[table.face_slice(mesh)])
-        if len(extra):
-            lo[mesh] = np.fmin(lo[mesh], extra.min(axis=0))
-            hi[mesh] = np.fmax(hi[mesh], extra.max(axis=0))
+    clipped = np.logical_and.reduceat(front, starts) == 0
+    if clipped.any():  # their outlines also run along the near plane
+        faces = np.take(clipped, table.face_mesh)
+        mesh, crossings = _near_plane_crossings(camera, points, table.faces[faces], table.face_mesh[faces])
+        for axis in range(2):
+            np.fmin.at(lo[:, axis], mesh, crossings[axis])
+            np.fmax.at(hi[:, axis], mesh, crossings[axis])
     valid = np.all(np.isfinite(lo) & np.isfinite(hi), axis=1)
     first = np.ceil(np.where(valid[:, None], lo, 0)).astype(np.int64)
     last = np.floor(np.where(valid[:, None], hi, -1)).astype(np.int64)
@@ -88,22 +91,53 @@ def projected_boxes(camera: Camera, points: np.ndarray, table: MeshTable) -> np.
     return boxes
 
 
-def _near_plane_crossings(camera: Camera, points: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Pixel coordinates (K, 2) where the mesh's edges cross the near plane; `points` are (3, V) optical."""
+def _near_plane_crossings(camera: Camera, points: np.ndarray, faces: np.ndarray, face_mesh: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Where the edges of `faces` cross the near plane: the mesh of each crossing (K,) and its pixel
+    coordinates (2, K); `points` are (3, V) optical."""
     edges = faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2)
     a, b = points[:, edges[:, 0]], points[:, edges[:, 1]]
     crossing = (a[2] < camera.near) != (b[2] < camera.near)
     a, b = a[:, crossing], b[:, crossing]
     hit = a + (b - a) * ((camera.near - a[2]) / (b[2] - a[2]))
-    return np.stack([camera.fx * hit[0] / camera.near + camera.cx, camera.fy * hit[1] / camera.near + camera.cy],
-                    axis=1)
+    return (np.repeat(face_mesh, 3)[crossing],
+            np.stack([camera.fx * hit[0] / camera.near + camera.cx, camera.fy * hit[1] / camera.near + camera.cy]))
 
 
-def tight_boxes(instance: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """(N, 4) inclusive boxes of the pixels of each id in `ids` (all present in `instance`)."""
-    slices = ndimage.find_objects(instance)
-    rows = [slices[i - 1] for i in ids]
-    return np.array([(c.start, r.start, c.stop - 1, r.stop - 1) for r, c in rows], dtype=np.int64).reshape(-1, 4)
+@dataclass(frozen=True)
+class PixelStats:
+    """Pixels of each instance id in (some rows of) an instance image: their count and inclusive bounding box.
+
+    Made per tile while the tiles render, then merged, so the frame's boxes need no pass over the image.
+    """
+
+    counts: np.ndarray  # (K,) int64, indexed by instance id
+    low: np.ndarray  # (K, 2) int64 (x_min, y_min); _FAR where the id has no pixel
+    high: np.ndarray  # (K, 2) int64 (x_max, y_max); -1 where the id has no pixel
+
+    @classmethod
+    def of_rows(cls, instance: np.ndarray, first_row: int) -> PixelStats:
+        """Stats of `instance` (rows, W), whose first row is image row `first_row`."""
+        counts = np.bincount(instance.ravel())
+        low, high = np.full((len(counts), 2), _FAR, np.int64), np.full((len(counts), 2), -1, np.int64)
+        slices = ndimage.find_objects(instance)
+        for label in np.flatnonzero(counts[1:]).tolist():
+            rows, columns = slices[label]
+            low[label + 1] = columns.start, rows.start + first_row
+            high[label + 1] = columns.stop - 1, rows.stop - 1 + first_row
+        return cls(counts, low, high)
+
+    @classmethod
+    def merge(cls, parts: Sequence[PixelStats]) -> PixelStats:
+        size = max(len(part.counts) for part in parts)
+        counts = np.zeros(size, np.int64)
+        low, high = np.full((size, 2), _FAR, np.int64), np.full((size, 2), -1, np.int64)
+        for part in parts:
+            k = len(part.counts)
+            counts[:k] += part.counts
+            np.minimum(low[:k], part.low, out=low[:k])
+            np.maximum(high[:k], part.high, out=high[:k])
+        return cls(counts, low, high)
 
 
 class AloneCoverage:
@@ -146,14 +180,15 @@ class AloneCoverage:
         return int(np.count_nonzero(self._drawn.mask(row) & (instance[y0:y1 + 1, x0:x1 + 1] != instance_id)))
 
 
-def frame_boxes(instance: np.ndarray, scene: RenderScene, static: LayerView | None, dynamic: LayerView | None,
-                alone: AloneCoverage | None) -> Boxes:
-    """Boxes of every instance visible in `instance` (H, W); occlusion ratios from `alone` (None: all 0)."""
-    counts = np.bincount(instance.ravel())
+def frame_boxes(instance: np.ndarray, stats: PixelStats, scene: RenderScene, static: LayerView | None,
+                dynamic: LayerView | None, alone: AloneCoverage | None) -> Boxes:
+    """Boxes of every instance visible in `instance` (H, W), whose `stats` are given; occlusion ratios from
+    `alone` (None: all 0)."""
+    counts = stats.counts
     ids = np.flatnonzero(counts)
     ids = ids[ids > 0]
     n = len(ids)
-    tight = tight_boxes(instance, ids)
+    tight = np.concatenate([stats.low[ids], stats.high[ids]], axis=1)
     loose = np.empty_like(tight)
     semantic = np.empty(n, dtype=np.uint32)
     local_min, local_max, transforms = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 4, 4))

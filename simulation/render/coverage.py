@@ -71,31 +71,41 @@ def _swap(xa: np.ndarray, ya: np.ndarray, xb: np.ndarray, yb: np.ndarray) -> tup
 
 def _spans(x: list[np.ndarray], y: list[np.ndarray], owner: np.ndarray, windows: np.ndarray) -> tuple[np.ndarray, ...]:
     """Owner, row and inclusive column range of the pixel centres inside each triangle (corners x[k], y[k]),
-    cut to the owner's window; empty ranges dropped."""
+    cut to the owner's window; an empty range is [left, left - 1] with left inside the window's cells."""
     xa, ya, xb, yb = _swap(x[0], y[0], x[1], y[1])
     xb, yb, xc, yc = _swap(xb, yb, x[2], y[2])
     xa, ya, xb, yb = _swap(xa, ya, xb, yb)
     first = np.maximum(np.ceil(ya), np.take(windows[:, 1], owner)).astype(np.int64)
     last = np.minimum(np.floor(yc), np.take(windows[:, 3], owner)).astype(np.int64)
-    rows_per_triangle = np.maximum(last - first + 1, 0)
-    triangle = np.repeat(np.arange(len(owner)), rows_per_triangle)
-    starts = np.cumsum(rows_per_triangle) - rows_per_triangle
-    row = np.arange(len(triangle)) - np.take(starts - first, triangle)
+    middle = np.clip(np.ceil(yb), first, last + 1).astype(np.int64)  # the first row not above the middle corner
+    # Each triangle in two halves: rows above the middle corner lie between the long edge a-c and edge a-b,
+    # the others between it and edge b-c.
+    long_x, long_y, long_slope, owner = (np.concatenate([values, values]) for values in
+                                         (xa, ya, _slope(xa, ya, xc, yc), owner))
+    short_x, short_y = np.concatenate([xa, xb]), np.concatenate([ya, yb])
+    short_slope = np.concatenate([_slope(xa, ya, xb, yb), _slope(xb, yb, xc, yc)])
+    first = np.concatenate([first, np.maximum(first, middle)])
+    last = np.concatenate([np.minimum(last, middle - 1), last])
+    rows_per_half = np.maximum(last - first + 1, 0)
+    half = np.repeat(np.arange(len(owner)), rows_per_half)
+    starts = np.cumsum(rows_per_half) - rows_per_half
+    row = np.arange(len(half)) - np.take(starts - first, half)
     # x = x_lo + (row - y_lo) * slope along each edge, lower end first: the same arithmetic in every
     # triangle sharing the edge, and exact at the lower end.
-    slopes = (_slope(xa, ya, xc, yc), _slope(xa, ya, xb, yb), _slope(xb, yb, xc, yc))
-    xa, xb, ya, yb, long_slope, upper_slope, lower_slope = (
-        np.take(values, triangle) for values in (xa, xb, ya, yb, *slopes))
     y = row.astype(np.float64)
-    long_edge = xa + (y - ya) * long_slope
-    # The other side: edge a-b above the middle corner, edge b-c from its row down.
-    upper = y < yb
-    short_edge = np.where(upper, xa, xb) + (y - np.where(upper, ya, yb)) * np.where(upper, upper_slope, lower_slope)
-    owner = np.take(owner, triangle)
-    left = np.maximum(np.ceil(np.minimum(long_edge, short_edge)), np.take(windows[:, 0], owner)).astype(np.int64)
-    right = np.minimum(np.floor(np.maximum(long_edge, short_edge)), np.take(windows[:, 2], owner)).astype(np.int64)
-    keep = left <= right
-    return owner[keep], row[keep], left[keep], right[keep]
+    long_edge = y - np.take(long_y, half)
+    long_edge *= np.take(long_slope, half)
+    long_edge += np.take(long_x, half)
+    short_edge = y - np.take(short_y, half)
+    short_edge *= np.take(short_slope, half)
+    short_edge += np.take(short_x, half)
+    owner = np.take(owner, half)
+    x_min, x_max = np.take(windows[:, 0], owner), np.take(windows[:, 2], owner)
+    left = np.clip(np.ceil(np.minimum(long_edge, short_edge)), x_min, x_max + 1).astype(np.int64)
+    right = np.minimum(np.floor(np.maximum(long_edge, short_edge)), x_max).astype(np.int64)
+    # An empty range becomes [left, left - 1]: its start and end marks fall in one cell and cancel.
+    np.maximum(right, left - 1, out=right)
+    return owner, row, left, right
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
-"""Trace ray batches through embreex: nearest hits and occlusion tests, on a small thread pool.
+"""Trace ray batches through embreex: nearest hits and occlusion tests.
 
-embreex releases the GIL inside `EmbreeScene.run`, so batches run on worker threads while the caller
-keeps working: a batch is split into one contiguous chunk per thread, or, when the caller queues many
-batches (tiles), kept whole so the threads take batches in turn. Results do not depend on the split:
-every ray is traced independently. Ray arrays may be any (N, 3) float32 views, e.g. transposed (3, N) rows.
+embreex releases the GIL inside `EmbreeScene.run`, so a batch traces while other threads keep working:
+the renderer's tile workers each trace their own tiles (`trace_hits`, `trace_occlusion`), and
+`intersect` splits one batch into a contiguous chunk per thread of a small pool. Results do not depend
+on the split: every ray is traced independently. Ray arrays may be any (N, 3) float32 views, e.g.
+transposed (3, N) rows.
 """
 
 from __future__ import annotations
@@ -46,66 +47,57 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="embree")
 
 
-def _chunks(n: int, threads: int, split: bool) -> list[tuple[int, int]]:
-    count = max(1, min(threads, n // _MIN_RAYS_PER_CHUNK)) if split else 1
+def _chunks(n: int, threads: int) -> list[tuple[int, int]]:
+    count = max(1, min(threads, n // _MIN_RAYS_PER_CHUNK))
     bounds = [n * k // count for k in range(count + 1)]
     return [(a, b) for a, b in pairwise(bounds) if b > a]
 
 
-def _submit(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray, query: str,
-            threads: int, split: bool) -> list[Future]:
-    origins, directions = origins.astype(np.float32, copy=False), directions.astype(np.float32, copy=False)
-    tfar = np.array(tfar, dtype=np.float32)  # a fresh copy: embreex writes hit distances into it
-    output = 1 if query == "INTERSECT" else 0
-    futures = [_pool(threads).submit(scene.run, origins[a:b], directions[a:b], tfar[a:b], query, output)
-               for a, b in _chunks(len(tfar), threads, split)]
-    for future in futures:
-        _in_flight.add(future)
-        future.add_done_callback(_in_flight.discard)
-    return futures
-
-
 def drain() -> None:
-    """Wait until no ray batch is running or queued (e.g. those a failed render left behind)."""
+    """Wait until no pooled ray batch is running or queued (e.g. those a failed call left behind)."""
     wait(list(_in_flight))
 
 
-class PendingHits:
-    """An intersection batch running on the ray threads; `result()` waits for it."""
-
-    def __init__(self, scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray,
-                 threads: int = RAY_THREADS, split: bool = True):
-        self._futures = _submit(scene, origins, directions, tfar, "INTERSECT", threads, split)
-
-    def result(self) -> Hits:
-        parts = [f.result() for f in self._futures]
-
-        def join(key: str) -> np.ndarray:
-            return parts[0][key] if len(parts) == 1 else np.concatenate([p[key] for p in parts])
-
-        if not parts:
-            return Hits(*(np.zeros(0, dtype) for dtype in (np.float32, np.int32, np.int32, np.float32, np.float32)),
-                        np.zeros((0, 3), np.float32))
-        t, prim = join("tfar"), join("primID")
-        t[prim == _NO_HIT] = np.inf
-        return Hits(t, join("geomID"), prim, join("u"), join("v"), join("Ng"))
+def _run(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray,
+         query: str) -> dict | np.ndarray:
+    """embreex's output for one batch: a dict of hit arrays (INTERSECT) or the geomID per ray (OCCLUDED)."""
+    # tfar is copied: embreex writes hit distances into it.
+    return scene.run(origins.astype(np.float32, copy=False), directions.astype(np.float32, copy=False),
+                     np.array(tfar, dtype=np.float32), query, 1 if query == "INTERSECT" else 0)
 
 
-class PendingOcclusion:
-    """An occlusion batch running on the ray threads; `result()` is a boolean per ray (something in the way)."""
+def _hits(parts: list[dict]) -> Hits:
+    """Hits from embreex's INTERSECT outputs of consecutive chunks of one batch."""
+    if not parts:
+        return Hits(*(np.zeros(0, dtype) for dtype in (np.float32, np.int32, np.int32, np.float32, np.float32)),
+                    np.zeros((0, 3), np.float32))
 
-    def __init__(self, scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray,
-                 threads: int = RAY_THREADS, split: bool = True):
-        self._futures = _submit(scene, origins, directions, tfar, "OCCLUDED", threads, split)
+    def join(key: str) -> np.ndarray:
+        return parts[0][key] if len(parts) == 1 else np.concatenate([p[key] for p in parts])
 
-    def result(self) -> np.ndarray:
-        parts = [f.result() for f in self._futures]
-        if not parts:
-            return np.zeros(0, dtype=bool)
-        return (parts[0] if len(parts) == 1 else np.concatenate(parts)) != _NO_HIT
+    t, prim = join("tfar"), join("primID")
+    t[prim == _NO_HIT] = np.inf
+    return Hits(t, join("geomID"), prim, join("u"), join("v"), join("Ng"))
+
+
+def trace_hits(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray) -> Hits:
+    """Nearest hit of each ray within (0, tfar], traced in the calling thread."""
+    return _hits([_run(scene, origins, directions, tfar, "INTERSECT")] if len(tfar) else [])
+
+
+def trace_occlusion(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray) -> np.ndarray:
+    """Whether something lies in the way of each ray within (0, tfar], traced in the calling thread."""
+    if not len(tfar):
+        return np.zeros(0, dtype=bool)
+    return _run(scene, origins, directions, tfar, "OCCLUDED") != _NO_HIT
 
 
 def intersect(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray,
               threads: int = RAY_THREADS) -> Hits:
-    """Nearest hit of each ray within (0, tfar]."""
-    return PendingHits(scene, origins, directions, tfar, threads).result()
+    """Nearest hit of each ray within (0, tfar], the batch split over `threads` pool threads."""
+    futures = [_pool(threads).submit(_run, scene, origins[a:b], directions[a:b], tfar[a:b], "INTERSECT")
+               for a, b in _chunks(len(tfar), threads)]
+    for future in futures:
+        _in_flight.add(future)
+        future.add_done_callback(_in_flight.discard)
+    return _hits([f.result() for f in futures])

@@ -1,28 +1,38 @@
 """Render one camera frame of a RenderScene into numpy arrays: RGB, depth, ids, normals, flow, boxes.
 
 One ray per pixel centre gives every ground-truth image (exact to the triangle); RGB optionally
-averages samples x samples rays per pixel. The image is cut into tiles (tiles.py) that flow through a
-pipeline, so that the ray threads and this thread work at the same time: the camera rays of every tile
-are queued at once; while they trace, this thread projects the meshes and rasterises each one alone (for
-occlusion ratios); then it turns each traced tile into ground truth and queues its shadow rays; it makes
-the boxes while those trace, and shades the tiles last. Per-pixel vectors are handled as rows (3, N),
-see columns.py.
+averages samples x samples rays per pixel. The image is cut into tiles (tiles.py), and a few worker
+threads each take whole tiles: trace the camera rays, fill the ground-truth images, trace the shadow
+rays and shade (embreex and numpy release the GIL in their loops, so the workers run in parallel).
+Meanwhile this thread projects the meshes and rasterises each one alone (for occlusion ratios); it
+makes the boxes once every tile is done. Per-pixel vectors are handled as rows (3, N), see columns.py.
+Every tile's pixels are computed the same way whichever worker takes it, so frames do not depend on
+the thread count or on scheduling.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from pipeline.errors import InputError
-from simulation.render.annotations import BOX_2D_DTYPE, BOX_3D_DTYPE, AloneCoverage, frame_boxes, layer_view
+from simulation.render.annotations import (
+    BOX_2D_DTYPE,
+    BOX_3D_DTYPE,
+    AloneCoverage,
+    PixelStats,
+    frame_boxes,
+    layer_view,
+)
 from simulation.render.camera import Camera, CameraParams, check_pose
 from simulation.render.raycast import RAY_THREADS
 from simulation.render.rgb import Lighting
 from simulation.render.scene import MeshState, RenderScene
-from simulation.render.tiles import GroundTruth, TracedTile, tile_ranges
+from simulation.render.tiles import GroundTruth, Tile, hit_surface, tile_ranges
 
 
 @dataclass(frozen=True)
@@ -32,7 +42,7 @@ class RenderOptions:
     boxes: bool = True
     occlusion: bool = True  # occlusion ratios (costs rasterising every mesh in view alone)
     supersample: int = 1  # RGB rays per pixel = supersample^2
-    threads: int = RAY_THREADS
+    threads: int = RAY_THREADS  # tile workers, each tracing and shading whole tiles
 
     def __post_init__(self) -> None:
         if self.supersample < 1:
@@ -59,6 +69,30 @@ class Frame:
     camera: CameraParams
 
 
+@cache
+def _tile_pool(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tiles")
+
+
+def _tile_job(scene: RenderScene, camera: Camera, pose: np.ndarray, pixels: tuple[int, int],
+              geometry: Future, truth: GroundTruth, next_pose: np.ndarray | None, rgb: np.ndarray | None,
+              samples: int, shadows: bool, boxes: bool) -> PixelStats | None:
+    """Ground truth of a tile's pixels, their colour into `rgb` unless it is None, and the stats of their
+    instance ids if `boxes`. `geometry` is the frame's FrameGeometry, still being made when the job starts."""
+    tile = Tile(camera, pose, pixels, 1)
+    hits = tile.trace(scene)
+    surface, normals = hit_surface(scene, geometry.result(), hits)
+    truth.fill(scene, camera, tile, surface, normals, geometry.result(), next_pose)
+    stats = PixelStats.of_rows(truth.instance[tile.pixels].reshape(-1, camera.width),
+                               pixels[0] // camera.width) if boxes else None
+    if rgb is not None:
+        if samples > 1:
+            tile = Tile(camera, pose, pixels, samples)
+            surface, normals = hit_surface(scene, geometry.result(), tile.trace(scene))
+        rgb[tile.pixels] = Lighting(scene, tile.rays, surface, normals, shadows).srgb(samples)
+    return stats
+
+
 def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
                  states: Mapping[str, MeshState] | None = None, options: RenderOptions = RenderOptions(),
                  next_pose: np.ndarray | None = None) -> Frame:
@@ -70,37 +104,33 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     pose = check_pose(pose)
     if next_pose is not None:
         next_pose = check_pose(next_pose, "next_pose")
-    with_next, samples, threads = next_pose is not None, options.supersample, options.threads
     height, width = camera.height, camera.width
-    dynamic = scene.set_frame(states, with_next)
-    tiles = [TracedTile(scene, camera, pose, pixels, 1, threads) for pixels in tile_ranges(camera)]
-    color_tiles = [] if samples == 1 or not options.rgb else [
-        TracedTile(scene, camera, pose, pixels, samples, threads) for pixels in tile_ranges(camera)]
-    # While the camera rays trace:
-    geometry = scene.frame_geometry(dynamic, with_next)
-    views = (layer_view(camera, pose, scene.static), layer_view(camera, pose, dynamic)) if options.boxes else None
-    alone = AloneCoverage(camera, *views) if options.boxes and options.occlusion else None
-    truth = GroundTruth.empty(height * width, with_next)
-    shading = []  # (tile, its lighting with shadow rays running)
-    for tile in tiles:
-        surface, normals = tile.surface(scene, geometry)
-        if options.rgb and samples == 1:
-            shading.append((tile, Lighting(scene, tile.rays, surface, normals, options.shadows, threads)))
-        truth.fill(scene, camera, tile, surface, normals, geometry, next_pose)
-    for tile in color_tiles:
-        shading.append((tile, Lighting(scene, tile.rays, *tile.surface(scene, geometry), options.shadows, threads)))
+    dynamic = scene.set_frame(states, next_pose is not None)
+    truth = GroundTruth.empty(height * width, next_pose is not None)
+    rgb = np.empty((height * width, 3), np.uint8) if options.rgb else None
+    geometry = Future()
+    pool = _tile_pool(options.threads)
+    jobs = [pool.submit(_tile_job, scene, camera, pose, pixels, geometry, truth, next_pose, rgb, options.supersample,
+                        options.shadows, options.boxes) for pixels in tile_ranges(camera)]
+    try:  # while the tiles trace
+        geometry.set_result(scene.frame_geometry(dynamic, next_pose is not None))
+        views = (layer_view(camera, pose, scene.static), layer_view(camera, pose, dynamic)) if options.boxes else None
+        alone = AloneCoverage(camera, *views) if options.boxes and options.occlusion else None
+    except BaseException as error:
+        if not geometry.done():
+            geometry.set_exception(error)
+        raise
+    finally:
+        wait(jobs)  # no tile job outlives the frame, failed or not
+    stats = [job.result() for job in jobs]
     instance = truth.instance.reshape(height, width)
-    if views is not None:  # while the shadow rays trace
-        boxes = frame_boxes(instance, scene, *views, alone)
+    if views is not None:
+        boxes = frame_boxes(instance, PixelStats.merge(stats), scene, *views, alone)
         ids, tight, loose, boxes_3d = boxes.instance_ids, boxes.tight, boxes.loose, boxes.boxes_3d
     else:
         ids = np.zeros(0, np.uint32)
         tight, loose, boxes_3d = np.zeros(0, BOX_2D_DTYPE), np.zeros(0, BOX_2D_DTYPE), np.zeros(0, BOX_3D_DTYPE)
-    rgb = None
-    if options.rgb:
-        rgb = np.empty((height * width, 3), np.uint8)
-        for tile, lighting in shading:
-            rgb[tile.pixels] = lighting.srgb(samples)
+    if rgb is not None:
         rgb = rgb.reshape(height, width, 3)
     return Frame(
         rgb=rgb, depth=truth.depth.reshape(height, width), distance=truth.distance.reshape(height, width),

@@ -1,8 +1,8 @@
 """RGB: albedo (base colours, textures), ambient plus Lambert/Blinn-Phong per point light, hard shadows
 from shadow rays, supersample averaging, sRGB encoding.
 
-`Lighting` queues its shadow rays (one batch per light, for a tile of the image) on the ray threads as
-soon as it is created, so the caller can do other work before asking for the colours.
+`Lighting` traces its shadow rays (one batch per light, for a tile of the image) in the calling thread
+when asked for the colours.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import numpy as np
 
 from simulation.render.camera import Rays
 from simulation.render.columns import put_columns
-from simulation.render.raycast import PendingOcclusion
+from simulation.render.raycast import trace_occlusion
 from simulation.render.scene import RenderScene
-from simulation.render.shading import blinn_phong, dot, linear_to_srgb8, sample_texture
-from simulation.render.surface import Surface, barycentric
+from simulation.render.shading import blinn_phong, dot, linear_to_srgb8
+from simulation.render.surface import Surface, face_barycentric
 
 # Shadow rays start this far off the surface (plus a share of the camera distance) so they do not
 # re-hit the triangle they leave because of float32 rounding.
@@ -26,31 +26,40 @@ _WHITE = (1.0, 1.0, 1.0)
 
 def albedo(scene: RenderScene, surface: Surface) -> np.ndarray:
     """Albedo (3, N) of the surface hits from base colours and textures."""
-    table = scene.table
+    table, textures = scene.table, scene.textures
+    texture = np.take(textures.index, surface.mesh)
+    every = texture.min(initial=0) >= 0  # indoors, often every hit is textured
+    textured = None if every else np.flatnonzero(texture >= 0)
+    if textured is not None and not len(textured):
+        return np.take(table.base_color, surface.mesh, axis=1)
+    mesh, prim, u, v = (surface.mesh, surface.prim, surface.u, surface.v) if every else (
+        surface.mesh[textured], surface.prim[textured], surface.u[textured], surface.v[textured])
+    if not every:
+        texture = texture[textured]
+    uv = face_barycentric(scene.corner_uvs, prim, u, v)
+    nearest = np.take(textures.nearest, mesh) if textures.nearest.any() else None
+    if nearest is None or not nearest.any():
+        sampled = textures.pool.sample(texture, uv, "bilinear")
+    elif nearest.all():
+        sampled = textures.pool.sample(texture, uv, "nearest")
+    else:
+        sampled = np.empty_like(uv, shape=(3, len(texture)))
+        for mode, rows in (("nearest", np.flatnonzero(nearest)), ("bilinear", np.flatnonzero(~nearest))):
+            put_columns(sampled, rows, textures.pool.sample(texture[rows], np.take(uv, rows, axis=1), mode))
+    if every:
+        return sampled
     colors = np.take(table.base_color, surface.mesh, axis=1)
-    textured = np.flatnonzero(np.take(table.textured, surface.mesh))
-    if len(textured):
-        mesh = surface.mesh[textured]
-        uv = barycentric(table.uvs, table.corners, surface.prim[textured], surface.u[textured], surface.v[textured])
-        order = np.argsort(mesh, kind="stable")
-        sorted_mesh = mesh[order]
-        starts = np.flatnonzero(np.diff(sorted_mesh, prepend=-1))
-        for start, stop in zip(starts, [*starts[1:], len(order)]):
-            material = table.meshes[sorted_mesh[start]].material
-            rows = order[start:stop]
-            put_columns(colors, textured[rows], sample_texture(material.texture_linear, np.take(uv, rows, axis=1),
-                                                               material.texture_filter))
+    put_columns(colors, textured, sampled)
     return colors
 
 
 class Lighting:
-    """Per-light cosines and irradiance at the surface points, with their shadow rays already running.
+    """Per-light cosines, irradiance and shadow rays at the surface points; `color` traces the shadow rays.
 
     Shading uses the side of each face that the camera sees (normals of back faces flipped).
     """
 
-    def __init__(self, scene: RenderScene, rays: Rays, surface: Surface, normals: np.ndarray, shadows: bool,
-                 threads: int):
+    def __init__(self, scene: RenderScene, rays: Rays, surface: Surface, normals: np.ndarray, shadows: bool):
         self.scene, self.surface, self.ray_count = scene, surface, len(rays.tfar)
         directions = surface.gather(rays.components)
         from_eye = surface.gather(rays.offset) + surface.t
@@ -71,35 +80,37 @@ class Lighting:
             cos_lv = dot(directions, to_light)
             cos_lv *= -inverse
             n_dot_l = np.maximum(cos_nl, np.float32(0))
-            blocked = None
+            shadow_rays = None
             if shadows:
                 # Rays along the unnormalised to_light, so tfar is a fraction of the way to the light.
                 # Points facing away from the light get a zero-length ray (found unblocked at once):
                 # selecting the lit ones would cost more than tracing the few extra rays.
                 reach = (np.float32(1) - np.float32(2) * bias * inverse) * (n_dot_l > 0)
-                blocked = PendingOcclusion(scene.embree, origins.T, to_light.T, reach, threads, split=False)
-            self.lights.append((light, cos_nl, cos_lv, n_dot_l / np.maximum(squared, _TINY), blocked))
+                shadow_rays = (origins.T, to_light.T, reach)
+            self.lights.append((light, cos_nl, cos_lv, n_dot_l / np.maximum(squared, _TINY), shadow_rays))
 
     def color(self) -> np.ndarray:
         """Linear RGB (3, N): ambient + Lambert/Blinn-Phong per light; blocked points lose the light."""
         table, mesh = self.scene.table, self.surface.mesh
         exponent, scale = np.take(table.exponent, mesh), np.take(table.lobe_scale, mesh)
         metallic = np.take(table.metallic, mesh) if table.metallic.any() else None
-        diffuse = specular = np.float32(0)  # (N,), or (3, N) once a coloured light adds in
-        for light, cos_nl, cos_lv, irradiance, blocked in self.lights:
+        diffuse = specular = None  # (N,), or (3, N) once a coloured light adds in
+        for light, cos_nl, cos_lv, irradiance, shadow_rays in self.lights:
             weights = blinn_phong(cos_nl, self.cos_nv, cos_lv, irradiance * np.float32(light.intensity), exponent,
                                   scale, metallic)
-            if blocked is not None:
-                lit = ~blocked.result()
+            if shadow_rays is not None:
+                lit = ~trace_occlusion(self.scene.embree, *shadow_rays)
                 for weight in weights:
                     weight *= lit
             if light.color != _WHITE:
-                weights = tuple(np.asarray(light.color, np.float32)[:, None] * weight for weight in weights)
-            diffuse = diffuse + weights[0]
-            specular = specular + weights[1]
+                tint = np.asarray(light.color, np.float32)[:, None]
+                weights = (tint * weights[0], tint * weights[1])
+            diffuse = weights[0] if diffuse is None else diffuse + weights[0]
+            specular = weights[1] if specular is None else specular + weights[1]
         color = albedo(self.scene, self.surface)
-        color *= self.scene.ambient[:, None] + diffuse
-        color += specular
+        color *= self.scene.ambient[:, None] if diffuse is None else self.scene.ambient[:, None] + diffuse
+        if specular is not None:
+            color += specular
         return color
 
     def srgb(self, samples: int) -> np.ndarray:

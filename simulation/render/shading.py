@@ -6,6 +6,9 @@ texture's bottom-left corner, v grows upwards, and coordinates wrap (repeat).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
 TEXTURE_FILTERS = ("nearest", "bilinear")
@@ -40,20 +43,84 @@ def linear_to_srgb8(linear: np.ndarray) -> np.ndarray:
     return np.take(_ENCODE_LUT, index.astype(np.intp))
 
 
-def sample_texture(texture: np.ndarray, uv: np.ndarray, filter_mode: str) -> np.ndarray:
-    """Colours (C, N) of `texture` (C, H, W) at `uv` (2, N); texel centres sit at (i + 0.5) / size."""
-    height, width = texture.shape[1:]
-    x = uv[0] * np.float32(width) - np.float32(0.5)
-    y = (np.float32(1.0) - uv[1]) * np.float32(height) - np.float32(0.5)
-    if filter_mode == "nearest":
-        return texture[:, np.floor(y + 0.5).astype(np.int64) % height, np.floor(x + 0.5).astype(np.int64) % width]
-    x0, y0 = np.floor(x), np.floor(y)
-    fx, fy = x - x0, y - y0
-    i0, j0 = x0.astype(np.int64) % width, y0.astype(np.int64) % height
-    i1, j1 = (i0 + 1) % width, (j0 + 1) % height
-    top = texture[:, j0, i0] * (1 - fx) + texture[:, j0, i1] * fx
-    bottom = texture[:, j1, i0] * (1 - fx) + texture[:, j1, i1] * fx
-    return top * (1 - fy) + bottom * fy
+@dataclass(frozen=True)
+class TexturePool:
+    """Several linear textures side by side in one array, so that one gather serves hits on any of them.
+
+    Each texture is stored with a copy of its first column after its last and of its first row after
+    its last: a bilinear lookup reads texels (i, j) to (i + 1, j + 1) without wrapping i + 1 and j + 1.
+    Texel (i, j) of texture k is at first[k] + j * (width[k] + 1) + i (rows from the top).
+    """
+
+    texels: np.ndarray  # (3, T) float32
+    first: np.ndarray  # (K,) intp
+    width: np.ndarray  # (K,) float64
+    height: np.ndarray  # (K,) float64
+
+    @classmethod
+    def of(cls, textures: Sequence[np.ndarray]) -> TexturePool:
+        """The pool of linear textures given as channel rows (3, H, W)."""
+        padded = [np.pad(texture, ((0, 0), (0, 1), (0, 1)), mode="wrap").reshape(3, -1) for texture in textures]
+        sizes = [image.shape[1] for image in padded]
+        return cls(np.ascontiguousarray(np.concatenate(padded, axis=1) if padded else np.zeros((3, 0)), np.float32),
+                   np.cumsum([0, *sizes[:-1]], dtype=np.intp)[:len(sizes)],
+                   np.array([texture.shape[2] for texture in textures], dtype=np.float64),
+                   np.array([texture.shape[1] for texture in textures], dtype=np.float64))
+
+    def sample(self, texture: np.ndarray, uv: np.ndarray, filter_mode: str) -> np.ndarray:
+        """Colours (3, N) of textures `texture` (N,) (indices into the pool) at `uv` (2, N); texel centres sit
+        at (i + 0.5) / size and coordinates wrap."""
+        width, height = np.take(self.width, texture), np.take(self.height, texture)
+        x = uv[0] * width.astype(np.float32)
+        x -= np.float32(0.5)
+        y = np.float32(1.0) - uv[1]
+        y *= height.astype(np.float32)
+        y -= np.float32(0.5)
+        if filter_mode == "nearest":
+            x += np.float32(0.5)
+            y += np.float32(0.5)
+        x0, y0 = np.floor(x), np.floor(y)
+        # Texel index = wrap(y0) * (width + 1) + wrap(x0), exact in float64 for any texture coordinate below
+        # 2^40 texels (a float32 coordinate beyond 2^24 has no fraction left to sample with anyway); the
+        # gathers clip, so that absurd coordinates read some texel rather than fail.
+        texel = _wrap(y0, height)
+        texel *= width + 1
+        texel += _wrap(x0, width)
+        index = texel.astype(np.intp)
+        index += np.take(self.first, texture)
+        if filter_mode == "nearest":
+            return np.take(self.texels, index, axis=1, mode="clip")
+        fx, fy = x - x0, y - y0
+        pitch = width.astype(np.intp)
+        pitch += 1
+        # (t00 (1 - fx) + t01 fx) (1 - fy) + (t10 (1 - fx) + t11 fx) fy, each product in place.
+        gx = np.float32(1) - fx
+        top = self._lerp(index, gx, fx)
+        top *= np.float32(1) - fy
+        index += pitch
+        bottom = self._lerp(index, gx, fx)
+        bottom *= fy
+        top += bottom
+        return top
+
+    def _lerp(self, left: np.ndarray, left_weight: np.ndarray, right_weight: np.ndarray) -> np.ndarray:
+        """Texels at `left` and their right neighbours, blended."""
+        out = np.take(self.texels, left, axis=1, mode="clip")
+        out *= left_weight
+        other = np.take(self.texels, left + 1, axis=1, mode="clip")
+        other *= right_weight
+        out += other
+        return out
+
+
+def _wrap(coordinate: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Whole-number float32 `coordinate` modulo `size`, as float64 in [0, size)."""
+    wrapped = coordinate.astype(np.float64)
+    turns = wrapped / size
+    np.floor(turns, out=turns)
+    turns *= size
+    wrapped -= turns
+    return wrapped
 
 
 def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -62,6 +62,19 @@ def barycentric(values: np.ndarray, corners: np.ndarray, prim: np.ndarray, u: np
             + np.take(values, index[2], axis=1) * v)
 
 
+def face_barycentric(corner_values: np.ndarray, prim: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """`barycentric` for values stored per face corner (3 corners, C, F): one gather less per corner."""
+    out = np.take(corner_values[0], prim, axis=1)
+    out *= 1 - u - v
+    term = np.take(corner_values[1], prim, axis=1)
+    term *= u
+    out += term
+    np.take(corner_values[2], prim, axis=1, out=term)
+    term *= v
+    out += term
+    return out
+
+
 def surface_normals(scene: RenderScene, geometry: FrameGeometry, surface: Surface) -> np.ndarray:
     """Unit world normals (3, N) as authored: flat, or interpolated for smooth meshes."""
     normals = np.ascontiguousarray(surface.geometric_normal.T)  # rows: far faster to work on than a view

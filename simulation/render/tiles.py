@@ -1,7 +1,7 @@
 """Tiles of whole pixel rows: the unit in which a frame's rays are traced and turned into ground truth.
 
-A tile's rays are one batch on the ray threads, and its per-pixel arrays stay small enough for the
-caches; several tiles per frame let tracing and the work on traced tiles overlap.
+One worker thread traces a tile's rays and turns them into ground truth and colour while its data is
+still in that core's caches; several tiles per frame keep every core busy.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import numpy as np
 
 from simulation.render.camera import Camera, camera_rays
 from simulation.render.flow import UNDEFINED_FLOW, pixel_flow
-from simulation.render.raycast import PendingHits
+from simulation.render.raycast import Hits, trace_hits
 from simulation.render.scene import FrameGeometry, RenderScene
 from simulation.render.surface import Surface, barycentric, surface_from_hits, surface_normals
 
 NO_HIT_DEPTH = 0.0  # depth and distance where no surface is hit (as in the depth PNGs: 0 = no return)
 # Pixels per tile: enough rays per batch to amortise the Python work on it, few enough that a tile's
-# per-pixel arrays stay in cache, and several tiles so that tracing and the rest overlap.
+# per-pixel arrays stay small, and several tiles per worker so that the workers finish together.
 TILE_PIXELS = 32768
 
 
@@ -29,20 +29,21 @@ def tile_ranges(camera: Camera) -> list[tuple[int, int]]:
             for top in range(0, camera.height, rows)]
 
 
-class TracedTile:
-    """Rays of a pixel range, traced on the ray threads from construction on."""
+class Tile:
+    """The rays of a pixel range, traced in the calling thread."""
 
-    def __init__(self, scene: RenderScene, camera: Camera, pose: np.ndarray, pixels: tuple[int, int], samples: int,
-                 threads: int):
+    def __init__(self, camera: Camera, pose: np.ndarray, pixels: tuple[int, int], samples: int):
         self.pixels = slice(*pixels)
         self.rays = camera_rays(camera, pose, samples, pixels)
-        self._hits = PendingHits(scene.embree, self.rays.origins, self.rays.directions, self.rays.tfar, threads,
-                                 split=False)
 
-    def surface(self, scene: RenderScene, geometry: FrameGeometry) -> tuple[Surface, np.ndarray]:
-        """What the tile's rays hit, and the unit normals there (waits for the rays)."""
-        surface = surface_from_hits(scene, self._hits.result())
-        return surface, surface_normals(scene, geometry, surface)
+    def trace(self, scene: RenderScene) -> Hits:
+        return trace_hits(scene.embree, self.rays.origins, self.rays.directions, self.rays.tfar)
+
+
+def hit_surface(scene: RenderScene, geometry: FrameGeometry, hits: Hits) -> tuple[Surface, np.ndarray]:
+    """What a tile's rays hit (`hits` from `Tile.trace`), and the unit normals there."""
+    surface = surface_from_hits(scene, hits)
+    return surface, surface_normals(scene, geometry, surface)
 
 
 @dataclass
@@ -62,7 +63,7 @@ class GroundTruth:
                    np.empty(size, np.float32), np.empty((size, 3), np.float32),
                    np.empty((size, 2), np.float32) if with_flow else None)
 
-    def fill(self, scene: RenderScene, camera: Camera, tile: TracedTile, surface: Surface, normals: np.ndarray,
+    def fill(self, scene: RenderScene, camera: Camera, tile: Tile, surface: Surface, normals: np.ndarray,
              geometry: FrameGeometry, next_pose: np.ndarray | None) -> None:
         rows, table, rays, n = tile.pixels, scene.table, tile.rays, tile.pixels.stop - tile.pixels.start
         self.instance[rows] = surface.scatter(np.zeros(n, np.uint16), np.take(table.instance_ids, surface.mesh))
