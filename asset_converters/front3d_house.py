@@ -8,7 +8,6 @@ Every problem raises InputError naming the file and the key path (e.g. `scene.ro
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from pipeline.errors import InputError
+from pipeline.rundir import read_json
 
 # 3D-Front releases keep `furniture/...` children whose model was not published; those refs
 # dangle in real houses (19 in the shared sample), so they are skipped and counted, not errors.
@@ -139,14 +139,7 @@ class _Reader:
 
 
 def _load_json(path: Path) -> dict:
-    if not path.is_file():
-        raise InputError("house JSON not found", path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON ({exc.msg} at line {exc.lineno})", path) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError("not a UTF-8 text file", path) from exc
+    data = read_json(path, "house JSON")
     if not isinstance(data, dict):
         raise InputError("expected a JSON object at the top level", path)
     return data

@@ -131,7 +131,7 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, 
 
         def on_step(b) -> None:
             recorder.sample(b)
-            step = int(round(b.time / b.timestep))
+            step = round(b.time / b.timestep)
             if step % PROGRESS_EVERY == 0 or step == steps:
                 frames = recorder.counts.counts.get(main_camera, 0) if main_camera else 0
                 rtf = b.time / max(watch.seconds(), 1e-9)

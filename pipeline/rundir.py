@@ -139,12 +139,24 @@ def write_manifest(directory: str | Path, stage: str, input_hash: str, extra: di
     return atomic_write_json(directory / MANIFEST, manifest)
 
 
-def read_manifest(directory: str | Path) -> dict:
-    path = Path(directory) / MANIFEST
+def read_json(path: str | Path, what: str = "file") -> Any:
+    """A JSON file's content; InputError naming the file when it is missing, not UTF-8 or malformed."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{what} not found", path)
     try:
-        manifest = json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON ({exc.msg} at line {exc.lineno})", path) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError("not a UTF-8 text file", path) from exc
+
+
+def read_manifest(directory: str | Path) -> dict:
+    path = Path(directory) / MANIFEST
+    manifest = read_json(path)
+    if not isinstance(manifest, dict):
+        raise InputError("expected a JSON object", path)
     if manifest.get("schema") != MANIFEST_SCHEMA:
         raise InputError(f"expected schema {MANIFEST_SCHEMA!r}", path, "schema")
     return manifest

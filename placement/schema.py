@@ -7,7 +7,6 @@ loading, so a placement can be moved together with its packages.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Literal
@@ -16,7 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.errors import InputError
-from pipeline.rundir import atomic_write_json
+from pipeline.rundir import atomic_write_json, read_json
 
 PLACEMENT_SCHEMA = "grade.placement/1"
 HumanRejection = Literal["outside", "contacts", "penetrates", "inside", "human", "robot"]
@@ -171,12 +170,7 @@ def write_placement(placement: Placement, out: str | Path) -> Path:
 def load_placement(path: str | Path) -> Placement:
     """Read and validate `placement.json`; asset paths come back absolute."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError("file not found", path)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON ({exc.msg} at line {exc.lineno})", path) from exc
+    data = read_json(path)
     try:
         placement = Placement.model_validate(data)
     except ValidationError as exc:

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from pipeline.errors import GradeError, InputError
-from pipeline.rundir import RunInfo, atomic_write_bytes, load_npz_checked, read_run_info
+from pipeline.rundir import RunInfo, atomic_write_bytes, load_npz_checked, read_json, read_run_info
 from placement import load_placement
 from postprocess import DEFAULT_FRAMES
 
@@ -152,12 +152,9 @@ class Instances:
 
 
 def read_instances(path: Path) -> Instances:
-    if not path.is_file():
-        raise InputError("file not found", path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON ({exc.msg} at line {exc.lineno})", path) from exc
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", path)
     instances, classes = data.get("instances"), data.get("semantic_classes")
     if not isinstance(instances, dict):
         raise InputError("missing or not an object", path, "instances")

@@ -373,7 +373,7 @@ def test_mapping_stride_keeps_sampled_rays_within_half_a_voxel():
     depth = np.arange(1, 13, dtype=np.float64).reshape(3, 4)
     depth[1, 2] = 0.0
     pose = np.eye(4)
-    origin, ends, returned = depth_rays(depth, K, pose, 100.0)
+    _, ends, returned = depth_rays(depth, K, pose, 100.0)
     _, sub_ends, sub_returned = depth_rays(depth, K, pose, 100.0, stride=2)
     keep = np.zeros((3, 4), dtype=bool)
     keep[::2, ::2] = True

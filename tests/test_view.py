@@ -232,7 +232,7 @@ def test_environment_boxes_are_drawn_only_on_request(run, tmp_path):
     shutil.copytree(run, folder)
     (folder / "gt" / "front" / "instances.json").write_text(json.dumps(instances))
     chair = id_palette("semantic")[CHAIR_CLASS]
-    x0, y0, x1, y1 = box_of(0)
+    x0, y0, x1, _ = box_of(0)
     for all_boxes, drawn in ((False, False), (True, True)):
         view_run(folder, frames=1, out=tmp_path / f"view{all_boxes}", all_boxes=all_boxes)
         sheet = read_rgb(tmp_path / f"view{all_boxes}" / "contact_sheet_front.png")

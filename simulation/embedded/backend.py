@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from asset_converters.animated import joint_world_transforms
 from pipeline.config import ExperimentConfig
 from pipeline.errors import ConfigError, InputError
-from asset_converters.animated import joint_world_transforms
 from placement import animation_time
 from simulation.backend import ActorStates, HumanInfo, ImuReading, InstanceInfo, LidarScan
 from simulation.embedded.randomization import Randomizer

@@ -99,7 +99,7 @@ class Recorder:
 
     def sample(self, backend: Backend) -> None:
         """Record whatever is due at the backend's current step (call at step 0 and after every step)."""
-        step = int(round(backend.time / backend.timestep))
+        step = round(backend.time / backend.timestep)
         t = step * backend.timestep
         if step > 0:
             self._sample_imus(step - 1)

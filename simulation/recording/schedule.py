@@ -17,7 +17,7 @@ def steps_between(physics_hz: float, rate_hz: float) -> int:
     ratio = physics_hz / rate_hz
     if abs(ratio - round(ratio)) > STEP_TOLERANCE or round(ratio) < 1:
         raise ValueError(f"{rate_hz:g} Hz does not divide the physics rate {physics_hz:g} Hz")
-    return int(round(ratio))
+    return round(ratio)
 
 
 @dataclass(frozen=True)
