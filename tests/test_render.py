@@ -237,6 +237,35 @@ def test_parts_adapters(tmp_path):
         material_from_part(parts.Material("gone", texture=tmp_path / "missing.png"))
 
 
+def quad_uvs(x, z, y: float, repeats: float) -> np.ndarray:
+    """(H, W, 2) UVs seen at each pixel on the plane world-y = `y` of a `quad` whose UVs run from 0 at its
+    (x[0], z[0]) corner to `repeats` at the opposite one."""
+    _, directions = pixel_rays()
+    points = directions * (y / directions[..., 1])[..., None]
+    return np.stack([(points[..., 0] - x[0]) / (x[1] - x[0]) * repeats,
+                     (points[..., 2] - z[0]) / (z[1] - z[0]) * repeats], axis=-1)
+
+
+def sampled_texture(texture: np.ndarray, filter_mode: str, uv: np.ndarray) -> tuple[np.ndarray, int]:
+    """sRGB colours of uint8 `texture` (h, w, 3) at `uv` (..., 2) with wrapping, computed in float64, and the
+    tolerance in levels the float32 renderer gets."""
+    th, tw = texture.shape[:2]
+    x = uv[..., 0] * tw - 0.5
+    y = (1 - uv[..., 1]) * th - 0.5
+    if filter_mode == "nearest":
+        return texture[np.floor(y + 0.5).astype(int) % th, np.floor(x + 0.5).astype(int) % tw], 0
+    linear = srgb_to_linear(texture).astype(np.float64)
+    x0, y0 = np.floor(x).astype(int), np.floor(y).astype(int)
+    fx, fy = (x - x0)[..., None], (y - y0)[..., None]
+
+    def texel(j, i):
+        return linear[j % th, i % tw]
+
+    blended = ((texel(y0, x0) * (1 - fx) + texel(y0, x0 + 1) * fx) * (1 - fy)
+               + (texel(y0 + 1, x0) * (1 - fx) + texel(y0 + 1, x0 + 1) * fx) * fy)
+    return linear_to_srgb8(blended), 1
+
+
 @pytest.mark.parametrize("uv_offset", [0.0, -7.3])  # UVs far below zero wrap like those in [0, 2]
 @pytest.mark.parametrize("filter_mode", ["nearest", "bilinear"])
 def test_textured_quad_shows_texture_colours(filter_mode, uv_offset, tmp_path):
@@ -252,35 +281,44 @@ def test_textured_quad_shows_texture_colours(filter_mode, uv_offset, tmp_path):
     scene = RenderScene([quad("poster", 1, (-1.0, 1.0), z_range, 2.0, uvs, material)], ambient=(1, 1, 1))
     frame = render_frame(scene, CAMERA, POSE)
 
-    _, directions = pixel_rays()
-    points = directions * (2.0 / directions[..., 1])[..., None]
-    uv = np.stack([(points[..., 0] + 1) / 2 * repeats, (points[..., 2] - z_range[0]) / 1.5 * repeats], axis=-1)
-    uv += uv_offset
+    uv = quad_uvs((-1.0, 1.0), z_range, 2.0, repeats) + uv_offset
     inside = frame.instance == 1
     assert inside.sum() > 5000
-    th, tw = texture.shape[:2]
-    x = uv[..., 0] * tw - 0.5
-    y = (1 - uv[..., 1]) * th - 0.5
-    if filter_mode == "nearest":
-        expected = texture[np.floor(y + 0.5).astype(int) % th, np.floor(x + 0.5).astype(int) % tw]
-        tolerance = 0
-    else:
-        linear = srgb_to_linear(texture).astype(np.float64)
-        x0, y0 = np.floor(x).astype(int), np.floor(y).astype(int)
-        fx, fy = (x - x0)[..., None], (y - y0)[..., None]
-
-        def texel(j, i):
-            return linear[j % th, i % tw]
-
-        blended = ((texel(y0, x0) * (1 - fx) + texel(y0, x0 + 1) * fx) * (1 - fy)
-                   + (texel(y0 + 1, x0) * (1 - fx) + texel(y0 + 1, x0 + 1) * fx) * fy)
-        expected = linear_to_srgb8(blended)
-        tolerance = 1
+    expected, tolerance = sampled_texture(texture, filter_mode, uv)
     difference = np.abs(frame.rgb[inside].astype(int) - expected[inside].astype(int))
     assert difference.max() <= tolerance
     if filter_mode == "nearest":  # every texel colour shows up unchanged
         for colour in texture.reshape(-1, 3):
             assert np.any(np.all(frame.rgb[inside] == colour, axis=-1))
+
+
+def test_one_frame_samples_each_mesh_with_its_own_texture_and_filter(tmp_path):
+    """Meshes with different textures, filters and none at all, hit by the rays of one tile."""
+    textures = [np.array([[[200, 30, 40], [20, 180, 60], [90, 90, 90]],
+                          [[10, 40, 220], [250, 250, 250], [0, 0, 0]]], dtype=np.uint8),
+                np.array([[[0, 0, 0], [255, 128, 0]], [[30, 200, 250], [120, 60, 10]], [[5, 5, 90], [60, 250, 60]]],
+                         dtype=np.uint8)]
+    loaded = []
+    for k, texture in enumerate(textures):
+        Image.fromarray(texture).save(tmp_path / f"tex{k}.png")
+        loaded.append(load_texture(tmp_path / f"tex{k}.png"))
+    z_range, repeats, base = (-0.7513, 0.7487), 1.5, (0.2, 0.6, 0.4)
+    columns = [(-1.5, -0.52), (-0.48, 0.48), (0.52, 1.5)]
+    uvs = np.array([[0, 0], [repeats, 0], [repeats, repeats], [0, repeats]])
+    materials = [RenderMaterial(texture=loaded[0], texture_filter="nearest"),
+                 RenderMaterial(texture=loaded[1], texture_filter="bilinear"), RenderMaterial(base)]
+    scene = RenderScene([quad(f"q{k}", k + 1, x, z_range, 2.0, uvs, material)
+                         for k, (x, material) in enumerate(zip(columns, materials))], ambient=(1, 1, 1))
+    frame = render_frame(scene, CAMERA, POSE)
+
+    for k, filter_mode in enumerate(("nearest", "bilinear")):
+        inside = frame.instance == k + 1
+        assert inside.sum() > 3000
+        expected, tolerance = sampled_texture(textures[k], filter_mode, quad_uvs(columns[k], z_range, 2.0, repeats))
+        assert np.abs(frame.rgb[inside].astype(int) - expected[inside].astype(int)).max() <= tolerance
+    plain = frame.instance == 3
+    assert plain.sum() > 3000
+    assert np.all(frame.rgb[plain] == linear_to_srgb8(np.float32(base)))
 
 
 def test_point_light_behind_occluder_casts_shadow_where_geometry_says():

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import ndimage
 
+from simulation.render import kernels
 from simulation.render.camera import Camera, world_to_camera
 from simulation.render.coverage import coverage
 from simulation.render.scene import Layer, MeshTable, RenderScene
@@ -118,14 +118,7 @@ class PixelStats:
     @classmethod
     def of_rows(cls, instance: np.ndarray, first_row: int) -> PixelStats:
         """Stats of `instance` (rows, W), whose first row is image row `first_row`."""
-        counts = np.bincount(instance.ravel())
-        low, high = np.full((len(counts), 2), _FAR, np.int64), np.full((len(counts), 2), -1, np.int64)
-        slices = ndimage.find_objects(instance)
-        for label in np.flatnonzero(counts[1:]).tolist():
-            rows, columns = slices[label]
-            low[label + 1] = columns.start, rows.start + first_row
-            high[label + 1] = columns.stop - 1, rows.stop - 1 + first_row
-        return cls(counts, low, high)
+        return cls(*kernels.pixel_stats(instance, first_row, _FAR))
 
     @classmethod
     def merge(cls, parts: Sequence[PixelStats]) -> PixelStats:

@@ -9,115 +9,72 @@ from __future__ import annotations
 
 import numpy as np
 
+from simulation.render import kernels
 from simulation.render.camera import Rays
-from simulation.render.columns import put_columns
 from simulation.render.raycast import trace_occlusion
 from simulation.render.scene import RenderScene
-from simulation.render.shading import blinn_phong, dot, linear_to_srgb8
-from simulation.render.surface import Surface, face_barycentric
+from simulation.render.shading import ENCODE_LUT
+from simulation.render.surface import Surface
 
 # Shadow rays start this far off the surface (plus a share of the camera distance) so they do not
 # re-hit the triangle they leave because of float32 rounding.
 SHADOW_BIAS = 1e-4  # metres
 SHADOW_BIAS_PER_METRE = 1e-5
-_TINY = np.float32(1e-12)
-_WHITE = (1.0, 1.0, 1.0)
+_BIAS, _BIAS_PER_METRE = np.float32(SHADOW_BIAS), np.float32(SHADOW_BIAS_PER_METRE)
+_NONE = np.zeros(0, np.float32)  # no metallic mesh
+_ALL_LIT = np.zeros(0, bool)  # no shadow test
 
 
 def albedo(scene: RenderScene, surface: Surface) -> np.ndarray:
     """Albedo (3, N) of the surface hits from base colours and textures."""
-    table, textures = scene.table, scene.textures
-    texture = np.take(textures.index, surface.mesh)
-    every = texture.min(initial=0) >= 0  # indoors, often every hit is textured
-    textured = None if every else np.flatnonzero(texture >= 0)
-    if textured is not None and not len(textured):
-        return np.take(table.base_color, surface.mesh, axis=1)
-    mesh, prim, u, v = (surface.mesh, surface.prim, surface.u, surface.v) if every else (
-        surface.mesh[textured], surface.prim[textured], surface.u[textured], surface.v[textured])
-    if not every:
-        texture = texture[textured]
-    uv = face_barycentric(scene.corner_uvs, prim, u, v)
-    nearest = np.take(textures.nearest, mesh) if textures.nearest.any() else None
-    if nearest is None or not nearest.any():
-        sampled = textures.pool.sample(texture, uv, "bilinear")
-    elif nearest.all():
-        sampled = textures.pool.sample(texture, uv, "nearest")
-    else:
-        sampled = np.empty_like(uv, shape=(3, len(texture)))
-        for mode, rows in (("nearest", np.flatnonzero(nearest)), ("bilinear", np.flatnonzero(~nearest))):
-            put_columns(sampled, rows, textures.pool.sample(texture[rows], np.take(uv, rows, axis=1), mode))
-    if every:
-        return sampled
-    colors = np.take(table.base_color, surface.mesh, axis=1)
-    put_columns(colors, textured, sampled)
-    return colors
+    table, textures, pool = scene.table, scene.textures, scene.textures.pool
+    return kernels.albedo(surface.mesh, surface.prim, surface.u, surface.v, table.base_color, textures.index,
+                          textures.nearest, scene.corner_uvs, pool.texels, pool.first, pool.width, pool.height)
 
 
 class Lighting:
-    """Per-light cosines, irradiance and shadow rays at the surface points; `color` traces the shadow rays.
+    """Per-light cosines, irradiance and shadow rays at the surface points; `srgb` traces the shadow rays.
 
     Shading uses the side of each face that the camera sees (normals of back faces flipped).
     """
 
     def __init__(self, scene: RenderScene, rays: Rays, surface: Surface, normals: np.ndarray, shadows: bool):
         self.scene, self.surface, self.ray_count = scene, surface, len(rays.tfar)
-        directions = surface.gather(rays.components)
-        from_eye = surface.gather(rays.offset) + surface.t
-        points = directions * from_eye
-        points += rays.eye[:, None]
-        normal_dot_ray = dot(normals, directions)
-        side = np.where(normal_dot_ray > 0, np.float32(-1), np.float32(1))
-        self.cos_nv = np.abs(normal_dot_ray)
-        bias = np.float32(SHADOW_BIAS) + np.float32(SHADOW_BIAS_PER_METRE) * from_eye
-        origins = points + normals * (side * bias) if shadows and scene.lights else None
+        camera = (rays.components, rays.offset, surface.rays, surface.complete, surface.t, normals)
+        points, side, self.cos_nv, origins = kernels.surface_points(
+            rays.components, rays.offset, rays.eye, surface.rays, surface.complete, surface.t, normals, _BIAS,
+            _BIAS_PER_METRE)
         self.lights = []
         for light in scene.lights:
-            to_light = np.asarray(light.position, np.float32)[:, None] - points
-            squared = dot(to_light, to_light)
-            inverse = np.float32(1) / np.maximum(np.sqrt(squared), _TINY)
-            cos_nl = dot(normals, to_light)
-            cos_nl *= side * inverse
-            cos_lv = dot(directions, to_light)
-            cos_lv *= -inverse
-            n_dot_l = np.maximum(cos_nl, np.float32(0))
-            shadow_rays = None
-            if shadows:
-                # Rays along the unnormalised to_light, so tfar is a fraction of the way to the light.
-                # Points facing away from the light get a zero-length ray (found unblocked at once):
-                # selecting the lit ones would cost more than tracing the few extra rays.
-                reach = (np.float32(1) - np.float32(2) * bias * inverse) * (n_dot_l > 0)
-                shadow_rays = (origins.T, to_light.T, reach)
-            self.lights.append((light, cos_nl, cos_lv, n_dot_l / np.maximum(squared, _TINY), shadow_rays))
+            cos_nl, cos_lv, irradiance, to_light, reach = kernels.light_terms(
+                points, *camera, side, np.asarray(light.position, np.float32), _BIAS, _BIAS_PER_METRE)
+            # Rays along the unnormalised to_light, so reach is a fraction of the way to the light. Points
+            # facing away from the light get a zero-length ray (found unblocked at once): selecting the lit
+            # ones would cost more than tracing the few extra rays.
+            self.lights.append((light, cos_nl, cos_lv, irradiance, (origins, to_light, reach) if shadows else None))
 
-    def color(self) -> np.ndarray:
-        """Linear RGB (3, N): ambient + Lambert/Blinn-Phong per light; blocked points lose the light."""
-        table, mesh = self.scene.table, self.surface.mesh
-        exponent, scale = np.take(table.exponent, mesh), np.take(table.lobe_scale, mesh)
-        metallic = np.take(table.metallic, mesh) if table.metallic.any() else None
-        diffuse = specular = None  # (N,), or (3, N) once a coloured light adds in
+    def _light_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Diffuse and specular weights (3, N) summed over the lights; blocked points lose the light."""
+        table, mesh, count = self.scene.table, self.surface.mesh, len(self.surface.t)
+        metallic = table.metallic if table.metallic.any() else _NONE
+        diffuse, specular = np.zeros((3, count), np.float32), np.zeros((3, count), np.float32)
         for light, cos_nl, cos_lv, irradiance, shadow_rays in self.lights:
-            weights = blinn_phong(cos_nl, self.cos_nv, cos_lv, irradiance * np.float32(light.intensity), exponent,
-                                  scale, metallic)
-            if shadow_rays is not None:
-                lit = ~trace_occlusion(self.scene.embree, *shadow_rays)
-                for weight in weights:
-                    weight *= lit
-            if light.color != _WHITE:
-                tint = np.asarray(light.color, np.float32)[:, None]
-                weights = (tint * weights[0], tint * weights[1])
-            diffuse = weights[0] if diffuse is None else diffuse + weights[0]
-            specular = weights[1] if specular is None else specular + weights[1]
-        color = albedo(self.scene, self.surface)
-        color *= self.scene.ambient[:, None] if diffuse is None else self.scene.ambient[:, None] + diffuse
-        if specular is not None:
-            color += specular
-        return color
+            lit = _ALL_LIT if shadow_rays is None else ~trace_occlusion(self.scene.embree, *shadow_rays)
+            kernels.add_light(diffuse, specular, cos_nl, self.cos_nv, cos_lv, irradiance, np.float32(light.intensity),
+                              np.asarray(light.color, np.float32), lit, mesh, table.exponent, table.lobe_scale,
+                              metallic)
+        return diffuse, specular
 
     def srgb(self, samples: int) -> np.ndarray:
-        """uint8 sRGB (pixels, 3) of the rays' pixels, `samples` x `samples` consecutive rays per pixel."""
-        linear = self.color()
-        if not self.surface.complete:
-            linear = self.surface.scatter(np.repeat(self.scene.background[:, None], self.ray_count, axis=1), linear)
-        if samples > 1:
-            linear = linear.reshape(3, -1, samples * samples).mean(axis=2)
-        return linear_to_srgb8(linear).T
+        """uint8 sRGB (pixels, 3) of the rays' pixels, `samples` x `samples` consecutive rays per pixel:
+        albedo (ambient + Lambert/Blinn-Phong per light)."""
+        scene, surface = self.scene, self.surface
+        diffuse, specular = self._light_sums()
+        color = albedo(scene, surface)
+        if samples == 1:
+            return kernels.compose_srgb8(color, scene.ambient, diffuse, specular, surface.rays, surface.complete,
+                                         self.ray_count, scene.background, ENCODE_LUT)
+        linear = kernels.compose(color, scene.ambient, diffuse, specular)
+        if not surface.complete:
+            linear = surface.scatter(np.repeat(scene.background[:, None], self.ray_count, axis=1), linear)
+        return kernels.srgb8(linear.reshape(3, -1, samples * samples).mean(axis=2), ENCODE_LUT)

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulation.render import kernels
 from simulation.render.columns import put_columns
 from simulation.render.raycast import Hits
 from simulation.render.scene import FrameGeometry, RenderScene
-from simulation.render.shading import dot
+
+_NO_VERTEX_NORMALS = np.zeros((3, 0), np.float32)  # no smooth mesh in the scene
 
 
 @dataclass(frozen=True)
@@ -28,10 +30,6 @@ class Surface:
     mesh: np.ndarray  # (N,) mesh
     geometric_normal: np.ndarray  # (N, 3) the hit triangle's unnormalised outward normal
     complete: bool  # every ray hit: `rays` is 0..N-1
-
-    def gather(self, values: np.ndarray) -> np.ndarray:
-        """values[..., rays]; the array itself when every ray hit (indoors, the usual case)."""
-        return values if self.complete else np.take(values, self.rays, axis=-1)
 
     def scatter(self, target: np.ndarray, values: np.ndarray) -> np.ndarray:
         """target with target[..., rays] = values; `values` itself when every ray hit."""
@@ -62,29 +60,8 @@ def barycentric(values: np.ndarray, corners: np.ndarray, prim: np.ndarray, u: np
             + np.take(values, index[2], axis=1) * v)
 
 
-def face_barycentric(corner_values: np.ndarray, prim: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """`barycentric` for values stored per face corner (3 corners, C, F): one gather less per corner."""
-    out = np.take(corner_values[0], prim, axis=1)
-    out *= 1 - u - v
-    term = np.take(corner_values[1], prim, axis=1)
-    term *= u
-    out += term
-    np.take(corner_values[2], prim, axis=1, out=term)
-    term *= v
-    out += term
-    return out
-
-
 def surface_normals(scene: RenderScene, geometry: FrameGeometry, surface: Surface) -> np.ndarray:
     """Unit world normals (3, N) as authored: flat, or interpolated for smooth meshes."""
-    normals = np.ascontiguousarray(surface.geometric_normal.T)  # rows: far faster to work on than a view
-    normals /= np.sqrt(dot(normals, normals))
-    if geometry.vertex_normals is not None:
-        smooth = np.flatnonzero(np.take(scene.table.smooth, surface.mesh))
-        if len(smooth):
-            blended = barycentric(geometry.vertex_normals, scene.table.corners, surface.prim[smooth],
-                                  surface.u[smooth], surface.v[smooth])
-            norm = np.sqrt(dot(blended, blended))
-            put_columns(normals, smooth, np.divide(blended, norm, out=np.take(normals, smooth, axis=1),
-                                                   where=norm > 0))
-    return normals
+    vertex_normals = _NO_VERTEX_NORMALS if geometry.vertex_normals is None else geometry.vertex_normals
+    return kernels.surface_normals(surface.geometric_normal, surface.mesh, surface.prim, surface.u, surface.v,
+                                   scene.table.smooth, vertex_normals, scene.table.corners)

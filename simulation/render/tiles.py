@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulation.render import kernels
 from simulation.render.camera import Camera, camera_rays
 from simulation.render.flow import UNDEFINED_FLOW, pixel_flow
 from simulation.render.raycast import Hits, trace_hits
@@ -20,6 +21,7 @@ NO_HIT_DEPTH = 0.0  # depth and distance where no surface is hit (as in the dept
 # Pixels per tile: enough rays per batch to amortise the Python work on it, few enough that a tile's
 # per-pixel arrays stay small, and several tiles per worker so that the workers finish together.
 TILE_PIXELS = 32768
+_NO_HIT = np.float32(NO_HIT_DEPTH)
 
 
 def tile_ranges(camera: Camera) -> list[tuple[int, int]]:
@@ -65,14 +67,11 @@ class GroundTruth:
 
     def fill(self, scene: RenderScene, camera: Camera, tile: Tile, surface: Surface, normals: np.ndarray,
              geometry: FrameGeometry, next_pose: np.ndarray | None) -> None:
-        rows, table, rays, n = tile.pixels, scene.table, tile.rays, tile.pixels.stop - tile.pixels.start
-        self.instance[rows] = surface.scatter(np.zeros(n, np.uint16), np.take(table.instance_ids, surface.mesh))
-        self.semantic[rows] = surface.scatter(np.zeros(n, np.uint16), np.take(table.semantic_ids, surface.mesh))
-        from_eye = surface.gather(rays.offset) + surface.t
-        self.distance[rows] = surface.scatter(np.full(n, NO_HIT_DEPTH, np.float32), from_eye)
-        self.depth[rows] = surface.scatter(np.full(n, NO_HIT_DEPTH, np.float32), from_eye * surface.gather(rays.dz))
-        self.normals[rows] = surface.scatter(np.zeros((3, n), np.float32), normals).T
+        rows, table, rays = tile.pixels, scene.table, tile.rays
+        kernels.fill_truth(self.instance[rows], self.semantic[rows], self.distance[rows], self.depth[rows],
+                           self.normals[rows], surface.rays, surface.complete, surface.mesh, surface.t, rays.offset,
+                           rays.dz, normals, table.instance_ids, table.semantic_ids, _NO_HIT)
         if next_pose is not None:
             moved = barycentric(geometry.next_world_vertices, table.corners, surface.prim, surface.u, surface.v)
             flow = pixel_flow(camera, next_pose, surface.rays + rows.start, moved)
-            self.flow[rows] = surface.scatter(np.full((2, n), UNDEFINED_FLOW, np.float32), flow).T
+            self.flow[rows] = surface.scatter(np.full((2, rows.stop - rows.start), UNDEFINED_FLOW, np.float32), flow).T
