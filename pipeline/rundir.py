@@ -33,12 +33,27 @@ RUN_SCHEMA = "grade.run/1"
 # ---------------------------------------------------------------- atomic writes
 
 
+def _process_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# Read once at import (os.umask can only be read by setting it): temporary files and folders are created
+# private (0600 / 0700), and are given the permissions a plain open() / mkdir() would have before they
+# become visible, so datasets stay readable by the group that shares them.
+_UMASK = _process_umask()
+FILE_MODE = 0o666 & ~_UMASK
+DIRECTORY_MODE = 0o777 & ~_UMASK
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write `data` to `path` so that readers see either the old file or the whole new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -69,6 +84,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
     try:
+        tmp.chmod(DIRECTORY_MODE)
         yield tmp
         if path.exists():
             trash = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))

@@ -16,6 +16,7 @@ from pathlib import Path
 from pxr import Gf, Sdf, Usd, UsdGeom
 
 from asset_converters.usd_io import prim_name
+from pipeline.rundir import FILE_MODE
 from placement.schema import Placement
 
 SCENE_ROOT = "/World"
@@ -49,6 +50,7 @@ def compose_scene(placement: Placement, out: str | Path, duration: float | None 
         stage = Usd.Stage.CreateNew(str(tmp))
         _author(stage, placement, out.parent, duration)
         stage.Save()
+        tmp.chmod(FILE_MODE)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)

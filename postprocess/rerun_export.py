@@ -19,7 +19,7 @@ import numpy as np
 
 from pipeline.errors import GradeError, InputError
 from pipeline.progress import track
-from pipeline.rundir import RunInfo
+from pipeline.rundir import FILE_MODE, RunInfo
 from postprocess.contact_sheet import box_caption, id_palette
 from postprocess.view import CameraSequence, RobotPath, SceneLayout, load_frame_images
 
@@ -131,6 +131,7 @@ def export_rerun(path: Path, info: RunInfo, sequences: list[CameraSequence], rob
             _log_camera(rr, rec, sequence)
         rec.flush()
         rec.disconnect()
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -2,11 +2,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 import pytest
 
 from pipeline.errors import InputError
 from pipeline.rundir import (
+    DIRECTORY_MODE,
+    FILE_MODE,
     RunInfo,
     StageStatus,
     atomic_directory,
@@ -106,3 +109,15 @@ def test_run_info_round_trip(tmp_path):
     os.remove(tmp_path / "run.json")
     with pytest.raises(InputError, match="not found"):
         read_run_info(tmp_path)
+
+
+def test_atomic_outputs_get_the_permissions_of_a_plain_write(tmp_path):
+    # Temporary files and folders are private (0600 / 0700); published outputs must not be.
+    plain_file, plain_dir = tmp_path / "plain.txt", tmp_path / "plain"
+    plain_file.write_text("x")
+    plain_dir.mkdir()
+    atomic_write_text(tmp_path / "atomic.txt", "x")
+    with atomic_directory(tmp_path / "folder") as folder:
+        (folder / "inside.txt").write_text("x")
+    assert stat.S_IMODE((tmp_path / "atomic.txt").stat().st_mode) == stat.S_IMODE(plain_file.stat().st_mode) == FILE_MODE
+    assert stat.S_IMODE((tmp_path / "folder").stat().st_mode) == stat.S_IMODE(plain_dir.stat().st_mode) == DIRECTORY_MODE
