@@ -233,8 +233,8 @@ class TiagoConfig(Strict):
         "direct", description="s_curve: base commands reach the base through the learned S-shaped profile, as "
                               "on the real robot; direct: commands apply at once. The frontier explorer's base "
                               "controller (60 Hz, its own acceleration limits) is tuned for direct: through the "
-                              "S-curve each new command restarts a flat ramp and the base lags (measured: 52-79% "
-                              "coverage of the demo house in 90 s instead of 97%)")
+                              "S-curve each new command restarts a flat ramp, the base lags and overshoots "
+                              "(demo house, 90 s: 76-79% coverage with wall contacts instead of 97% and none)")
 
 
 class RobotConfig(Strict):
