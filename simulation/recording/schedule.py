@@ -47,7 +47,3 @@ class Schedule:
 
     def due(self, stream: str, step: int) -> bool:
         return step % self.every[stream] == 0
-
-    def count(self, stream: str) -> int:
-        """How many samples the stream gets over steps 0..total_steps."""
-        return self.total_steps // self.every[stream] + 1
