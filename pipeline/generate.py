@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pipeline.config import ExperimentConfig
 from pipeline.progress import console, get_logger, make_progress
+from pipeline.seeding import derived_seeds
 from pipeline.rundir import (
     MANIFEST,
     RunInfo,
@@ -35,6 +36,10 @@ RECORD_OUTPUTS = ("states.npz", "bags", "gt", "humans", "run.json")
 PARTIAL = ".record.partial"
 RECORD_VERSION = "record/1"
 PROGRESS_EVERY = 24  # physics steps between progress updates
+# The named random streams of a run (pipeline.seeding), listed with their seeds in run.json; the lights'
+# streams are "simulation/randomization/lights/<epoch>", one per re-randomisation period.
+RUN_STREAMS = ["prepare/procedural", "placement/robot", "placement/humans", "placement/flying_objects",
+               "simulation/randomization/roughness", "simulation/randomization/lights/0"]
 
 
 @dataclass
@@ -81,7 +86,8 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
 
     invalidate(run)
     info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
-                   config=config.model_dump(mode="json"), asset_hashes=_asset_hashes(prepared))
+                   derived_seeds=derived_seeds(config.seed, RUN_STREAMS), config=config.model_dump(mode="json"),
+                   asset_hashes=_asset_hashes(prepared))
     write_run_info(run, info)
     partial = run / PARTIAL
     shutil.rmtree(partial, ignore_errors=True)

@@ -14,6 +14,7 @@ import pytest
 from pipeline.config_io import load_experiment
 from pipeline.generate import generate
 from pipeline.rundir import StageStatus, read_manifest, read_run_info, stage_status
+from pipeline.seeding import derived_seed
 from simulation.recording.bag_reader import (
     bag_summary,
     camera_matrix,
@@ -231,6 +232,7 @@ def test_run_json_and_manifest(uav_run):
     assert info.status == "complete" and info.sim_time_end == pytest.approx(TOTAL)
     assert info.frame_counts["camera/camera"] == round(30 * TOTAL) + 1
     assert info.mission["planner"] == "frontier"
+    assert info.derived_seeds["placement/humans"] == derived_seed(info.master_seed, "placement/humans")
     manifest = read_manifest(uav_run)
     assert manifest["stage"] == "record"
     assert any(f.startswith("gt/camera/rgb/") for f in manifest["files"])
