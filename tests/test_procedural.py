@@ -233,3 +233,32 @@ def test_bad_counts_are_refused_and_unplaceable_furniture_fails_cleanly(tmp_path
     assert not crowded.environment.exists()
     cli = run_grade("convert", "procedural", "--out", str(tmp_path / "cli"), "--rooms", "0")
     assert cli.returncode == 2 and not (tmp_path / "cli").exists()
+
+
+@pytest.mark.parametrize("seed", [0, 42])
+def test_walls_meet_without_overlap_and_close_every_corner(seed):
+    """Overlapping wall boxes would have coplanar faces, which show as speckled instance ids."""
+    from asset_converters.procedural.environment import wall_boxes
+    from asset_converters.procedural.layout import WALL_THICKNESS, make_plan
+    from pipeline.seeding import generator
+
+    t = WALL_THICKNESS
+    plan = make_plan(generator(seed, "procedural/environment/plan"), 3)
+    boxes = wall_boxes(plan)
+    for a, b in itertools.combinations(boxes, 2):
+        lo, hi = np.maximum(a.bounds[0], b.bounds[0]), np.minimum(a.bounds[1], b.bounds[1])
+        assert not np.all(hi > lo + 1e-9), (a.bounds, b.bounds)
+
+    def footprint(z: float) -> shapely.Geometry:
+        return shapely.union_all([shapely.box(*b.bounds[0][:2], *b.bounds[1][:2]) for b in boxes
+                                  if b.bounds[0][2] <= z <= b.bounds[1][2]])
+
+    outlines = shapely.union_all([shapely.box(*r).exterior for r in plan.rooms])
+    band = outlines.buffer(t / 2, cap_style="square", join_style="mitre")  # every wall, corners closed
+    openings = []
+    for door in plan.doors:
+        half = np.array([door.width / 2, t]) if door.along_x else np.array([t, door.width / 2])
+        openings.append(shapely.box(*(np.array(door.center) - half), *(np.array(door.center) + half)))
+    assert band.difference(footprint(plan.ceiling - 0.05)).area == pytest.approx(0.0, abs=1e-6)  # lintels close it
+    assert footprint(0.1).symmetric_difference(band.difference(shapely.union_all(openings))).area == pytest.approx(
+        0.0, abs=1e-6)  # at the floor: exactly the clear doorways are open

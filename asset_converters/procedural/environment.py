@@ -43,14 +43,37 @@ def _quad(x0: float, y0: float, x1: float, y1: float, z: float, up: bool) -> tup
     return vertices, faces
 
 
+def _end_extensions(segments: list[tuple[np.ndarray, np.ndarray]], t: float) -> list[tuple[float, float]]:
+    """How far each wall box reaches past its segment's (start, end), so junctions are filled exactly once.
+
+    Where segments meet (corners, T-junctions), the first one reaches t/2 past the point and covers the
+    t x t square there, the others stop t/2 short and abut it; a free end reaches t/2 too, to the clear
+    edge of its doorway (`Doorway.gap` removes the clear width plus t), where the lintel starts. Boxes then
+    only touch, never overlap: overlapping boxes would have coplanar faces, which the renderer's instance
+    images show as speckles of alternating walls.
+    """
+    ends: dict[tuple[float, float], list[tuple[int, int]]] = {}
+    for i, segment in enumerate(segments):
+        for side, point in enumerate(segment):
+            ends.setdefault((round(float(point[0]), 6), round(float(point[1]), 6)), []).append((i, side))
+    reach = [[t / 2, t / 2] for _ in segments]
+    for members in ends.values():
+        for i, side in members[1:]:
+            reach[i][side] = -t / 2
+    return [(start, end) for start, end in reach]
+
+
 def wall_boxes(plan: Plan) -> list[trimesh.Trimesh]:
-    """Closed boxes along each wall line (ends overlap at corners), plus lintels over the doors."""
+    """Closed boxes along each wall line, meeting without overlap at junctions, plus lintels over the doors."""
     height, t = plan.ceiling, WALL_THICKNESS
     boxes = []
-    for a, b in plan.wall_segments():
+    segments = plan.wall_segments()
+    for (a, b), (reach_a, reach_b) in zip(segments, _end_extensions(segments, t)):
+        direction = (b - a) / np.linalg.norm(b - a)
+        a, b = a - reach_a * direction, b + reach_b * direction
         length, mid = float(np.linalg.norm(b - a)), (a + b) / 2
         along_x = abs(b[0] - a[0]) > abs(b[1] - a[1])
-        extents = (length + t, t, height) if along_x else (t, length + t, height)
+        extents = (length, t, height) if along_x else (t, length, height)
         boxes.append(box(extents, (mid[0], mid[1], height / 2)))
     for door in plan.doors:
         if door.open_wall:
