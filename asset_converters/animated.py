@@ -18,8 +18,8 @@ from asset_converters.package import AnimationInfo, AssetMeta, SourceInfo, write
 from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
 from asset_converters.transforms import forward_kinematics
 from asset_converters.usd_io import add_skel_animation, create_stage
-from pipeline.errors import InputError
-from pipeline.rundir import StageStatus, load_npz_checked, stage_status
+from core.errors import InputError
+from core.rundir import StageStatus, load_npz_checked, stage_status
 
 
 # Hulls thinner than this (a few vertices in a plane) add nothing to the trace but slivers.

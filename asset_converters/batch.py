@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from asset_converters.package import CONVERTER_VERSION
-from pipeline.errors import GradeError
-from pipeline.progress import get_logger, make_progress
-from pipeline.rundir import StageStatus, content_hash, stage_status
+from core.errors import GradeError
+from core.progress import get_logger, make_progress
+from core.rundir import StageStatus, content_hash, stage_status
 
 log = get_logger("convert")
 

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from asset_converters.batch import BatchResult
-from pipeline.progress import console
+from core.progress import console
 
 convert_app = typer.Typer(help="Convert source datasets into USD asset packages.", no_args_is_help=True)
 

@@ -18,7 +18,7 @@ from shapely.geometry import mapping
 from asset_converters.package import AssetMeta, EnvironmentInfo, SourceInfo, write_package
 from asset_converters.parts import Light, SceneMesh
 from asset_converters.usd_io import ROOT, add_light, add_material, add_mesh, create_stage, prim_name
-from pipeline.errors import InputError
+from core.errors import InputError
 
 OCCUPANCY_RESOLUTION = 0.05  # m, 2D map cell
 VOXEL_SIZE = 0.1  # m, 3D grid cell

@@ -39,9 +39,9 @@ from asset_converters.front3d_labels import (
 from asset_converters.package import SourceInfo
 from asset_converters.parts import Material, SceneMesh
 from asset_converters.transforms import Y_UP_TO_Z_UP
-from pipeline.errors import InputError
-from pipeline.progress import get_logger
-from pipeline.rundir import atomic_write_json, sha256_file
+from core.errors import InputError
+from core.progress import get_logger
+from core.rundir import atomic_write_json, sha256_file
 
 log = get_logger("convert.front3d")
 

@@ -15,7 +15,7 @@ import numpy as np
 import trimesh
 
 from asset_converters.front3d_house import HouseMaterial
-from pipeline.errors import InputError
+from core.errors import InputError
 
 MODEL_FILE = "raw_model.obj"
 TEXTURE_FILE = "texture.png"

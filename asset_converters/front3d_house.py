@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pipeline.errors import InputError
-from pipeline.rundir import read_json
+from core.errors import InputError
+from core.rundir import read_json
 
 # 3D-Front releases keep `furniture/...` children whose model was not published; those refs
 # dangle in real houses (19 in the shared sample), so they are skipped and counted, not errors.

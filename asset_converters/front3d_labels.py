@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from pipeline.errors import InputError
+from core.errors import InputError
 
 SEMANTICS_SCHEMA = "grade.semantics/1"
 SEMANTICS_FILE = "semantics.json"

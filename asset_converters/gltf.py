@@ -46,9 +46,9 @@ from asset_converters.package import SourceInfo
 from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
 from asset_converters.transforms import Y_UP_TO_Z_UP, matrix_to_quat_wxyz
 from asset_converters.usd_io import prim_name
-from pipeline.errors import InputError
-from pipeline.progress import get_logger
-from pipeline.rundir import sha256_file
+from core.errors import InputError
+from core.progress import get_logger
+from core.rundir import sha256_file
 
 log = get_logger("convert.gltf")
 

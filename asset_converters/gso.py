@@ -32,9 +32,9 @@ from asset_converters.mesh import label_from_name, load_static_meshes
 from asset_converters.objects import write_object_package
 from asset_converters.package import SourceInfo
 from asset_converters.parts import SceneMesh
-from pipeline.errors import InputError
-from pipeline.progress import get_logger
-from pipeline.rundir import sha256_file
+from core.errors import InputError
+from core.progress import get_logger
+from core.rundir import sha256_file
 
 log = get_logger("convert.gso")
 

@@ -35,8 +35,8 @@ from asset_converters.package import SourceInfo
 from asset_converters.parts import Material, SceneMesh
 from asset_converters.transforms import Y_UP_TO_Z_UP
 from asset_converters.usd_io import prim_name
-from pipeline.errors import InputError
-from pipeline.rundir import sha256_file
+from core.errors import InputError
+from core.rundir import sha256_file
 
 MESH_SUFFIXES = (".obj", ".ply", ".stl", ".glb", ".gltf")
 GLTF_SUFFIXES = (".glb", ".gltf")

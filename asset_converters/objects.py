@@ -11,7 +11,7 @@ from asset_converters.environment import validate_meshes
 from asset_converters.package import AssetMeta, ObjectInfo, SourceInfo, write_package
 from asset_converters.parts import SceneMesh
 from asset_converters.usd_io import ROOT, add_material, add_mesh, create_stage, prim_name, set_semantic_label
-from pipeline.errors import InputError
+from core.errors import InputError
 
 
 def write_object_package(meshes: list[SceneMesh], label: str, out: str | Path, source: SourceInfo,

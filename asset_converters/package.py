@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.errors import InputError
-from pipeline.rundir import StageStatus, atomic_directory, atomic_write_json, stage_status, write_manifest
+from core.errors import InputError
+from core.rundir import StageStatus, atomic_directory, atomic_write_json, stage_status, write_manifest
 
 ASSET_SCHEMA = "grade.asset/1"
 CONVERTER_VERSION = "1"

@@ -17,7 +17,7 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdLux, UsdShade, UsdSkel, Vt
 
 from asset_converters.parts import Animation, Light, Material
-from pipeline.errors import InputError
+from core.errors import InputError
 
 ROOT = "/asset"
 

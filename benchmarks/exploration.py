@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config_io import load_experiment
+from core.config_io import load_experiment
 from pipeline.prepare import prepare
 from placement import load_placement
 from simulation.embedded import EmbeddedBackend

@@ -17,7 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-from pipeline.config_io import load_experiment
+from core.config_io import load_experiment
 from pipeline.generate import generate
 from pipeline.prepare import convert_assets, place_and_compose
 from simulation.embedded import EmbeddedBackend

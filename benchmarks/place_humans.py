@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("GRADE_QUIET", "1")  # before the project's loggers are made
 
-from pipeline.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
+from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from placement import list_packages, place_scene
 from placement.humans import load_human, place_humans
 from placement.world import load_world

@@ -22,7 +22,7 @@ import time
 import numpy as np
 import trimesh
 
-from pipeline.seeding import generator
+from core.seeding import generator
 from simulation.render import (
     Camera,
     Frame,

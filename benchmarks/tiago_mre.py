@@ -16,7 +16,7 @@ import argparse
 import time
 from pathlib import Path
 
-from pipeline.progress import progress_task
+from core.progress import progress_task
 from simulation.robots.drive import compare_models, paper_commands
 from simulation.robots.scurve import load_network
 

@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 
 from asset_converters.cli import convert_app
-from pipeline.config import BatchConfig
-from pipeline.config_io import dump_yaml, expand_batch, load_batch, load_experiment, read_yaml
-from pipeline.errors import GradeError
-from pipeline.progress import console
+from core.config import BatchConfig
+from core.config_io import dump_yaml, expand_batch, load_batch, load_experiment, read_yaml
+from core.errors import GradeError
+from core.progress import console
 from placement.cli import place_command
 from postprocess.cli import view_command
 from simulation.robots.cli import robot_app

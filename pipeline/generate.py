@@ -15,10 +15,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.config import ExperimentConfig
-from pipeline.progress import console, get_logger, make_progress
-from pipeline.seeding import derived_seeds
-from pipeline.rundir import (
+from core.config import ExperimentConfig
+from core.progress import console, get_logger, make_progress
+from core.seeding import derived_seeds
+from core.rundir import (
     MANIFEST,
     RunInfo,
     StageStatus,
@@ -36,7 +36,7 @@ RECORD_OUTPUTS = ("states.npz", "bags", "gt", "humans", "run.json")
 PARTIAL = ".record.partial"
 RECORD_VERSION = "record/1"
 PROGRESS_EVERY = 24  # physics steps between progress updates
-# The named random streams of a run (pipeline.seeding), listed with their seeds in run.json; the lights'
+# The named random streams of a run (core.seeding), listed with their seeds in run.json; the lights'
 # streams are "simulation/randomization/lights/<epoch>", one per re-randomisation period.
 RUN_STREAMS = ["prepare/procedural", "placement/robot", "placement/humans", "placement/flying_objects",
                "simulation/randomization/roughness", "simulation/randomization/lights/0"]
@@ -79,7 +79,7 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
     prepare_seconds = total.seconds()
     input_hash = record_hash(config, prepared.scene)
     if not force and stage_status(run, input_hash) is StageStatus.COMPLETE:
-        from pipeline.rundir import read_run_info
+        from core.rundir import read_run_info
 
         log.info("recording up to date: %s (use --force to record again)", run)
         return GenerateResult(run, read_run_info(run), skipped=True)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from asset_converters.batch import BatchResult, Job, run_jobs
 from asset_converters.package import load_meta
-from pipeline.config import ExperimentConfig
-from pipeline.errors import GradeError
-from pipeline.progress import get_logger
-from pipeline.rundir import MANIFEST, StageStatus, atomic_directory, content_hash, stage_status, write_manifest
-from pipeline.seeding import generator
+from core.config import ExperimentConfig
+from core.errors import GradeError
+from core.progress import get_logger
+from core.rundir import MANIFEST, StageStatus, atomic_directory, content_hash, stage_status, write_manifest
+from core.seeding import generator
 
 log = get_logger("prepare")
 

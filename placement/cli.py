@@ -10,9 +10,9 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from pipeline.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
-from pipeline.errors import ConfigError
-from pipeline.progress import console
+from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
+from core.errors import ConfigError
+from core.progress import console
 
 RANGE_PATTERN = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 HUMAN_DEFAULTS = HumansConfig()

@@ -16,7 +16,7 @@ from pathlib import Path
 from pxr import Gf, Sdf, Usd, UsdGeom
 
 from asset_converters.usd_io import prim_name
-from pipeline.rundir import FILE_MODE
+from core.rundir import FILE_MODE
 from placement.schema import Placement
 
 SCENE_ROOT = "/World"

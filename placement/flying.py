@@ -19,10 +19,10 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from asset_converters.package import AssetMeta, load_meta
-from pipeline.config import FlyingObjectsConfig
-from pipeline.errors import InputError
-from pipeline.progress import get_logger
-from pipeline.seeding import generator
+from core.config import FlyingObjectsConfig
+from core.errors import InputError
+from core.progress import get_logger
+from core.seeding import generator
 from placement.collide import bvh_model
 from placement.schema import FlyingMotion, FlyingObject, RejectedObject
 from placement.world import World, load_mesh

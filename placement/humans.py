@@ -20,10 +20,10 @@ import trimesh
 from scipy.spatial import ConvexHull, QhullError
 
 from asset_converters.package import AssetMeta, load_meta
-from pipeline.config import HumansConfig
-from pipeline.errors import InputError
-from pipeline.progress import get_logger, progress_task
-from pipeline.seeding import generator
+from core.config import HumansConfig
+from core.errors import InputError
+from core.progress import get_logger, progress_task
+from core.seeding import generator
 from placement.collide import (
     TEST_LIFT,
     Obstacles,

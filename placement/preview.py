@@ -13,8 +13,8 @@ import cv2
 import numpy as np
 import shapely
 
-from pipeline.errors import InputError
-from pipeline.rundir import atomic_write_bytes, load_npz_checked
+from core.errors import InputError
+from core.rundir import atomic_write_bytes, load_npz_checked
 from placement.schema import Placement
 from placement.world import World
 

@@ -14,9 +14,9 @@ import fcl
 import numpy as np
 import trimesh
 
-from pipeline.config import RobotConfig
-from pipeline.errors import GradeError
-from pipeline.seeding import generator
+from core.config import RobotConfig
+from core.errors import GradeError
+from core.seeding import generator
 from placement.collide import TEST_LIFT, probe_points
 from placement.schema import RobotStart, RobotVolume
 from placement.world import Solid, World

@@ -14,8 +14,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.errors import InputError
-from pipeline.rundir import atomic_write_json, read_json
+from core.errors import InputError
+from core.rundir import atomic_write_json, read_json
 
 PLACEMENT_SCHEMA = "grade.placement/1"
 HumanRejection = Literal["outside", "contacts", "penetrates", "inside", "human", "robot"]

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from asset_converters.package import load_meta
-from pipeline.config import FlyingObjectsConfig, HumansConfig, RobotConfig
-from pipeline.errors import InputError
+from core.config import FlyingObjectsConfig, HumansConfig, RobotConfig
+from core.errors import InputError
 from placement.collide import apply
 from placement.flying import place_flying_objects
 from placement.humans import HUMAN_CONTACT_THRESHOLD, Crowd, place_humans

@@ -20,7 +20,7 @@ from shapely.geometry import shape
 
 from asset_converters.package import AssetMeta, load_meta
 from asset_converters.usd_io import read_meshes
-from pipeline.errors import InputError
+from core.errors import InputError
 from placement.collide import Obstacles, Probes, bvh_model, is_closed, probe_points
 
 TILE_SIZE = 2.0  # m: collision triangles are grouped by the tile of their centroid

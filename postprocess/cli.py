@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from pipeline.progress import console
+from core.progress import console
 from postprocess import DEFAULT_FRAMES
 
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from pipeline.seeding import generator
+from core.seeding import generator
 from postprocess.view import Box2D, FrameImages, FrameRecord, Instances
 
 COLUMNS = ("rgb", "depth", "instance", "semantic")

@@ -17,9 +17,9 @@ from types import ModuleType
 
 import numpy as np
 
-from pipeline.errors import GradeError, InputError
-from pipeline.progress import track
-from pipeline.rundir import FILE_MODE, RunInfo
+from core.errors import GradeError, InputError
+from core.progress import track
+from core.rundir import FILE_MODE, RunInfo
 from postprocess.contact_sheet import box_caption, id_palette
 from postprocess.view import CameraSequence, RobotPath, SceneLayout, load_frame_images
 

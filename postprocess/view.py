@@ -18,8 +18,8 @@ import cv2
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from pipeline.errors import GradeError, InputError
-from pipeline.rundir import RunInfo, atomic_write_bytes, load_npz_checked, read_json, read_run_info
+from core.errors import GradeError, InputError
+from core.rundir import RunInfo, atomic_write_bytes, load_npz_checked, read_json, read_run_info
 from placement import load_placement
 from postprocess import DEFAULT_FRAMES
 

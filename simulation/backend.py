@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from pipeline.errors import ConfigError
+from core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pipeline.config import ExperimentConfig
+    from core.config import ExperimentConfig
     from simulation.render import Frame
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.config import ExperimentConfig
+from core.config import ExperimentConfig
 from simulation.backend import Backend
 from simulation.exploration import ExplorationArea, ExplorationResult, Explorer, ExplorerParams, make_driver
 from simulation.exploration.waypoints import WaypointFollower, WaypointResult

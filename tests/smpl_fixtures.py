@@ -21,7 +21,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse
 
-from pipeline.seeding import generator
+from core.seeding import generator
 
 # Approximate SMPL rest joint positions (Y up, +x is the body's left), metres.
 SMPL_REST_JOINTS = np.array([

@@ -15,8 +15,8 @@ from asset_converters import (
 )
 from asset_converters.animated import TRACE_TOLERANCE, joint_world_transforms
 from asset_converters.transforms import axis_angle_to_quat_wxyz
-from pipeline.errors import InputError
-from pipeline.rundir import StageStatus, stage_status
+from core.errors import InputError
+from core.rundir import StageStatus, stage_status
 
 
 def bending_bar(frames: int = 12) -> Animation:

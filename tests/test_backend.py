@@ -13,11 +13,11 @@ from conftest import CONFIGS, ROOT
 from scipy.spatial.transform import Rotation
 
 from asset_converters import Light, SceneMesh, SourceInfo, load_animation, posed_meshes, write_environment_package
-from pipeline.config import ExperimentConfig, LidarConfig
-from pipeline.config_io import load_experiment
-from pipeline.errors import ConfigError, InputError
+from core.config import ExperimentConfig, LidarConfig
+from core.config_io import load_experiment
+from core.errors import ConfigError, InputError
 from pipeline.prepare import prepare
-from pipeline.seeding import generator
+from core.seeding import generator
 from placement import animation_time, flying_pose, load_placement
 from placement.compose import compose_scene
 from placement.schema import EnvironmentRef, Placement, PlacementParameters, RobotStart, RobotVolume

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from pipeline.errors import InputError
-from pipeline.seeding import generator
+from core.errors import InputError
+from core.seeding import generator
 from simulation.recording.bag_reader import (
     bag_summary,
     camera_matrix,

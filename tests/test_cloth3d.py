@@ -15,8 +15,8 @@ from asset_converters import load_meta, read_meshes
 from asset_converters.batch import run_jobs
 from asset_converters.smpl import cloth3d_jobs, convert_cloth3d, forward, load_body_model, read_point_cache
 from asset_converters.smpl.body_model import SMPL_JOINT_NAMES
-from pipeline.errors import InputError
-from pipeline.seeding import generator
+from core.errors import InputError
+from core.seeding import generator
 
 FRAMES = 6
 TOL = 1e-4  # float32 points in USD

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.config import ROBOT_LINKS, ExperimentConfig
-from pipeline.config_io import apply_overrides, expand_batch, load_batch, load_experiment
-from pipeline.errors import ConfigError
+from core.config import ROBOT_LINKS, ExperimentConfig
+from core.config_io import apply_overrides, expand_batch, load_batch, load_experiment
+from core.errors import ConfigError
 
 from conftest import CONFIGS
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import REALDATA, run_grade
-from pipeline.errors import InputError
+from core.errors import InputError
 from simulation.robots.drive import (
     COMMAND_SECONDS,
     SPEEDS,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from conftest import CONFIGS
 
-from pipeline.config_io import load_experiment
-from pipeline.errors import ConfigError, InputError
+from core.config_io import load_experiment
+from core.errors import ConfigError, InputError
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedBackend
 from simulation.exploration import (

@@ -11,10 +11,10 @@ import cv2
 import numpy as np
 import pytest
 
-from pipeline.config_io import load_experiment
+from core.config_io import load_experiment
 from pipeline.generate import generate
-from pipeline.rundir import StageStatus, read_manifest, read_run_info, stage_status
-from pipeline.seeding import derived_seed
+from core.rundir import StageStatus, read_manifest, read_run_info, stage_status
+from core.seeding import derived_seed
 from simulation.recording.bag_reader import (
     bag_summary,
     camera_matrix,

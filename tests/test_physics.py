@@ -10,8 +10,8 @@ from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
 
 from asset_converters import SceneMesh, SourceInfo, write_environment_package, write_object_package
-from pipeline.errors import ConfigError, InputError
-from pipeline.seeding import generator
+from core.errors import ConfigError, InputError
+from core.seeding import generator
 from simulation.physics import (
     STATE_FIELDS,
     SensorMount,

@@ -30,9 +30,9 @@ from asset_converters import (
     write_object_package,
 )
 from asset_converters.transforms import axis_angle_to_quat_wxyz
-from pipeline.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
-from pipeline.errors import ConfigError, InputError
-from pipeline.rundir import MANIFEST, write_manifest
+from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
+from core.errors import ConfigError, InputError
+from core.rundir import MANIFEST, write_manifest
 from placement import (
     ROBOT_VOLUMES,
     AnimationSchedule,

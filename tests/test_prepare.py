@@ -6,9 +6,9 @@ import numpy as np
 from pxr import Usd, UsdGeom
 
 from asset_converters import load_meta, read_meshes
-from pipeline.config_io import load_experiment
+from core.config_io import load_experiment
 from pipeline.prepare import prepare
-from pipeline.rundir import MANIFEST
+from core.rundir import MANIFEST
 from placement import load_placement
 
 from conftest import CONFIGS, run_grade

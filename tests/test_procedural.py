@@ -18,8 +18,8 @@ from asset_converters.animated import joint_world_transforms
 from asset_converters.batch import run_jobs
 from asset_converters.procedural import build_demo_assets, build_environment, demo_jobs
 from asset_converters.procedural.layout import CEILING_HEIGHT
-from pipeline.errors import InputError
-from pipeline.rundir import sha256_file
+from core.errors import InputError
+from core.rundir import sha256_file
 
 # Small counts keep the module fast; the CLI test below rebuilds exactly these in a subprocess.
 SEED, ROOMS, FURNITURE, HUMANS, OBJECTS = 3, 2, 4, 3, 2
@@ -240,7 +240,7 @@ def test_walls_meet_without_overlap_and_close_every_corner(seed):
     """Overlapping wall boxes would have coplanar faces, which show as speckled instance ids."""
     from asset_converters.procedural.environment import wall_boxes
     from asset_converters.procedural.layout import WALL_THICKNESS, make_plan
-    from pipeline.seeding import generator
+    from core.seeding import generator
 
     t = WALL_THICKNESS
     plan = make_plan(generator(seed, "procedural/environment/plan"), 3)

@@ -14,8 +14,8 @@ from embreex.rtcore_scene import EmbreeScene
 from PIL import Image
 
 from asset_converters import parts
-from pipeline.errors import InputError
-from pipeline.seeding import generator
+from core.errors import InputError
+from core.seeding import generator
 from simulation.render import (
     NO_HIT_DEPTH,
     Camera,

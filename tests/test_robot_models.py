@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from pipeline.config import ROBOT_LINKS
-from pipeline.seeding import generator
+from core.config import ROBOT_LINKS
+from core.seeding import generator
 from simulation.physics import StartPose, build_world
 from simulation.robots import base_twist, ik_matrix, lightweight, physical, robot_model, uav, wheel_speeds
 from simulation.robots.mecanum import (

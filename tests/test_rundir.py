@@ -6,8 +6,8 @@ import stat
 
 import pytest
 
-from pipeline.errors import InputError
-from pipeline.rundir import (
+from core.errors import InputError
+from core.rundir import (
     DIRECTORY_MODE,
     FILE_MODE,
     RunInfo,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import run_grade
-from pipeline.errors import InputError
-from pipeline.seeding import generator
+from core.errors import InputError
+from core.seeding import generator
 from simulation.robots.calibration import calibrate, fit_network, read_recording, step_responses
 from simulation.robots.mecanum import HALF_TRACK, HALF_WHEELBASE, WHEEL_RADIUS, wheel_speeds
 from simulation.robots.scurve import (

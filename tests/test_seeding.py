@@ -1,6 +1,6 @@
 import numpy as np
 
-from pipeline.seeding import derived_seed, generator
+from core.seeding import derived_seed, generator
 
 
 def test_same_name_same_stream_independent_of_order():

@@ -22,9 +22,9 @@ from asset_converters.smpl.body_model import SMPL_JOINT_NAMES, find_body_model
 from asset_converters.smpl.sequences import MotionSequence, detected_up, resample
 from asset_converters.transforms import Y_UP_TO_Z_UP
 from asset_converters.usd_io import get_semantic_label
-from pipeline.errors import InputError
-from pipeline.rundir import StageStatus, stage_status
-from pipeline.seeding import generator
+from core.errors import InputError
+from core.rundir import StageStatus, stage_status
+from core.seeding import generator
 
 AMASS = "amass/dmpl_sample.npz"
 CMU = "amass/cmu_01_01_smpl_poses.npz"

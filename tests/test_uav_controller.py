@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.config import PidGains, RobotConfig, UavLimits
+from core.config import PidGains, RobotConfig, UavLimits
 from simulation.control import Pid, PlanarController, PlanarLimits, UavController, UavState, wrap_angle
 from simulation.physics import StartPose, build_world
 from simulation.robots import uav

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.config_io import load_experiment
+from core.config_io import load_experiment
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedBackend
 from simulation.robots.scurve import follower_for

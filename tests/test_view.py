@@ -16,8 +16,8 @@ import trimesh
 from PIL import Image
 
 from asset_converters import SceneMesh, SourceInfo, write_environment_package
-from pipeline.errors import GradeError, InputError
-from pipeline.rundir import RunInfo, write_run_info
+from core.errors import GradeError, InputError
+from core.rundir import RunInfo, write_run_info
 from placement.schema import (
     AnimationSchedule,
     EnvironmentRef,

@@ -23,8 +23,8 @@ from asset_converters.procedural.environment import build_environment
 from asset_converters.procedural.humanoid import JOINTS, PARENTS, body_meshes, make_body
 from asset_converters.procedural.motions import FPS, MOTIONS
 from asset_converters.procedural.objects import build_object, object_kinds
-from pipeline.errors import InputError
-from pipeline.seeding import generator
+from core.errors import InputError
+from core.seeding import generator
 
 CONVERTER = "procedural"
 # Bump when the generators change what they make, so existing packages are rebuilt.

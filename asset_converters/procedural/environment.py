@@ -13,7 +13,7 @@ from asset_converters.procedural.furniture import KINDS, Placed, place_furniture
 from asset_converters.procedural.layout import DOOR_HEIGHT, WALL_THICKNESS, Plan, make_plan
 from asset_converters.procedural.shapes import box, scene_mesh
 from asset_converters.procedural.textures import make_texture, save_png
-from pipeline.seeding import generator
+from core.seeding import generator
 
 FLOOR_TILE = 1.0  # m of floor per texture tile
 WALL_TILE = 1.2

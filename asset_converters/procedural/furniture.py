@@ -15,7 +15,7 @@ import trimesh
 
 from asset_converters.procedural.layout import Plan
 from asset_converters.procedural.shapes import box, cone, cylinder, sphere
-from pipeline.errors import InputError
+from core.errors import InputError
 
 Builder = Callable[[np.random.Generator], list[trimesh.Trimesh]]
 

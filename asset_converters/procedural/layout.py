@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import shapely
 
-from pipeline.errors import InputError
+from core.errors import InputError
 
 ROOM_SIZE = (4.0, 6.0)  # m, side length range of a room
 ALCOVE_WIDTH = (1.8, 2.6)  # m, along the room wall

@@ -18,8 +18,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from asset_converters.smpl.model_pickle import load_model_pickle, load_pickled_npy
-from pipeline.errors import InputError
-from pipeline.progress import get_logger
+from core.errors import InputError
+from core.progress import get_logger
 
 log = get_logger("convert.smpl")
 

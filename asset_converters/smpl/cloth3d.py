@@ -36,8 +36,8 @@ from asset_converters.smpl.sequences import (
 )
 from asset_converters.transforms import yaw_rotation
 from asset_converters.usd_io import triangulate
-from pipeline.errors import InputError
-from pipeline.rundir import sha256_file
+from core.errors import InputError
+from core.rundir import sha256_file
 
 PC2_SIGNATURE = b"POINTCACHE2\0"
 PC2_HEADER = struct.Struct("<12siiffi")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from pipeline.errors import InputError
+from core.errors import InputError
 
 
 class ChumpyArray:

@@ -16,9 +16,9 @@ from scipy.spatial.transform import Rotation
 
 from asset_converters.smpl.body_model import BODY_JOINTS, JOINT_NAMES, normalize_gender
 from asset_converters.transforms import Y_UP_TO_Z_UP
-from pipeline.errors import InputError
-from pipeline.progress import get_logger
-from pipeline.rundir import load_npz_checked
+from core.errors import InputError
+from core.progress import get_logger
+from core.rundir import load_npz_checked
 
 log = get_logger("convert.smpl")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.config import RobotConfig
+from core.config import RobotConfig
 from simulation.control.uav_controller import clip_norm, wrap_angle
 
 POSITION_GAIN = 1.5  # 1/s: speed per metre of distance to the target

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.config import PidGains, RobotConfig, UavLimits
+from core.config import PidGains, RobotConfig, UavLimits
 from simulation.control.pid import Pid
 
 GRAVITY = 9.81  # m/s^2

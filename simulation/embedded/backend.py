@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from asset_converters.animated import joint_world_transforms
-from pipeline.config import ExperimentConfig
-from pipeline.errors import ConfigError, InputError
+from core.config import ExperimentConfig
+from core.errors import ConfigError, InputError
 from placement import animation_time
 from simulation.backend import ActorStates, HumanInfo, ImuReading, InstanceInfo, LidarScan
 from simulation.embedded.randomization import Randomizer

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.errors import InputError
+from core.errors import InputError
 from simulation.render import RenderMaterial
 
 MAX_TILES = 16  # repeats of a texture per axis in the atlas; more would blow up its size

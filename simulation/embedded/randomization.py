@@ -1,6 +1,6 @@
 """Domain randomization of the embedded backend: light intensity and colour temperature, material roughness.
 
-Draws come from `pipeline.seeding` generators named by what they randomize, so they depend only on
+Draws come from `core.seeding` generators named by what they randomize, so they depend only on
 the master seed. Roughness is drawn once per static mesh when the scene is built. Lights are drawn at
 the start (epoch 0) and, with `during_run`, again at the start of every `period` (epoch k at
 t = k * period), each epoch from its own generator: the lights of any time follow from the seed alone,
@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pipeline.config import RandomizationConfig
-from pipeline.errors import ConfigError
-from pipeline.seeding import generator
+from core.config import RandomizationConfig
+from core.errors import ConfigError
+from core.seeding import generator
 from simulation.render import PointLight
 
 KELVIN_RANGE = (1667.0, 25000.0)  # validity of the Planckian locus fit

@@ -16,8 +16,8 @@ from pxr import Sdf, Usd, UsdGeom
 from pydantic import ValidationError
 
 from asset_converters.package import load_meta
-from pipeline.errors import InputError
-from pipeline.rundir import StageStatus, stage_status
+from core.errors import InputError
+from core.rundir import StageStatus, stage_status
 from placement.compose import SCENE_ROOT
 from placement.schema import AnimationSchedule, FlyingMotion
 from simulation.physics import StartPose

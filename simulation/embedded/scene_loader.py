@@ -19,7 +19,7 @@ import numpy as np
 from pxr import Usd, UsdGeom, UsdLux
 
 from asset_converters import Light, load_meta, read_meshes
-from pipeline.errors import InputError
+from core.errors import InputError
 from simulation.backend import InstanceInfo
 from simulation.embedded.actors import HumanModel, HumanTrack, ObjectTrack, object_parts
 from simulation.embedded.merge import merge_parts

@@ -1,6 +1,6 @@
 """Sensors of the embedded backend: cameras and a LiDAR mounted on robot links.
 
-Frames. A mount (`pipeline.config.Mount`: link, translation, roll/pitch/yaw in degrees, extrinsic
+Frames. A mount (`core.config.Mount`: link, translation, roll/pitch/yaw in degrees, extrinsic
 XYZ) places a sensor frame in its link. For IMUs and the LiDAR that frame is the sensor's own
 (x forward, y left, z up). For a camera it is the camera's body frame (ROS `camera_link`: x forward,
 y left, z up), and the image is rendered in the ROS optical frame (z forward, x right, y down) rotated
@@ -23,8 +23,8 @@ import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pipeline.config import CameraConfig, LidarConfig, SensorsConfig
-from pipeline.errors import ConfigError, InputError
+from core.config import CameraConfig, LidarConfig, SensorsConfig
+from core.errors import ConfigError, InputError
 from simulation.backend import LidarScan
 from simulation.physics import PhysicsWorld
 from simulation.physics.sensors import site_name

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from pipeline.config import RobotConfig
+from core.config import RobotConfig
 from simulation.backend import Backend
 from simulation.control import PlanarController, UavController, UavState
 from simulation.robots.tiago_model import CHASSIS_HALF_XY

@@ -39,8 +39,8 @@ import numpy as np
 import shapely
 from scipy import ndimage
 
-from pipeline.config import ExperimentConfig, RobotConfig
-from pipeline.errors import ConfigError
+from core.config import ExperimentConfig, RobotConfig
+from core.errors import ConfigError
 from simulation.backend import Backend
 from simulation.control import wrap_angle
 from simulation.exploration.drivers import TIAGO_HEIGHT, UAV_HALF_HEIGHT, make_driver

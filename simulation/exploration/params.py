@@ -10,8 +10,8 @@ from typing import Literal
 import numpy as np
 import shapely
 
-from pipeline.config import ExperimentConfig
-from pipeline.errors import ConfigError
+from core.config import ExperimentConfig
+from core.errors import ConfigError
 from simulation.exploration.goals import GoalParams
 from simulation.exploration.occupancy import Grid2D
 

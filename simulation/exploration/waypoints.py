@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.config import RobotConfig
-from pipeline.errors import ConfigError
+from core.config import RobotConfig
+from core.errors import ConfigError
 from simulation.backend import Backend
 from simulation.exploration.drivers import make_driver
 from simulation.exploration.follower import PathFollower

@@ -16,7 +16,7 @@ import mujoco
 import numpy as np
 import trimesh
 
-from pipeline.errors import InputError
+from core.errors import InputError
 from simulation.robots.mjcf import COLLISION, element
 
 HUMAN_RADIUS = 0.25  # m, shoulders-wide capsule

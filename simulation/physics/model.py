@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from pipeline.errors import InputError
+from core.errors import InputError
 from simulation.physics.kinematic import KinematicBody, kinematic_elements, mocap_indices, set_kinematic_pose
 from simulation.physics.sensors import (
     SensorMount,

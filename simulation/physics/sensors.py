@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from pipeline.config import Mount
-from pipeline.errors import ConfigError
+from core.config import Mount
+from core.errors import ConfigError
 from simulation.robots.mjcf import element, find_body, rpy_quat
 
 

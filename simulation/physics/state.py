@@ -12,7 +12,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from pipeline.errors import InputError
+from core.errors import InputError
 
 STATE_FIELDS = (
     "qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "qacc_warmstart", "qfrc_applied", "xfrc_applied",

@@ -36,8 +36,8 @@ import trimesh
 
 from asset_converters.package import load_meta
 from asset_converters.usd_io import read_meshes
-from pipeline.errors import InputError
-from pipeline.progress import track
+from core.errors import InputError
+from core.progress import track
 from simulation.robots.mjcf import COLLISION, element
 
 FLOOR_TOLERANCE = 0.01  # m: a prim within this of the floor height everywhere is floor

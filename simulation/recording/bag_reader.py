@@ -17,7 +17,7 @@ from rosbags.highlevel import AnyReader, AnyReaderError
 from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
-from pipeline.errors import InputError
+from core.errors import InputError
 
 DEFAULT_ROS2_STORE = Stores.ROS2_HUMBLE
 NS_PER_S = 1_000_000_000

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.config import ExperimentConfig
+from core.config import ExperimentConfig
 from simulation.backend import Backend
 from simulation.recording.bags import BagWriter
 from simulation.recording.ground_truth import CameraWriter, ImuLog, frame_name

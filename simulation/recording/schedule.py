@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.config import ExperimentConfig
+from core.config import ExperimentConfig
 
 STEP_TOLERANCE = 1e-6
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from asset_converters.transforms import matrix_to_quat_wxyz
-from pipeline.errors import InputError
-from pipeline.rundir import load_npz_checked
+from core.errors import InputError
+from core.rundir import load_npz_checked
 from simulation.backend import Backend
 
 STATES_SCHEMA = "grade.states/1"

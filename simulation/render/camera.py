@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from pipeline.errors import InputError
+from core.errors import InputError
 
 DEFAULT_NEAR = 0.01  # metres
 DEFAULT_FAR = 100.0  # metres

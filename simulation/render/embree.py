@@ -24,7 +24,7 @@ import numpy as np
 from embreex.rtcore import EmbreeDevice
 from embreex.rtcore_scene import EmbreeScene
 
-from pipeline.errors import GradeError
+from core.errors import GradeError
 
 # Values from embree4/rtcore_common.h, rtcore_buffer.h, rtcore_geometry.h and rtcore_scene.h.
 _GEOMETRY_TYPE_TRIANGLE = 0

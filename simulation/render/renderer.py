@@ -19,7 +19,7 @@ from functools import cache
 
 import numpy as np
 
-from pipeline.errors import InputError
+from core.errors import InputError
 from simulation.render.annotations import (
     BOX_2D_DTYPE,
     BOX_3D_DTYPE,

@@ -20,7 +20,7 @@ from embreex.rtcore_scene import EmbreeScene
 from PIL import Image, UnidentifiedImageError
 
 from asset_converters import parts
-from pipeline.errors import InputError
+from core.errors import InputError
 from simulation.render.camera import linear_map
 from simulation.render.embree import BUILD_QUALITY_HIGH, BUILD_QUALITY_MEDIUM, SharedScene
 from simulation.render.raycast import drain

@@ -42,8 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.errors import InputError
-from pipeline.seeding import generator
+from core.errors import InputError
+from core.seeding import generator
 from simulation.robots.drive import GLITCH_SECONDS, Command, remove_glitches
 from simulation.robots.mecanum import WHEEL_NAMES, base_twist, wheel_speeds
 from simulation.robots.scurve import (

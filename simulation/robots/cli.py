@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from pipeline.errors import GradeError
-from pipeline.progress import console, progress_task
+from core.errors import GradeError
+from core.progress import console, progress_task
 
 robot_app = typer.Typer(help="Robot models: S-curve calibration and command-file driving.", no_args_is_help=True)
 
@@ -52,7 +52,7 @@ def drive_command(
     """Drive a robot model on an empty floor through a command file; print the final pose."""
     import numpy as np
 
-    from pipeline.config import TiagoConfig
+    from core.config import TiagoConfig
     from simulation.robots.drive import (
         TIAGO_MODELS,
         build_tiago,

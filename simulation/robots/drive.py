@@ -45,8 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.errors import InputError
-from pipeline.rundir import atomic_write_text
+from core.errors import InputError
+from core.rundir import atomic_write_text
 from simulation.physics import PhysicsWorld, StartPose, build_world
 from simulation.robots.scurve import SCurveFollower, SCurveNetwork
 from simulation.robots.tiago_model import lightweight, physical

@@ -80,12 +80,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.special import expit
 
-from pipeline.errors import InputError
-from pipeline.rundir import atomic_write_bytes, load_npz_checked
+from core.errors import InputError
+from core.rundir import atomic_write_bytes, load_npz_checked
 from simulation.robots.mecanum import HALF_TRACK, HALF_WHEELBASE, WHEEL_RADIUS
 
 if TYPE_CHECKING:
-    from pipeline.config import TiagoConfig
+    from core.config import TiagoConfig
 
 LINEAR_POINT = 5.0  # P: the softplus argument range [-P, P] spans the bend
 BREAK_FRACTION = 0.8  # rho: the ramp hands over to the approach by rho L at the latest

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from pipeline.config import BatchConfig, ExperimentConfig
-from pipeline.errors import ConfigError
+from core.config import BatchConfig, ExperimentConfig
+from core.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 

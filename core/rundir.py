@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.errors import InputError
+from core.errors import InputError
 
 MANIFEST = "MANIFEST.json"
 MANIFEST_SCHEMA = "grade.manifest/1"
