@@ -16,7 +16,7 @@ import trimesh
 
 from asset_converters.package import AnimationInfo, AssetMeta, SourceInfo, write_package
 from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
-from asset_converters.transforms import forward_kinematics
+from core.geometry import forward_kinematics
 from asset_converters.usd_io import add_skel_animation, create_stage
 from core.errors import InputError
 from core.rundir import StageStatus, load_npz_checked, stage_status

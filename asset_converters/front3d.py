@@ -38,7 +38,7 @@ from asset_converters.front3d_labels import (
 )
 from asset_converters.package import SourceInfo
 from asset_converters.parts import Material, SceneMesh
-from asset_converters.transforms import Y_UP_TO_Z_UP
+from core.geometry import Y_UP_TO_Z_UP
 from core.errors import InputError
 from core.progress import get_logger
 from core.rundir import atomic_write_json, sha256_file

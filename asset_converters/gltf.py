@@ -44,7 +44,7 @@ from scipy.spatial.transform import Rotation
 from asset_converters.animated import write_animated_package
 from asset_converters.package import SourceInfo
 from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
-from asset_converters.transforms import Y_UP_TO_Z_UP, matrix_to_quat_wxyz
+from core.geometry import Y_UP_TO_Z_UP, matrix_to_quat_wxyz
 from asset_converters.usd_io import prim_name
 from core.errors import InputError
 from core.progress import get_logger

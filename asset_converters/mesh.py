@@ -33,7 +33,7 @@ from asset_converters.environment import write_environment_package
 from asset_converters.objects import write_object_package
 from asset_converters.package import SourceInfo
 from asset_converters.parts import Material, SceneMesh
-from asset_converters.transforms import Y_UP_TO_Z_UP
+from core.geometry import Y_UP_TO_Z_UP
 from asset_converters.usd_io import prim_name
 from core.errors import InputError
 from core.rundir import sha256_file

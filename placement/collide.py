@@ -14,7 +14,7 @@ import fcl
 import numpy as np
 import trimesh
 
-from asset_converters.transforms import yaw_rotation
+from core.geometry import yaw_rotation
 
 _YES_NO = fcl.CollisionRequest(num_max_contacts=1, enable_contact=False)
 # Traces and robot volumes are tested this far above their placed height: their lowest point touches

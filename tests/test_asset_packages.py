@@ -14,7 +14,7 @@ from asset_converters import (
     read_meshes, write_animated_package, write_environment_package, write_object_package,
 )
 from asset_converters.animated import TRACE_TOLERANCE, joint_world_transforms
-from asset_converters.transforms import axis_angle_to_quat_wxyz
+from core.geometry import axis_angle_to_quat_wxyz
 from core.errors import InputError
 from core.rundir import StageStatus, stage_status
 

@@ -29,7 +29,7 @@ from asset_converters import (
     write_environment_package,
     write_object_package,
 )
-from asset_converters.transforms import axis_angle_to_quat_wxyz
+from core.geometry import axis_angle_to_quat_wxyz
 from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from core.errors import ConfigError, InputError
 from core.rundir import MANIFEST, write_manifest

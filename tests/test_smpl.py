@@ -20,7 +20,7 @@ from asset_converters.animated import TRACE_TOLERANCE
 from asset_converters.smpl import convert_sequence, forward, load_body_model, read_sequence
 from asset_converters.smpl.body_model import SMPL_JOINT_NAMES, find_body_model
 from asset_converters.smpl.sequences import MotionSequence, detected_up, resample
-from asset_converters.transforms import Y_UP_TO_Z_UP
+from core.geometry import Y_UP_TO_Z_UP
 from asset_converters.usd_io import get_semantic_label
 from core.errors import InputError
 from core.rundir import StageStatus, stage_status

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from asset_converters.procedural.humanoid import JOINTS, PARENTS, Body, J, sole_points
-from asset_converters.transforms import forward_kinematics
+from core.geometry import forward_kinematics
 
 FPS = 30.0
 WALK_DISTANCE = (2.0, 4.0)  # m

@@ -34,7 +34,7 @@ from asset_converters.smpl.sequences import (
     interpolate_rotations,
     resample_times,
 )
-from asset_converters.transforms import yaw_rotation
+from core.geometry import yaw_rotation
 from asset_converters.usd_io import triangulate
 from core.errors import InputError
 from core.rundir import sha256_file

@@ -21,7 +21,7 @@ import numpy as np
 
 from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
 from asset_converters.smpl.body_model import BodyModel, forward, rotation_matrices, shaped, sparse_skinning
-from asset_converters.transforms import Y_UP_TO_Z_UP, compose, matrix_to_quat_wxyz
+from core.geometry import Y_UP_TO_Z_UP, compose, matrix_to_quat_wxyz
 from core.errors import InputError
 
 REPRESENTATIONS = ("skeleton", "points")

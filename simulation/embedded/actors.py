@@ -18,7 +18,7 @@ import numpy as np
 
 from asset_converters import load_animation, posed_meshes, read_meshes
 from asset_converters.animated import joint_world_transforms
-from asset_converters.transforms import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from core.geometry import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from placement import AnimationSchedule, animation_time, flying_pose
 from simulation.embedded.merge import MergedMesh, Part, merge_parts
 from simulation.embedded.scene_file import FlyingObjectPrim, PlacedHumanPrim

@@ -17,7 +17,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from asset_converters.transforms import matrix_to_quat_wxyz
+from core.geometry import matrix_to_quat_wxyz
 from simulation.backend import ImuReading, InstanceInfo
 from simulation.render import Frame
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asset_converters.transforms import matrix_to_quat_wxyz
+from core.geometry import matrix_to_quat_wxyz
 from core.errors import InputError
 from core.rundir import load_npz_checked
 from simulation.backend import Backend

@@ -1,4 +1,9 @@
-"""Small rotation helpers (quaternions w, x, y, z) built on scipy."""
+"""Rotation and pose helpers shared by every stage, built on scipy.
+
+Quaternions are (w, x, y, z) as in USD unless a name says `xyzw` (ROS, TUM, scipy's default order);
+convert at the boundary with `wxyz_to_xyzw` / `xyzw_to_wxyz`. Poses are 4x4 homogeneous matrices
+(parent <- child). Yaw is the rotation about world Z, in radians.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +11,35 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 
+def wxyz_to_xyzw(q: np.ndarray) -> np.ndarray:
+    """(..., 4) quaternions in USD order (w, x, y, z) -> ROS/TUM/scipy order (x, y, z, w)."""
+    return np.asarray(q, dtype=np.float64)[..., [1, 2, 3, 0]]
+
+
+def xyzw_to_wxyz(q: np.ndarray) -> np.ndarray:
+    """(..., 4) quaternions in ROS/TUM/scipy order (x, y, z, w) -> USD order (w, x, y, z)."""
+    return np.asarray(q, dtype=np.float64)[..., [3, 0, 1, 2]]
+
+
 def quat_wxyz_to_matrix(q: np.ndarray) -> np.ndarray:
     """(..., 4) w, x, y, z -> (..., 3, 3)."""
     q = np.asarray(q, dtype=np.float64)
     flat = q.reshape(-1, 4)
-    mats = Rotation.from_quat(flat[:, [1, 2, 3, 0]]).as_matrix()
+    mats = Rotation.from_quat(wxyz_to_xyzw(flat)).as_matrix()
     return mats.reshape(*q.shape[:-1], 3, 3)
 
 
 def matrix_to_quat_wxyz(m: np.ndarray) -> np.ndarray:
     m = np.asarray(m, dtype=np.float64)
     flat = m.reshape(-1, 3, 3)
-    q = Rotation.from_matrix(flat).as_quat()[:, [3, 0, 1, 2]]
+    q = xyzw_to_wxyz(Rotation.from_matrix(flat).as_quat())
     q *= np.where(q[:, :1] < 0, -1.0, 1.0)  # canonical: w >= 0
     return q.reshape(*m.shape[:-2], 4)
 
 
 def axis_angle_to_quat_wxyz(aa: np.ndarray) -> np.ndarray:
     aa = np.asarray(aa, dtype=np.float64)
-    q = Rotation.from_rotvec(aa.reshape(-1, 3)).as_quat()[:, [3, 0, 1, 2]]
+    q = xyzw_to_wxyz(Rotation.from_rotvec(aa.reshape(-1, 3)).as_quat())
     return q.reshape(*aa.shape[:-1], 4)
 
 
@@ -48,8 +63,26 @@ def forward_kinematics(parents: np.ndarray, local_rotations: np.ndarray, local_t
 
 
 def yaw_rotation(yaw: float) -> np.ndarray:
+    """3x3 rotation by `yaw` about Z."""
     c, s = np.cos(yaw), np.sin(yaw)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def yaw_of(pose: np.ndarray) -> float:
+    """Heading of a 3x3 rotation or 4x4 pose: the angle of its x axis in the world XY plane."""
+    pose = np.asarray(pose)
+    return float(np.arctan2(pose[1, 0], pose[0, 0]))
+
+
+def pose_from_xyz_yaw(x: float, y: float, z: float, yaw: float) -> np.ndarray:
+    """4x4 pose at (x, y, z) turned by `yaw` about Z."""
+    return compose(yaw_rotation(yaw), np.array([x, y, z], dtype=np.float64))
+
+
+def transform_points(pose: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """(..., 3) points mapped by a 4x4 pose (child -> parent coordinates)."""
+    pose = np.asarray(pose, dtype=np.float64)
+    return np.asarray(points, dtype=np.float64) @ pose[:3, :3].T + pose[:3, 3]
 
 
 Y_UP_TO_Z_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
