@@ -290,12 +290,21 @@ class RandomizationConfig(Strict):
 
 
 class SimulationConfig(Strict):
-    backend: Literal["embedded", "isaac"] = "embedded"
+    backend: Literal["embedded"] = Field("embedded", description="MuJoCo physics + Embree ray casting on the CPU")
     physics_hz: PositiveFloat = 240.0
     duration: PositiveFloat = Field(60.0, description="experiment length after the bootstrap, s")
     bootstrap: NonNegFloat = Field(1.0, description="settling period before the start marker, s")
     rates: RatesConfig = Field(default_factory=RatesConfig)
     randomization: RandomizationConfig = Field(default_factory=RandomizationConfig)
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _available_backend(cls, value: object) -> object:
+        # The original GRADE ran on Isaac Sim, so configs may name 'isaac': say it is not available here
+        # rather than pydantic's bare "Input should be 'embedded'".
+        if value != "embedded":
+            raise ValueError(f"backend {value!r} is not available in this version (only 'embedded')")
+        return value
 
 
 class RecordingConfig(Strict):
@@ -306,22 +315,6 @@ class RecordingConfig(Strict):
     human_vertices: bool = Field(False, description="save posed human vertices per frame (large)")
     checkpoint_period: PositiveFloat = Field(1.0, description="s between full simulator states in states.npz "
                                                               "(replay can start at any of them)")
-
-
-class ImuNoise(Strict):
-    """Continuous-time noise densities and random walks (Kalibr convention)."""
-
-    accel_noise_density: NonNegFloat = 0.0028
-    accel_random_walk: NonNegFloat = 0.00086
-    gyro_noise_density: NonNegFloat = 0.00016
-    gyro_random_walk: NonNegFloat = 0.000022
-
-
-class PostprocessConfig(Strict):
-    imu_noise: ImuNoise | None = Field(default_factory=ImuNoise)
-    depth_noise_std_per_m2: NonNegFloat = Field(0.0, description="axial depth noise sigma = k * z^2")
-    motion_blur_exposure: NonNegFloat = Field(0.0, description="exposure time s; 0 disables blur")
-    rolling_shutter_readout: NonNegFloat = Field(0.0, description="row readout time s; 0 = global shutter")
 
 
 class ExperimentConfig(Strict):
@@ -339,7 +332,6 @@ class ExperimentConfig(Strict):
     exploration: ExplorationConfig = Field(default_factory=ExplorationConfig)
     simulation: SimulationConfig = Field(default_factory=SimulationConfig)
     recording: RecordingConfig = Field(default_factory=RecordingConfig)
-    postprocess: PostprocessConfig = Field(default_factory=PostprocessConfig)
 
     @model_validator(mode="after")
     def _rates_divide_physics(self) -> ExperimentConfig:
@@ -441,15 +433,6 @@ class Variant(Strict):
     set: dict[str, object] = Field(default_factory=dict)
 
 
-class ExecutorConfig(Strict):
-    kind: Literal["local", "ray", "slurm"] = "local"
-    workers: PositiveInt = 1
-    slurm_partition: str | None = None
-    slurm_time_min: PositiveInt = 240
-    slurm_cpus_per_task: PositiveInt = 2
-    slurm_mem_gb: PositiveInt = 16
-
-
 class BatchConfig(Strict):
     """Many experiments: a base config crossed with seeds and variants."""
 
@@ -457,7 +440,6 @@ class BatchConfig(Strict):
     seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0])
     variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
     output_dir: Path = Path("runs/batch")
-    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> BatchConfig:
@@ -467,3 +449,17 @@ class BatchConfig(Strict):
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be unique: {self.seeds}")
         return self
+
+
+# Keys that earlier versions declared but no stage applied. They are not in the schema (a setting
+# must do something); a config naming one gets this message instead of a "did you mean" hint.
+NOT_AVAILABLE: dict[type[BaseModel], dict[str, str]] = {
+    ExperimentConfig: {
+        "postprocess": "no stage applies post-processing (IMU noise, depth noise, motion blur, rolling shutter) "
+                       "in this version; remove the section",
+    },
+    BatchConfig: {
+        "executor": "no stage runs batches in this version (`grade config validate` and `grade config show` "
+                    "expand one; run each experiment with `grade generate`); remove the section",
+    },
+}

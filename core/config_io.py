@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from core.config import BatchConfig, ExperimentConfig
+from core.config import NOT_AVAILABLE, BatchConfig, ExperimentConfig
 from core.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
@@ -107,8 +107,8 @@ def _unwrap(annotation: Any) -> list[Any]:
     return [annotation]
 
 
-def _known_keys(model: type[BaseModel], loc: tuple) -> list[str]:
-    """Field names of the (nested) model at `loc`, for did-you-mean hints."""
+def _models_at(model: type[BaseModel], loc: tuple) -> list[type[BaseModel]]:
+    """The (nested) models a key path inside `model` can point to."""
     candidates: list[Any] = [model]
     for part in loc:
         nxt: list[Any] = []
@@ -120,7 +120,20 @@ def _known_keys(model: type[BaseModel], loc: tuple) -> list[str]:
             elif origin in (list, tuple) and isinstance(part, int):
                 nxt += [t for a in typing.get_args(cand) if a is not Ellipsis for t in _unwrap(a)]
         candidates = nxt
-    return sorted({k for c in candidates if isinstance(c, type) and issubclass(c, BaseModel) for k in c.model_fields})
+    return [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+
+
+def _unknown_key_message(model: type[BaseModel], loc: tuple) -> str:
+    """Why a key is refused: not available in this version, or unknown with a did-you-mean hint."""
+    parents = _models_at(model, loc[:-1])
+    for parent in parents:
+        reason = NOT_AVAILABLE.get(parent, {}).get(str(loc[-1]))
+        if reason:
+            return reason
+    known = sorted({k for parent in parents for k in parent.model_fields})
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"unknown key{hint} Expected one of: {', '.join(known)}"
 
 
 def format_validation_error(exc: ValidationError, model: type[BaseModel], file: Path | str,
@@ -133,14 +146,13 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], file: 
         line = lines.get(tuple(str(p) for p in loc)) if loc else None
         at = f" (line {line})" if line else ""
         if err["type"] == "extra_forbidden":
-            known = _known_keys(model, loc[:-1])
-            close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            messages.append(f"{key}{at}: unknown key{hint} Expected one of: {', '.join(known)}.")
+            messages.append(f"{key}{at}: {_unknown_key_message(model, loc)}.")
         else:
             msg = err["msg"].removeprefix("Value error, ")
             got = err.get("input")
-            shown = "" if isinstance(got, (dict, list)) or got is None else f" (got {got!r})"
+            # Checks that quote the value themselves need no "(got ...)" repeating it.
+            quoted = isinstance(got, (dict, list)) or got is None or repr(got) in msg
+            shown = "" if quoted else f" (got {got!r})"
             # Model-level checks name their own key paths in the message.
             messages.append(f"{key}{at}: {msg}{shown}." if key else f"{msg}{shown}.")
     error = ConfigError(" ".join(messages), file)
