@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import REALDATA, run_grade
+from conftest import run_grade
 from core.errors import InputError
 from simulation.robots.drive import (
     COMMAND_SECONDS,
@@ -169,10 +169,8 @@ PHYSICAL_YAW_TOLERANCE = math.radians(4.0)
 
 
 @pytest.fixture(scope="module")
-def arcs():
-    if not REALDATA.is_dir():
-        pytest.skip(f"real-data samples not found at {REALDATA}")
-    commands = read_commands(REALDATA / "tiago" / "test_commands" / "r_forward.txt")[8:12]
+def arcs(realdata):
+    commands = read_commands(realdata / "tiago" / "test_commands" / "r_forward.txt")[8:12]
     return commands, {model: drive_model(model, commands) for model in ("lightweight", "physical")}
 
 
