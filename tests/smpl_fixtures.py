@@ -10,6 +10,7 @@ random shape and pose blend shapes. The pickle writer mimics the official `.pkl`
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import struct
 import sys
@@ -100,6 +101,17 @@ def build_model(rings: int = 12, segments: int = 16, joints: int = 24, seed: int
     return {"v_template": v_template, "f": faces, "shapedirs": shapedirs, "posedirs": posedirs,
             "J_regressor": regressor, "weights": weights, "kintree_table": kintree,
             "J": regressor @ v_template, "bs_style": np.array("lbs"), "bs_type": np.array("lrotmin")}
+
+
+def model_digest(model: dict[str, np.ndarray]) -> str:
+    """sha256 over every array's name, dtype, shape and bytes: says whether a stored reference was computed
+    from the model `build_model` makes today."""
+    digest = hashlib.sha256()
+    for key in sorted(model):
+        array = np.ascontiguousarray(model[key])
+        digest.update(f"{key}|{array.dtype.str}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
 
 
 def save_npz(model: dict[str, np.ndarray], path: Path) -> Path:

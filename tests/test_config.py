@@ -5,12 +5,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import CONFIGS, ROOT, run_grade
 
 from core.config import NOT_AVAILABLE, ROBOT_LINKS, BatchConfig, ExperimentConfig
 from core.config_io import _models_at, apply_overrides, expand_batch, load_batch, load_experiment
 from core.errors import ConfigError
-
-from conftest import CONFIGS, ROOT, run_grade
 
 
 def write(tmp_path: Path, data: dict, name: str = "exp.yaml") -> Path:
@@ -232,7 +231,7 @@ def test_every_config_file_validates():
 def _fields(model: type, prefix: str = "") -> list[tuple[str, str]]:
     """(key path, field name) of every field of a model and the models inside it."""
     found = []
-    for name, field in model.model_fields.items():
+    for name in model.model_fields:
         found.append((prefix + name, name))
         for inner in _models_at(model, (name,)):
             found += _fields(inner, f"{prefix}{name}.")
