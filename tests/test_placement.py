@@ -29,6 +29,8 @@ from asset_converters import (
     write_environment_package,
     write_object_package,
 )
+from asset_converters.front3d import convert_house
+from asset_converters.procedural import build_demo_assets
 from core.geometry import axis_angle_to_quat_wxyz
 from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from core.errors import ConfigError, InputError
@@ -474,9 +476,7 @@ def check_real_scene(scene, environment: Path) -> None:
 
 
 def test_forty_candidates_in_converted_3d_front_house(assets, realdata, tmp_path):
-    front3d = pytest.importorskip("asset_converters.front3d", reason="3D-Front converter not written yet")
-    house = front3d.convert_house(realdata / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json",
-                                  tmp_path / "house")
+    house = convert_house(realdata / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json", tmp_path / "house")
     humans = HumansConfig(count=IntRange(min=40, max=40))
     scene = place_scene(house, list_packages(assets["humans"], "animated"), [], humans, NO_FLYING,
                         RobotConfig(kind="tiago_omni"), seed=1)
@@ -486,8 +486,7 @@ def test_forty_candidates_in_converted_3d_front_house(assets, realdata, tmp_path
 
 
 def test_forty_candidates_in_procedural_demo_environment(tmp_path):
-    procedural = pytest.importorskip("asset_converters.procedural", reason="procedural converter not written yet")
-    demo = procedural.build_demo_assets(tmp_path / "demo", seed=0, humans=3, objects=2)  # walk, idle, wave
+    demo = build_demo_assets(tmp_path / "demo", seed=0, humans=3, objects=2)  # walk, idle, wave
     humans = HumansConfig(count=IntRange(min=40, max=40))
     scene = place_scene(demo.environment, demo.humans, demo.objects, humans, FlyingObjectsConfig(),
                         RobotConfig(), seed=0)
