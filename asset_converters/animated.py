@@ -14,13 +14,14 @@ import manifold3d
 import numpy as np
 import trimesh
 
-from asset_converters.package import AnimationInfo, AssetMeta, SourceInfo, write_package
+from asset_converters.package import CONVERTER_VERSION, write_package
 from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
-from core.geometry import forward_kinematics
 from asset_converters.usd_io import add_skel_animation, create_stage
 from core.errors import InputError
-from core.rundir import StageStatus, load_npz_checked, stage_status
-
+from core.formats.asset_meta import AnimationInfo, AssetMeta, SourceInfo
+from core.formats.manifest import StageStatus, stage_status
+from core.geometry import forward_kinematics
+from core.rundir import load_npz_checked
 
 # Hulls thinner than this (a few vertices in a plane) add nothing to the trace but slivers.
 MIN_HULL_VOLUME = 1e-9  # m^3
@@ -131,8 +132,8 @@ def write_animated_package(anim: Animation, out: str | Path, source: SourceInfo,
         trace.export(folder / "trace.stl")
         save_animation_npz(folder / "animation.npz", anim, world)
         return AssetMeta(
-            id=out.name, kind="animated", converter=source.dataset, source=source,
-            semantic_labels={root: anim.semantic_label},
+            id=out.name, kind="animated", converter=source.dataset, converter_version=CONVERTER_VERSION,
+            source=source, semantic_labels={root: anim.semantic_label},
             animation=AnimationInfo(
                 fps=anim.fps, frame_count=anim.frame_count, duration=anim.frame_count / anim.fps,
                 joint_names=list(anim.joint_names), ground_offset=float(-lowest),

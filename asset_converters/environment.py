@@ -15,10 +15,12 @@ import shapely
 import trimesh
 from shapely.geometry import mapping
 
-from asset_converters.package import AssetMeta, EnvironmentInfo, SourceInfo, write_package
+from asset_converters.package import CONVERTER_VERSION, write_package
 from asset_converters.parts import Light, SceneMesh
-from asset_converters.usd_io import ROOT, add_light, add_material, add_mesh, create_stage, prim_name
+from asset_converters.usd_io import add_light, add_material, add_mesh, create_stage
 from core.errors import InputError
+from core.formats.asset_meta import AssetMeta, EnvironmentInfo, SourceInfo
+from core.formats.scene_layout import PACKAGE_ROOT, prim_name
 
 OCCUPANCY_RESOLUTION = 0.05  # m, 2D map cell
 VOXEL_SIZE = 0.1  # m, 3D grid cell
@@ -127,7 +129,7 @@ def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out:
             while name in used:
                 name += "_"
             used.add(name)
-            path = f"{ROOT}/{prim_name(mesh.category)}/{name}"
+            path = f"{PACKAGE_ROOT}/{prim_name(mesh.category)}/{name}"
             material = add_material(stage, mesh.material, folder)
             add_mesh(stage, path, mesh.vertices, mesh.faces, mesh.uvs, material, mesh.semantic_label,
                      double_sided=mesh.category == "architecture")
@@ -145,7 +147,8 @@ def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out:
             write_extra(folder, paths)
         lo, hi = combined.bounds
         return AssetMeta(
-            id=out.name, kind="environment", converter=source.dataset, source=source, semantic_labels=labels,
+            id=out.name, kind="environment", converter=source.dataset, converter_version=CONVERTER_VERSION,
+            source=source, semantic_labels=labels,
             environment=EnvironmentInfo(
                 bounds=(tuple(map(float, lo)), tuple(map(float, hi))), floor_height=floor_height,
                 floor_polygon=mapping(polygon), floor_area=float(polygon.area), lights=len(lights),

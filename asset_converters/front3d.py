@@ -36,10 +36,10 @@ from asset_converters.front3d_labels import (
     load_label_map,
     semantics_document,
 )
-from asset_converters.package import SourceInfo
 from asset_converters.parts import Material, SceneMesh
-from core.geometry import Y_UP_TO_Z_UP
 from core.errors import InputError
+from core.formats.asset_meta import SourceInfo
+from core.geometry import Y_UP_TO_Z_UP
 from core.progress import get_logger
 from core.rundir import atomic_write_json, sha256_file
 

@@ -42,11 +42,11 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from asset_converters.animated import write_animated_package
-from asset_converters.package import SourceInfo
 from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
-from core.geometry import Y_UP_TO_Z_UP, matrix_to_quat_wxyz
-from asset_converters.usd_io import prim_name
 from core.errors import InputError
+from core.formats.asset_meta import SourceInfo
+from core.formats.scene_layout import prim_name
+from core.geometry import Y_UP_TO_Z_UP, matrix_to_quat_wxyz
 from core.progress import get_logger
 from core.rundir import sha256_file
 

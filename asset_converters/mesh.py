@@ -31,11 +31,11 @@ from asset_converters import gltf
 from asset_converters.batch import Job, hash_inputs
 from asset_converters.environment import write_environment_package
 from asset_converters.objects import write_object_package
-from asset_converters.package import SourceInfo
 from asset_converters.parts import Material, SceneMesh
-from core.geometry import Y_UP_TO_Z_UP
-from asset_converters.usd_io import prim_name
 from core.errors import InputError
+from core.formats.asset_meta import SourceInfo
+from core.formats.scene_layout import prim_name
+from core.geometry import Y_UP_TO_Z_UP
 from core.rundir import sha256_file
 
 MESH_SUFFIXES = (".obj", ".ply", ".stl", ".glb", ".gltf")

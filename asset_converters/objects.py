@@ -8,10 +8,12 @@ import numpy as np
 import trimesh
 
 from asset_converters.environment import validate_meshes
-from asset_converters.package import AssetMeta, ObjectInfo, SourceInfo, write_package
+from asset_converters.package import CONVERTER_VERSION, write_package
 from asset_converters.parts import SceneMesh
-from asset_converters.usd_io import ROOT, add_material, add_mesh, create_stage, prim_name, set_semantic_label
+from asset_converters.usd_io import add_material, add_mesh, create_stage, set_semantic_label
 from core.errors import InputError
+from core.formats.asset_meta import AssetMeta, ObjectInfo, SourceInfo
+from core.formats.scene_layout import PACKAGE_ROOT, prim_name
 
 
 def write_object_package(meshes: list[SceneMesh], label: str, out: str | Path, source: SourceInfo,
@@ -26,17 +28,18 @@ def write_object_package(meshes: list[SceneMesh], label: str, out: str | Path, s
 
     def build(folder: Path) -> AssetMeta:
         stage = create_stage(folder / "asset.usdc")
-        set_semantic_label(stage.GetPrimAtPath(ROOT), label)
-        labels = {ROOT: label}
+        set_semantic_label(stage.GetPrimAtPath(PACKAGE_ROOT), label)
+        labels = {PACKAGE_ROOT: label}
         for mesh in meshes:
-            path = f"{ROOT}/{prim_name(mesh.name)}"
+            path = f"{PACKAGE_ROOT}/{prim_name(mesh.name)}"
             add_mesh(stage, path, mesh.vertices, mesh.faces, mesh.uvs, add_material(stage, mesh.material, folder), label)
             labels[path] = label
         stage.GetRootLayer().Save()
         hull.export(folder / "collision.stl")
         lo, hi = vertices.min(axis=0), vertices.max(axis=0)
         return AssetMeta(
-            id=out.name, kind="object", converter=source.dataset, source=source, semantic_labels=labels,
+            id=out.name, kind="object", converter=source.dataset, converter_version=CONVERTER_VERSION,
+            source=source, semantic_labels=labels,
             object=ObjectInfo(extents=tuple(map(float, hi - lo)), center=tuple(map(float, (hi + lo) / 2))),
         )
 

@@ -8,7 +8,6 @@ attributes, so Replicator annotators see them in either Isaac Sim generation.
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,21 +17,14 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdLux, UsdShade, UsdSkel, Vt
 
 from asset_converters.parts import Animation, Light, Material
 from core.errors import InputError
-
-ROOT = "/asset"
-
-
-def prim_name(text: str) -> str:
-    """A valid USD prim name from any string."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", text) or "_"
-    return f"_{name}" if name[0].isdigit() else name
+from core.formats.scene_layout import PACKAGE_ROOT, prim_name
 
 
 def create_stage(path: str | Path, fps: float | None = None, frame_count: int | None = None) -> Usd.Stage:
     stage = Usd.Stage.CreateNew(str(path))
     UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
     UsdGeom.SetStageMetersPerUnit(stage, 1.0)
-    root = UsdGeom.Xform.Define(stage, ROOT)
+    root = UsdGeom.Xform.Define(stage, PACKAGE_ROOT)
     stage.SetDefaultPrim(root.GetPrim())
     if fps is not None:
         stage.SetTimeCodesPerSecond(fps)
@@ -63,7 +55,7 @@ def get_semantic_label(prim: Usd.Prim) -> str | None:
 
 def add_material(stage: Usd.Stage, material: Material, package_dir: Path) -> UsdShade.Material:
     """A UsdPreviewSurface material; a texture file is copied into the package's textures/."""
-    path = f"{ROOT}/materials/{prim_name(material.name)}"
+    path = f"{PACKAGE_ROOT}/materials/{prim_name(material.name)}"
     existing = stage.GetPrimAtPath(path)
     if existing:
         return UsdShade.Material(existing)
@@ -122,7 +114,7 @@ def add_mesh(stage: Usd.Stage, path: str, vertices: np.ndarray, faces: np.ndarra
 
 
 def add_light(stage: Usd.Stage, light: Light) -> UsdLux.SphereLight:
-    lux = UsdLux.SphereLight.Define(stage, f"{ROOT}/lights/{prim_name(light.name)}")
+    lux = UsdLux.SphereLight.Define(stage, f"{PACKAGE_ROOT}/lights/{prim_name(light.name)}")
     lux.CreateIntensityAttr(float(light.intensity))
     lux.CreateColorAttr(Gf.Vec3f(*light.color))
     lux.CreateRadiusAttr(float(light.radius))
@@ -152,7 +144,7 @@ def add_skel_animation(stage: Usd.Stage, anim: Animation, package_dir: Path, bak
     """
     from asset_converters.animated import joint_world_transforms, skin_vertices
 
-    root_path = f"{ROOT}/{prim_name(anim.name)}"
+    root_path = f"{PACKAGE_ROOT}/{prim_name(anim.name)}"
     skel_root = UsdSkel.Root.Define(stage, root_path)
     set_semantic_label(skel_root.GetPrim(), anim.semantic_label)
     paths = joint_paths(anim.joint_names, anim.parents)

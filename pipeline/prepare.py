@@ -7,15 +7,18 @@ resumes where it stopped and a re-run with the same config does no work.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from asset_converters.batch import BatchResult, Job, run_jobs
-from asset_converters.package import load_meta
+from asset_converters import BatchResult, Job, run_jobs
 from core.config import ExperimentConfig
 from core.errors import GradeError
+from core.formats.asset_meta import load_meta
+from core.formats.manifest import MANIFEST, StageStatus, stage_status, write_manifest
+from core.formats.placement import load_placement
 from core.progress import get_logger
-from core.rundir import MANIFEST, StageStatus, atomic_directory, content_hash, stage_status, write_manifest
+from core.rundir import atomic_directory, content_hash
 from core.seeding import generator
 
 log = get_logger("prepare")
@@ -45,7 +48,7 @@ def _packages(jobs: list[Job], description: str) -> list[Path]:
 
 
 def _procedural_jobs(config: ExperimentConfig, cache: Path) -> list[Job]:
-    from asset_converters.procedural import demo_jobs
+    from asset_converters import demo_jobs
 
     rng = generator(config.seed, "prepare/procedural")
     furniture = int(rng.integers(config.environment.furniture.min, config.environment.furniture.max + 1))
@@ -55,61 +58,95 @@ def _procedural_jobs(config: ExperimentConfig, cache: Path) -> list[Job]:
     return demo_jobs(folder, config.seed, config.environment.rooms, furniture, humans, objects)
 
 
+# ---------------------------------------------------------------- converters by (role, source)
+
+# Conversion jobs for one input path of a config section: (config, input path, output folder) -> jobs.
+# Each builder imports its converter when called, so `grade` starts without loading every dataset reader.
+JobBuilder = Callable[[ExperimentConfig, Path, Path], list[Job]]
+
+
+def _front3d(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
+    from asset_converters import front3d_jobs
+
+    env = config.environment
+    return front3d_jobs(path, out, env.future_models, env.textures, env.room)
+
+
+def _environment_mesh(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
+    from asset_converters import MeshOptions, mesh_jobs
+
+    return mesh_jobs(path, out, MeshOptions(kind="environment"))
+
+
+def _smpl_sequences(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
+    from asset_converters import sequence_jobs
+
+    return sequence_jobs(path, out, config.humans.body_model, config.humans.fps)
+
+
+def _cloth3d(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
+    from asset_converters import cloth3d_jobs
+
+    return cloth3d_jobs(path, out, config.humans.body_model, config.humans.fps)
+
+
+def _animated_gltf(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
+    from asset_converters import MeshOptions, mesh_jobs
+
+    return mesh_jobs(path, out, MeshOptions(kind="animated", fps=config.humans.fps))
+
+
+def _gso(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
+    from asset_converters import gso_jobs
+
+    return gso_jobs(path, out)
+
+
+def _object_mesh(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
+    from asset_converters import MeshOptions, mesh_jobs
+
+    return mesh_jobs(path, out, MeshOptions(kind="object"))
+
+
+# Every `source` a config section accepts, except "procedural" (one shared demo set, built by
+# `_procedural_jobs`) and "package" (already converted: used as given). Add a dataset here.
+CONVERTERS: dict[tuple[str, str], JobBuilder] = {
+    ("environment", "front3d"): _front3d,
+    ("environment", "mesh"): _environment_mesh,
+    ("humans", "amass"): _smpl_sequences,
+    ("humans", "smpl"): _smpl_sequences,
+    ("humans", "cloth3d"): _cloth3d,
+    ("humans", "gltf"): _animated_gltf,
+    ("objects", "gso"): _gso,
+    ("objects", "mesh"): _object_mesh,
+}
+# role -> (folder under the cache for converted packages, folder of the role in the procedural demo set)
+ROLE_FOLDERS = {"environment": ("environments", "environment"), "humans": ("humans", "humans"),
+                "objects": ("objects", "objects")}
+
+
+def _role_packages(config: ExperimentConfig, role: str, source: str, paths: list[Path], cache: Path,
+                   procedural: list[Job]) -> list[Path]:
+    """The packages of one role (environment, humans, objects), converted into `cache` when needed."""
+    if source == "package":
+        return list(paths)
+    cache_folder, demo_folder = ROLE_FOLDERS[role]
+    if source == "procedural":
+        jobs = [job for job in procedural if job.out.parent.name == demo_folder]
+    else:
+        build = CONVERTERS[(role, source)]
+        jobs = [job for path in paths for job in build(config, Path(path), cache / cache_folder)]
+    return _packages(jobs, f"{source} {role}")
+
+
 def convert_assets(config: ExperimentConfig, cache: Path) -> tuple[Path, list[Path], list[Path]]:
     """Environment, human and object packages for `config`, converted into `cache` when needed."""
     env, humans, objects = config.environment, config.humans, config.flying_objects
     uses_procedural = "procedural" in (env.source, humans.source, objects.source)
     procedural = _procedural_jobs(config, cache) if uses_procedural else []
-
-    def pick(kind: str) -> list[Job]:
-        return [j for j in procedural if j.out.parent.name == kind]
-
-    if env.source == "procedural":
-        environment = _packages(pick("environment"), "procedural environment")[0]
-    elif env.source == "package":
-        environment = env.path
-    elif env.source == "front3d":
-        from asset_converters.front3d import front3d_jobs
-
-        environment = _packages(front3d_jobs(env.path, cache / "environments", env.future_models, env.textures,
-                                             env.room), "3D-Front house")[0]
-    else:
-        from asset_converters.mesh import MeshOptions, mesh_jobs
-
-        environment = _packages(mesh_jobs(env.path, cache / "environments", MeshOptions(kind="environment")),
-                                "environment mesh")[0]
-
-    human_jobs: list[Job] = []
-    if humans.source == "procedural":
-        human_jobs = pick("humans")
-    for path in humans.paths:
-        if humans.source in ("amass", "smpl"):
-            from asset_converters.smpl import sequence_jobs
-
-            human_jobs += sequence_jobs(path, cache / "humans", humans.body_model, humans.fps)
-        elif humans.source == "cloth3d":
-            from asset_converters.smpl import cloth3d_jobs
-
-            human_jobs += cloth3d_jobs(path, cache / "humans", humans.body_model, humans.fps)
-        elif humans.source == "gltf":
-            from asset_converters.mesh import MeshOptions, mesh_jobs
-
-            human_jobs += mesh_jobs(path, cache / "humans", MeshOptions(kind="animated", fps=humans.fps))
-    human_packages = list(humans.paths) if humans.source == "package" else _packages(human_jobs, "humans")
-
-    object_jobs: list[Job] = []
-    if objects.source == "procedural":
-        object_jobs = pick("objects")
-    for path in objects.paths:
-        if objects.source == "gso":
-            from asset_converters.gso import gso_jobs
-
-            object_jobs += gso_jobs(path, cache / "objects")
-        elif objects.source == "mesh":
-            from asset_converters.mesh import MeshOptions, mesh_jobs
-
-            object_jobs += mesh_jobs(path, cache / "objects", MeshOptions(kind="object"))
-    object_packages = list(objects.paths) if objects.source == "package" else _packages(object_jobs, "objects")
+    environment = _role_packages(config, "environment", env.source, [env.path], cache, procedural)[0]
+    human_packages = _role_packages(config, "humans", humans.source, humans.paths, cache, procedural)
+    object_packages = _role_packages(config, "objects", objects.source, objects.paths, cache, procedural)
     return environment, human_packages, object_packages
 
 
@@ -120,8 +157,7 @@ def _manifest_hash(package: Path) -> str:
 def place_and_compose(config: ExperimentConfig, environment: Path, humans: list[Path], objects: list[Path],
                       out: Path) -> tuple[Path, Path]:
     """placement.json, its preview PNG and scene.usda in `out/scene/`, redone only when inputs change."""
-    from placement import load_placement, place_scene, write_outputs
-    from placement.compose import compose_scene
+    from placement import compose_scene, place_scene, write_outputs
 
     folder = out / "scene"
     input_hash = content_hash(
@@ -149,7 +185,6 @@ def prepare(config: ExperimentConfig, out: Path | None = None, cache: Path | Non
     out = Path(out or config.output_dir)
     cache = Path(cache or config.assets_dir or out / "assets")
     environment, humans, objects = convert_assets(config, cache)
-    if load_meta(environment).kind != "environment":
-        raise GradeError("not an environment package", environment, "environment.path")
+    load_meta(environment, "environment")
     placement, scene = place_and_compose(config, environment, humans, objects, out)
     return PreparedScene(environment, humans, objects, placement, scene)

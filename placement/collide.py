@@ -14,8 +14,6 @@ import fcl
 import numpy as np
 import trimesh
 
-from core.geometry import yaw_rotation
-
 _YES_NO = fcl.CollisionRequest(num_max_contacts=1, enable_contact=False)
 # Traces and robot volumes are tested this far above their placed height: their lowest point touches
 # the floor exactly, and FCL counts coplanar touching triangles as (many) contacts.
@@ -33,20 +31,8 @@ def bvh_model(vertices: np.ndarray, faces: np.ndarray) -> fcl.BVHModel:
     return model
 
 
-def pose_matrix(x: float, y: float, z: float, yaw: float) -> np.ndarray:
-    """4x4 local -> world for a yaw about +Z followed by a translation."""
-    matrix = np.eye(4)
-    matrix[:3, :3] = yaw_rotation(yaw)
-    matrix[:3, 3] = (x, y, z)
-    return matrix
-
-
 def fcl_transform(matrix: np.ndarray) -> fcl.Transform:
     return fcl.Transform(matrix[:3, :3].copy(), matrix[:3, 3].copy())
-
-
-def apply(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
-    return points @ matrix[:3, :3].T + matrix[:3, 3]
 
 
 def is_closed(mesh: trimesh.Trimesh) -> bool:

@@ -18,13 +18,14 @@ import fcl
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from asset_converters.package import AssetMeta, load_meta
 from core.config import FlyingObjectsConfig
 from core.errors import InputError
+from core.formats.asset_meta import AssetMeta, load_meta
+from core.formats.placement import FlyingMotion, FlyingObject, RejectedObject, flying_pose
+from core.geometry import wxyz_to_xyzw
 from core.progress import get_logger
 from core.seeding import generator
 from placement.collide import bvh_model
-from placement.schema import FlyingMotion, FlyingObject, RejectedObject
 from placement.world import World, load_mesh
 
 FLYING_Z_BAND = (0.3, 2.5)  # m above the floor
@@ -52,25 +53,10 @@ def load_object(package: str | Path) -> ObjectAsset:
     package = Path(package)
     if not package.is_dir():
         raise InputError("object package folder not found", package)
-    meta = load_meta(package)
-    if meta.kind != "object":
-        raise InputError(f"expected an object package, got kind {meta.kind!r}", package / "meta.json", "kind")
+    meta = load_meta(package, "object")
     hull = load_mesh(package / "collision.stl", "collision mesh")
     radius = float(np.linalg.norm(hull.vertices, axis=1).max())
     return ObjectAsset(package, meta, bvh_model(hull.vertices, hull.faces), radius)
-
-
-def flying_pose(motion: FlyingMotion, t: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (T, 3) and orientations (T, 4, w x y z) at simulation times `t` (s)."""
-    t = np.atleast_1d(np.asarray(t, dtype=np.float64))
-    amplitude, frequency, phase = (np.asarray(a) for a in (motion.amplitude, motion.frequency_hz, motion.phase))
-    waves = amplitude[None] * np.sin(2.0 * np.pi * frequency[None] * t[:, None, None] + phase[None])
-    positions = np.asarray(motion.center)[None] + waves.sum(axis=2)
-    spin = Rotation.from_rotvec(np.radians(motion.angular_velocity_deg)[None] * t[:, None])
-    w, x, y, z = motion.orientation
-    quats = (spin * Rotation.from_quat([x, y, z, w])).as_quat()[:, [3, 0, 1, 2]]
-    quats *= np.where(quats[:, :1] < 0, -1.0, 1.0)
-    return positions, quats
 
 
 def sample_motion(rng: np.random.Generator, world: World, asset: ObjectAsset, config: FlyingObjectsConfig,
@@ -112,7 +98,7 @@ def sample_motion(rng: np.random.Generator, world: World, asset: ObjectAsset, co
 
 def motion_collides(world: World, asset: ObjectAsset, motion: FlyingMotion) -> bool:
     positions, quats = flying_pose(motion, np.arange(0.0, CHECK_HORIZON, CHECK_STEP))
-    rotations = Rotation.from_quat(quats[:, [1, 2, 3, 0]]).as_matrix()
+    rotations = Rotation.from_quat(wxyz_to_xyzw(quats)).as_matrix()
     obj = fcl.CollisionObject(asset.model, fcl.Transform())
     for position, rotation in zip(positions, rotations):
         obj.setTransform(fcl.Transform(rotation, position))

@@ -19,25 +19,24 @@ import shapely
 import trimesh
 from scipy.spatial import ConvexHull, QhullError
 
-from asset_converters.package import AssetMeta, load_meta
 from core.config import HumansConfig
 from core.errors import InputError
+from core.formats.asset_meta import META_FILE, AssetMeta, load_meta
+from core.formats.placement import AnimationSchedule, PlacedHuman, RejectedHuman
+from core.geometry import pose_from_xyz_yaw, transform_points
 from core.progress import get_logger, progress_task
 from core.seeding import generator
 from placement.collide import (
     TEST_LIFT,
     Obstacles,
     Probes,
-    apply,
     box_contains,
     bvh_model,
     fcl_transform,
     is_closed,
-    pose_matrix,
     probe_points,
     swallowed_components,
 )
-from placement.schema import AnimationSchedule, PlacedHuman, RejectedHuman
 from placement.world import Solid, World, load_mesh
 
 FLOOR_SHIFT = np.array([0.0, 0.0, TEST_LIFT + 0.001])  # m, see Crowd._inside
@@ -82,12 +81,12 @@ def load_human(package: str | Path) -> HumanAsset:
     package = Path(package)
     if not package.is_dir():
         raise InputError("animated package folder not found", package)
-    meta = load_meta(package)
-    if meta.kind != "animated" or meta.animation is None:
-        raise InputError(f"expected kind 'animated', got {meta.kind!r}", package / "meta.json", "kind")
+    meta = load_meta(package, "animated")
+    if meta.animation is None:
+        raise InputError("an animated package needs its animation section", package / META_FILE, "animation")
     info = meta.animation
     if not np.isfinite(info.ground_offset):
-        raise InputError("ground_offset must be finite", package / "meta.json", "animation.ground_offset")
+        raise InputError("ground_offset must be finite", package / META_FILE, "animation.ground_offset")
     trace = load_mesh(package / "trace.stl", "trace mesh")
     container = trace
     if not is_closed(trace):
@@ -144,7 +143,7 @@ class Crowd:
         return self.world.floor_height + asset.ground_offset
 
     def _test_matrix(self, asset: HumanAsset, x: float, y: float, yaw: float) -> np.ndarray:
-        return pose_matrix(x, y, self.floor_z(asset) + TEST_LIFT, yaw)
+        return pose_from_xyz_yaw(x, y, self.floor_z(asset) + TEST_LIFT, yaw)
 
     def block(self, solid: Solid) -> None:
         """Keep every trace clear of `solid` (no contact, no containment), e.g. the robot's start volume."""
@@ -169,7 +168,7 @@ class Crowd:
             return Verdict(False, "contacts", contacts)
         if contacts and self._inside_fraction(asset, matrix, lo, hi) > self.max_inside_fraction:
             return Verdict(False, "penetrates", contacts)
-        probes, inverse = apply(matrix, asset.probes.points), np.linalg.inv(matrix)
+        probes, inverse = transform_points(matrix, asset.probes.points), np.linalg.inv(matrix)
         if self._inside(asset, probes, inverse, lo, hi, self.world.solids):
             return Verdict(False, "inside", contacts)
         if self._inside(asset, probes, inverse, lo, hi, self.blockers):
@@ -180,7 +179,7 @@ class Crowd:
 
     def _inside_fraction(self, asset: HumanAsset, matrix: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
         """Fraction of the trace's volume (interior grid points) inside closed world pieces."""
-        points = apply(matrix, asset.interior)
+        points = transform_points(matrix, asset.interior)
         inside = np.zeros(len(points), dtype=bool)
         for solid in self.world.solids:
             if solid.hull_only or np.any(solid.lo > hi) or np.any(solid.hi < lo):
@@ -206,7 +205,7 @@ class Crowd:
             return False
         if shapely.contains(self.world.polygon, shapely.Polygon(corners)):
             return True
-        return bool(self.world.inside_polygon(apply(matrix, asset.trace.vertices)[:, :2]).all())
+        return bool(self.world.inside_polygon(transform_points(matrix, asset.trace.vertices)[:, :2]).all())
 
     @staticmethod
     def _inside(asset: HumanAsset, probes: np.ndarray, inverse: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -221,7 +220,7 @@ class Crowd:
             # The trace is tested lifted off the floor, so a piece standing on the floor is lifted a bit
             # more to count as swallowed when the trace covers it down to the floor.
             if box_contains(lo, hi, solid.lo + FLOOR_SHIFT, solid.hi + FLOOR_SHIFT) and swallowed_components(
-                    solid.probes, apply(inverse, solid.probes.points + FLOOR_SHIFT), asset.container,
+                    solid.probes, transform_points(inverse, solid.probes.points + FLOOR_SHIFT), asset.container,
                     local_lo, local_hi):
                 return True
         return False
@@ -232,10 +231,10 @@ class Crowd:
         for index in self.obstacles.overlapping(lo, hi):
             other = self.placed[index]
             other_lo, other_hi = other.asset.container_bounds
-            if swallowed_components(asset.probes, apply(other.inverse, probes), other.asset.container,
+            if swallowed_components(asset.probes, transform_points(other.inverse, probes), other.asset.container,
                                     other_lo, other_hi):
                 return True
-            other_probes = apply(inverse @ other.matrix, other.asset.probes.points)
+            other_probes = transform_points(inverse @ other.matrix, other.asset.probes.points)
             if swallowed_components(other.asset.probes, other_probes, asset.container, local_lo, local_hi):
                 return True
         return False

@@ -14,8 +14,8 @@ import numpy as np
 import shapely
 
 from core.errors import InputError
+from core.formats.placement import Placement
 from core.rundir import atomic_write_bytes, load_npz_checked
-from placement.schema import Placement
 from placement.world import World
 
 MAX_SIZE_PX = 1000

@@ -16,9 +16,9 @@ import trimesh
 
 from core.config import RobotConfig
 from core.errors import GradeError
+from core.formats.placement import RobotStart, RobotVolume
 from core.seeding import generator
 from placement.collide import TEST_LIFT, probe_points
-from placement.schema import RobotStart, RobotVolume
 from placement.world import Solid, World
 
 ROBOT_VOLUMES: dict[str, RobotVolume] = {

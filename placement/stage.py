@@ -7,15 +7,15 @@ from pathlib import Path
 
 import numpy as np
 
-from asset_converters.package import load_meta
 from core.config import FlyingObjectsConfig, HumansConfig, RobotConfig
 from core.errors import InputError
-from placement.collide import apply
+from core.formats.asset_meta import load_meta
+from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, write_placement
+from core.geometry import transform_points
 from placement.flying import place_flying_objects
 from placement.humans import HUMAN_CONTACT_THRESHOLD, Crowd, place_humans
 from placement.preview import render_preview, write_preview
 from placement.robot_start import place_robot, robot_solid
-from placement.schema import EnvironmentRef, Placement, PlacementParameters, write_placement
 from placement.world import World, load_world
 
 
@@ -31,7 +31,7 @@ class PlacedScene:
         for human, placed in zip(self.placement.humans, self.crowd.placed):
             matrix = placed.matrix.copy()
             matrix[2, 3] = human.z
-            out.append(apply(matrix, placed.asset.trace.vertices)[placed.asset.trace.faces])
+            out.append(transform_points(matrix, placed.asset.trace.vertices)[placed.asset.trace.faces])
         return out
 
 
@@ -49,9 +49,7 @@ def list_packages(folder: str | Path, kind: str) -> list[Path]:
     else:
         candidates = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
     for package in candidates:
-        meta = load_meta(package)
-        if meta.kind != kind:
-            raise InputError(f"expected kind {kind!r}, got {meta.kind!r}", package / "meta.json", "kind")
+        load_meta(package, kind)
     if not candidates:
         raise InputError(f"no {kind} packages in this folder", folder)
     return candidates

@@ -18,9 +18,10 @@ import trimesh
 from scipy.spatial import QhullError
 from shapely.geometry import shape
 
-from asset_converters.package import AssetMeta, load_meta
 from asset_converters.usd_io import read_meshes
 from core.errors import InputError
+from core.formats.asset_meta import META_FILE, AssetMeta, load_meta
+from core.progress import get_logger
 from placement.collide import Obstacles, Probes, bvh_model, is_closed, probe_points
 
 TILE_SIZE = 2.0  # m: collision triangles are grouped by the tile of their centroid
@@ -33,6 +34,8 @@ RAY_STEP = 0.05  # m: sampling step to find where a ray leaves the floor polygon
 ARCHITECTURE = "architecture"
 MIN_SAMPLE_BATCH = 64
 MAX_SAMPLE_ROUNDS = 1000
+
+log = get_logger("placement")
 
 
 @dataclass
@@ -165,6 +168,8 @@ def closed_solids(usd_path: Path, floor_area: float) -> list[Solid]:
             try:
                 mesh = mesh.convex_hull
             except QhullError:  # flat or degenerate piece: nothing to be inside of
+                log.warning("%s: %s is flat or degenerate (no convex hull); it cannot hold a trace and is skipped",
+                            usd_path, piece.prim_path)
                 continue
         lo, hi = mesh.bounds
         footprint = float(np.prod(hi[:2] - lo[:2]))
@@ -179,10 +184,10 @@ def load_world(package: str | Path) -> World:
     package = Path(package)
     if not package.is_dir():
         raise InputError("environment package folder not found", package)
-    meta = load_meta(package)
-    meta_path = package / "meta.json"
-    if meta.kind != "environment" or meta.environment is None:
-        raise InputError(f"expected an environment package, got kind {meta.kind!r}", meta_path, "kind")
+    meta = load_meta(package, "environment")
+    meta_path = package / META_FILE
+    if meta.environment is None:
+        raise InputError("an environment package needs its environment section", meta_path, "environment")
     polygon = floor_polygon(meta, meta_path)
     collision = load_mesh(package / "collision.stl", "collision mesh")
     return World(

@@ -16,11 +16,10 @@ from asset_converters import Light, SceneMesh, SourceInfo, load_animation, posed
 from core.config import ExperimentConfig, LidarConfig
 from core.config_io import load_experiment
 from core.errors import ConfigError, InputError
-from pipeline.prepare import prepare
+from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, RobotStart, RobotVolume
 from core.seeding import generator
-from placement import animation_time, flying_pose, load_placement
-from placement.compose import compose_scene
-from placement.schema import EnvironmentRef, Placement, PlacementParameters, RobotStart, RobotVolume
+from pipeline.prepare import prepare
+from placement import animation_time, compose_scene, flying_pose, load_placement
 from simulation.backend import Backend, load_backend
 from simulation.embedded import EmbeddedBackend, kelvin_to_rgb
 from simulation.embedded.merge import Part, merge_parts

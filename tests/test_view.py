@@ -17,8 +17,7 @@ from PIL import Image
 
 from asset_converters import SceneMesh, SourceInfo, write_environment_package
 from core.errors import GradeError, InputError
-from core.rundir import RunInfo, write_run_info
-from placement.schema import (
+from core.formats.placement import (
     AnimationSchedule,
     EnvironmentRef,
     PlacedHuman,
@@ -28,6 +27,7 @@ from placement.schema import (
     RobotVolume,
     write_placement,
 )
+from core.rundir import RunInfo, write_run_info
 from postprocess import read_robot_path, read_scene_layout, select_frames, view_run
 from postprocess.cli import view_command
 from postprocess.contact_sheet import (

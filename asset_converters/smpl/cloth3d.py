@@ -23,7 +23,6 @@ import scipy.io
 
 from asset_converters.animated import write_animated_package
 from asset_converters.batch import Job, hash_inputs
-from asset_converters.package import SourceInfo
 from asset_converters.parts import Material, PointCacheMesh
 from asset_converters.smpl.body_model import all_model_files, find_body_model, load_body_model, shaped
 from asset_converters.smpl.rig import body_animation
@@ -34,9 +33,10 @@ from asset_converters.smpl.sequences import (
     interpolate_rotations,
     resample_times,
 )
-from core.geometry import yaw_rotation
 from asset_converters.usd_io import triangulate
 from core.errors import InputError
+from core.formats.asset_meta import SourceInfo
+from core.geometry import yaw_rotation
 from core.rundir import sha256_file
 
 PC2_SIGNATURE = b"POINTCACHE2\0"

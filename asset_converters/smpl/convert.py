@@ -6,11 +6,11 @@ from pathlib import Path
 
 from asset_converters.animated import write_animated_package
 from asset_converters.batch import Job, hash_inputs
-from asset_converters.package import SourceInfo
 from asset_converters.smpl.body_model import FAMILY_OF_JOINTS, all_model_files, find_body_model, load_body_model
 from asset_converters.smpl.rig import body_animation, check_representation
 from asset_converters.smpl.sequences import UP_ROTATIONS, fit_joints, read_sequence, resample, resolve_up
 from core.errors import InputError
+from core.formats.asset_meta import SourceInfo
 from core.rundir import sha256_file
 
 DEFAULT_FPS = 30.0

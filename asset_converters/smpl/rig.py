@@ -21,8 +21,8 @@ import numpy as np
 
 from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
 from asset_converters.smpl.body_model import BodyModel, forward, rotation_matrices, shaped, sparse_skinning
-from core.geometry import Y_UP_TO_Z_UP, compose, matrix_to_quat_wxyz
 from core.errors import InputError
+from core.geometry import Y_UP_TO_Z_UP, compose, matrix_to_quat_wxyz
 
 REPRESENTATIONS = ("skeleton", "points")
 SEMANTIC_LABEL = "person"

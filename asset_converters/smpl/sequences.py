@@ -15,8 +15,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from asset_converters.smpl.body_model import BODY_JOINTS, JOINT_NAMES, normalize_gender
-from core.geometry import Y_UP_TO_Z_UP
 from core.errors import InputError
+from core.geometry import Y_UP_TO_Z_UP
 from core.progress import get_logger
 from core.rundir import load_npz_checked
 

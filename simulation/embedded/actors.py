@@ -1,9 +1,10 @@
 """The moving things of a scene: animated humans and flying objects, posed at any simulation time.
 
-Humans: the clip time comes from the placement's schedule (`placement.animation_time`), and the
-animation is shown at its nearest sampled frame (as `asset_converters.posed_meshes` poses it), in the
-package frame, placed by the human prim's transform. Their collision capsule stands on the floor
-under the animation's root joint. Flying objects follow `placement.flying_pose` as rigid bodies.
+Humans: the clip time comes from the placement's schedule (`core.formats.placement.animation_time`),
+and the animation is shown at its nearest sampled frame (as `asset_converters.posed_meshes` poses it),
+in the package frame, placed by the human prim's transform. Their collision capsule stands on the floor
+under the animation's root joint. Flying objects follow `core.formats.placement.flying_pose` as rigid
+bodies.
 Posed frames are cached per animation package, so copies of one human share the skinning work; a clip
 short enough for the cache is posed whole when the package loads.
 """
@@ -16,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from asset_converters import load_animation, posed_meshes, read_meshes
-from asset_converters.animated import joint_world_transforms
+from asset_converters import joint_world_transforms, load_animation, posed_meshes, read_meshes
+from core.formats.placement import AnimationSchedule, animation_time, flying_pose
 from core.geometry import matrix_to_quat_wxyz, quat_wxyz_to_matrix
-from placement import AnimationSchedule, animation_time, flying_pose
 from simulation.embedded.merge import MergedMesh, Part, merge_parts
 from simulation.embedded.scene_file import FlyingObjectPrim, PlacedHumanPrim
 from simulation.physics import KinematicBody, human_body, object_body

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from asset_converters.animated import joint_world_transforms
+from asset_converters import joint_world_transforms
 from core.config import ExperimentConfig
 from core.errors import ConfigError, InputError
-from placement import animation_time
+from core.formats.placement import animation_time
 from simulation.backend import ActorStates, HumanInfo, ImuReading, InstanceInfo, LidarScan
 from simulation.embedded.randomization import Randomizer
 from simulation.embedded.scene_file import read_scene_file

@@ -18,12 +18,14 @@ from pathlib import Path
 import numpy as np
 from pxr import Usd, UsdGeom, UsdLux
 
-from asset_converters import Light, load_meta, read_meshes
+from asset_converters import Light, read_meshes
 from core.errors import InputError
+from core.formats.asset_meta import load_meta
+from core.formats.scene_layout import ENVIRONMENT_PRIM, scene_prim_path
 from simulation.backend import InstanceInfo
 from simulation.embedded.actors import HumanModel, HumanTrack, ObjectTrack, object_parts
 from simulation.embedded.merge import merge_parts
-from simulation.embedded.scene_file import ENVIRONMENT_PRIM, SceneFile
+from simulation.embedded.scene_file import SceneFile
 from simulation.physics import EnvironmentCollision, KinematicBody, load_environment_collision
 from simulation.render import (
     MeshState,
@@ -35,7 +37,6 @@ from simulation.render import (
     load_texture,
 )
 
-PACKAGE_ROOT = "/asset"  # default prim of every package, mapped onto the referencing prim
 MAX_INSTANCE_ID = 65535  # instance images are uint16
 # Per-mesh roughness for the environment's static meshes, given their count (randomization), or None.
 RoughnessDraw = Callable[[int], np.ndarray] | None
@@ -97,11 +98,6 @@ class _Textures:
         return self._images[path]
 
 
-def _scene_path(prim_path: str, package_path: str) -> str:
-    """A package prim's path as seen through the referencing prim in scene.usda."""
-    return prim_path + package_path[len(PACKAGE_ROOT):] if package_path.startswith(PACKAGE_ROOT) else package_path
-
-
 def load_scene(scene: SceneFile, roughness: RoughnessDraw = None) -> EmbeddedScene:
     """Load the packages of a scene file (`read_scene_file` has checked every reference)."""
     textures = _Textures()
@@ -134,7 +130,7 @@ def load_scene(scene: SceneFile, roughness: RoughnessDraw = None) -> EmbeddedSce
     instances: dict[int, InstanceInfo] = {}
     static = []
     for instance_id, (mesh, r) in enumerate(zip(env_meshes, rough), start=1):
-        name = _scene_path(ENVIRONMENT_PRIM, mesh.prim_path)
+        name = scene_prim_path(ENVIRONMENT_PRIM, mesh.prim_path)
         semantic = classes.get(mesh.semantic_label, 0)
         material = RenderMaterial(tuple(mesh.base_color), textures(mesh.texture) if mesh.texture else None, float(r))
         static.append(RenderMesh(name, mesh.vertices, mesh.faces, instance_id, semantic, material,

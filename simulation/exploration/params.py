@@ -12,6 +12,7 @@ import shapely
 
 from core.config import ExperimentConfig
 from core.errors import ConfigError
+from core.formats.asset_meta import load_meta
 from simulation.exploration.goals import GoalParams
 from simulation.exploration.occupancy import Grid2D
 
@@ -31,8 +32,6 @@ class ExplorationArea:
     @classmethod
     def from_package(cls, package: str | Path, region: shapely.Geometry | None = None) -> ExplorationArea:
         """The bounds and floor height of an environment package (its meta.json)."""
-        from asset_converters.package import load_meta
-
         meta = load_meta(Path(package))
         if meta.environment is None:
             raise ConfigError(f"{package} is not an environment package", field="environment")

@@ -34,9 +34,9 @@ import numpy as np
 import shapely
 import trimesh
 
-from asset_converters.package import load_meta
-from asset_converters.usd_io import read_meshes
+from asset_converters import read_meshes
 from core.errors import InputError
+from core.formats.asset_meta import META_FILE, PACKAGE_STAGE, load_meta
 from core.progress import track
 from simulation.robots.mjcf import COLLISION, element
 
@@ -74,10 +74,10 @@ class EnvironmentCollision:
 def load_environment_collision(package: str | Path) -> EnvironmentCollision:
     """Convex collision pieces of an environment package (see the module notes for the method)."""
     package = Path(package)
-    meta = load_meta(package)
-    if meta.kind != "environment" or meta.environment is None:
-        raise InputError(f"expected an environment package, got kind {meta.kind!r}", package / "meta.json", "kind")
-    usd = package / "asset.usdc"
+    meta = load_meta(package, "environment")
+    if meta.environment is None:
+        raise InputError("an environment package needs its environment section", package / META_FILE, "environment")
+    usd = package / PACKAGE_STAGE
     if not usd.is_file():
         raise InputError("environment stage not found", usd)
     floor = meta.environment.floor_height

@@ -1,0 +1,99 @@
+"""An asset package's `meta.json` (schema "grade.asset/1", DESIGN.md §2): model, writer and reader.
+
+A package is one folder: `asset.usdc`, `meta.json`, `collision.stl` (environments, objects) or
+`trace.stl` + `animation.npz` (animated assets), `occupancy.npz` (environments), `textures/`, and
+`MANIFEST.json` written last. The converters (asset_converters) write it; placement, the simulation and
+the pipeline read it through `load_meta`, which also refuses a package without a valid manifest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.errors import InputError
+from core.formats.manifest import StageStatus, stage_status
+from core.formats.versions import read_document, schema_tag
+from core.rundir import atomic_write_json
+
+ASSET_KIND, ASSET_MAJOR = "asset", 1
+ASSET_SCHEMA = schema_tag(ASSET_KIND, ASSET_MAJOR)
+META_FILE = "meta.json"
+PACKAGE_STAGE = "asset.usdc"  # the package's USD stage, which scene.usda references
+Kind = Literal["environment", "animated", "object", "robot"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceInfo(_Model):
+    dataset: str  # procedural | 3d-front | amass | smpl | cloth3d | gso | mesh | gltf
+    files: dict[str, str] = {}  # file name -> sha256
+    options: dict[str, Any] = {}
+
+
+class EnvironmentInfo(_Model):
+    bounds: tuple[tuple[float, float, float], tuple[float, float, float]]  # min, max corners
+    floor_height: float
+    floor_polygon: dict[str, Any]  # GeoJSON (Multi)Polygon in the XY plane
+    floor_area: float
+    lights: int = 0
+    occupancy_resolution: float = 0.05  # 2D map cell, m
+    voxel_size: float = 0.1  # 3D grid cell, m
+
+
+class AnimationInfo(_Model):
+    fps: float
+    frame_count: int
+    duration: float
+    joint_names: list[str]
+    ground_offset: float  # add to z so the lowest point of the whole animation touches z = 0
+    root_trajectory: list[tuple[float, float, float]]  # per frame, root joint position
+    motions: dict[str, tuple[int, int]] = {}
+    representation: Literal["skeleton", "points"] = "skeleton"
+    trace_window: int = 1  # frames per swept hull in trace.stl
+
+
+class ObjectInfo(_Model):
+    extents: tuple[float, float, float]  # axis-aligned size, m
+    center: tuple[float, float, float]
+
+
+class AssetMeta(_Model):
+    schema_: Literal["grade.asset/1"] = Field(ASSET_SCHEMA, alias="schema")
+    id: str
+    kind: Kind
+    converter: str
+    converter_version: str
+    units: dict[str, Any] = Field(default_factory=lambda: {"meters_per_unit": 1.0, "up_axis": "Z"})
+    source: SourceInfo
+    semantic_labels: dict[str, str] = {}  # prim path -> class
+    environment: EnvironmentInfo | None = None
+    animation: AnimationInfo | None = None
+    object: ObjectInfo | None = None
+
+
+def write_meta(folder: str | Path, meta: AssetMeta) -> Path:
+    """Write `folder/meta.json` atomically."""
+    return atomic_write_json(Path(folder) / META_FILE, meta.model_dump(mode="json", by_alias=True))
+
+
+def read_meta(path: str | Path) -> AssetMeta:
+    """Read and validate one meta.json file (use `load_meta` for a package, which checks it is complete)."""
+    return read_document(path, AssetMeta, ASSET_KIND, ASSET_MAJOR, "meta.json")
+
+
+def load_meta(package: str | Path, kind: Kind | None = None) -> AssetMeta:
+    """The metadata of a complete package, checked to be of `kind` when given."""
+    package = Path(package)
+    if stage_status(package) is not StageStatus.COMPLETE:
+        raise InputError("not a complete asset package (missing or broken MANIFEST.json); convert it again", package)
+    path = package / META_FILE
+    meta = read_meta(path)
+    if kind is not None and meta.kind != kind:
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise InputError(f"expected {article} {kind} package, got kind {meta.kind!r}", path, "kind")
+    return meta

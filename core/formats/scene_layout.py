@@ -1,0 +1,237 @@
+"""The prim layout of `scene.usda` (DESIGN.md §2 "Scene"): where placed things live and which `grade:*`
+attributes carry what plain USD composition cannot express.
+
+placement/compose.py writes a scene with these helpers and simulation/embedded/scene_file.py reads it
+with `read_scene_layout`, so the two cannot drift apart. The layout:
+
+    /World                      default prim; grade:seed
+      environment               references <environment package>/asset.usdc, untransformed
+      humans/human_NN_<id>      reference, translate + rotateZ, grade:animation:{start,period,clipEnd,reverse}
+      flying_objects/object_NN_<id>   reference, translate + orient at t = 0, grade:motion (FlyingMotion JSON)
+      robot_start               translate + rotateZ; grade:robot:kind
+
+Every package's default prim is `/asset`; seen through the scene, `/asset/x` is `<referencing prim>/x`.
+Animation schedules (a clip that plays forward then backward) and flying motions (sums of sinusoids)
+are stored as attributes; placement.json stays the source of truth for both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pxr import Gf, Sdf, Usd, UsdGeom
+from pydantic import ValidationError
+
+from core.errors import InputError
+from core.formats.asset_meta import PACKAGE_STAGE
+from core.formats.manifest import StageStatus, stage_status
+from core.formats.placement import AnimationSchedule, FlyingMotion
+
+SCENE_ROOT = "/World"
+ENVIRONMENT_PRIM = f"{SCENE_ROOT}/environment"
+HUMANS_PRIM = f"{SCENE_ROOT}/humans"
+OBJECTS_PRIM = f"{SCENE_ROOT}/flying_objects"
+ROBOT_PRIM = f"{SCENE_ROOT}/robot_start"
+PACKAGE_ROOT = "/asset"  # default prim of every asset package
+# Scene time codes per second: the camera/odometry rate, so a time code is one 60 Hz tick.
+TIME_CODES_PER_SECOND = 60.0
+
+SEED_ATTR = "grade:seed"
+ROBOT_KIND_ATTR = "grade:robot:kind"
+MOTION_ATTR = "grade:motion"
+# AnimationSchedule field -> attribute
+SCHEDULE_ATTRS = {"start": "grade:animation:start", "period": "grade:animation:period",
+                  "clip_end": "grade:animation:clipEnd", "reverse": "grade:animation:reverse"}
+_SCHEDULE_TYPES = {"start": Sdf.ValueTypeNames.Double, "period": Sdf.ValueTypeNames.Double,
+                   "clip_end": Sdf.ValueTypeNames.Double, "reverse": Sdf.ValueTypeNames.Bool}
+
+
+# ---------------------------------------------------------------- names and paths
+
+
+def prim_name(text: str) -> str:
+    """A valid USD prim name from any string."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", text) or "_"
+    return f"_{name}" if name[0].isdigit() else name
+
+
+def human_prim_path(index: int, asset_id: str) -> str:
+    return f"{HUMANS_PRIM}/{prim_name(f'human_{index:02d}_{asset_id}')}"
+
+
+def object_prim_path(index: int, asset_id: str) -> str:
+    return f"{OBJECTS_PRIM}/{prim_name(f'object_{index:02d}_{asset_id}')}"
+
+
+def scene_prim_path(referencing_prim: str, package_prim: str) -> str:
+    """A package prim's path (under `/asset`) as seen through the prim that references the package."""
+    if package_prim == PACKAGE_ROOT or package_prim.startswith(f"{PACKAGE_ROOT}/"):
+        return referencing_prim + package_prim[len(PACKAGE_ROOT):]
+    return package_prim
+
+
+# ---------------------------------------------------------------- writing
+
+
+def add_package_reference(stage: Usd.Stage, prim_path: str, package: str | Path, scene_dir: Path) -> Usd.Prim:
+    """An Xform at `prim_path` referencing the package's stage by a path relative to `scene_dir`."""
+    prim = UsdGeom.Xform.Define(stage, prim_path).GetPrim()
+    asset = Path(os.path.relpath(Path(package) / PACKAGE_STAGE, scene_dir)).as_posix()
+    prim.GetReferences().AddReference(f"./{asset}" if not asset.startswith(".") else asset)
+    return prim
+
+
+def set_xyz_yaw(prim: Usd.Prim, x: float, y: float, z: float, yaw: float) -> None:
+    """Pose a prim as translate (x, y, z), then rotateZ by `yaw` (rad; USD stores degrees)."""
+    xform = UsdGeom.Xformable(prim)
+    xform.ClearXformOpOrder()
+    xform.AddTranslateOp().Set(Gf.Vec3d(x, y, z))
+    xform.AddRotateZOp().Set(float(yaw) * 180.0 / 3.141592653589793)
+
+
+def set_seed(prim: Usd.Prim, seed: int) -> None:
+    prim.CreateAttribute(SEED_ATTR, Sdf.ValueTypeNames.Int).Set(seed)
+
+
+def set_schedule(prim: Usd.Prim, schedule: AnimationSchedule) -> None:
+    for field, name in SCHEDULE_ATTRS.items():
+        prim.CreateAttribute(name, _SCHEDULE_TYPES[field]).Set(getattr(schedule, field))
+
+
+def set_motion(prim: Usd.Prim, motion: FlyingMotion) -> None:
+    """The motion as JSON, and its pose at t = 0 (translate + orient) for viewers that ignore grade:*."""
+    xform = UsdGeom.Xformable(prim)
+    xform.AddTranslateOp().Set(Gf.Vec3d(*motion.center))
+    xform.AddOrientOp(UsdGeom.XformOp.PrecisionDouble).Set(Gf.Quatd(*motion.orientation))
+    prim.CreateAttribute(MOTION_ATTR, Sdf.ValueTypeNames.String).Set(
+        json.dumps(motion.model_dump(mode="json"), sort_keys=True))
+
+
+def set_robot_kind(prim: Usd.Prim, kind: str) -> None:
+    prim.CreateAttribute(ROBOT_KIND_ATTR, Sdf.ValueTypeNames.String).Set(kind)
+
+
+# ---------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class ScenePrim:
+    prim_path: str
+    package: Path  # a complete asset package
+    pose: np.ndarray  # world <- package frame, 4x4
+
+
+@dataclass(frozen=True)
+class SceneHuman(ScenePrim):
+    schedule: AnimationSchedule
+
+
+@dataclass(frozen=True)
+class SceneObject(ScenePrim):
+    motion: FlyingMotion
+
+
+@dataclass(frozen=True)
+class SceneLayout:
+    path: Path
+    seed: int
+    environment: ScenePrim
+    humans: tuple[SceneHuman, ...]
+    objects: tuple[SceneObject, ...]
+    robot_kind: str
+    robot_pose: np.ndarray  # world <- robot start, 4x4
+
+
+def attribute(prim: Usd.Prim, name: str, scene: Path) -> object:
+    """A prim attribute's value; InputError naming the scene file and the prim when it is missing."""
+    attr = prim.GetAttribute(name)
+    value = attr.Get() if attr else None
+    if value is None:
+        raise InputError(f"missing attribute {name!r}", scene, str(prim.GetPath()))
+    return value
+
+
+def read_schedule(prim: Usd.Prim, scene: Path) -> AnimationSchedule:
+    values = {field: attribute(prim, name, scene) for field, name in SCHEDULE_ATTRS.items()}
+    try:
+        return AnimationSchedule.model_validate(values)
+    except ValidationError as exc:
+        raise InputError(f"not a valid animation schedule ({exc})", scene, str(prim.GetPath())) from exc
+
+
+def read_motion(prim: Usd.Prim, scene: Path) -> FlyingMotion:
+    try:
+        return FlyingMotion.model_validate(json.loads(str(attribute(prim, MOTION_ATTR, scene))))
+    except (json.JSONDecodeError, ValidationError) as exc:
+        raise InputError(f"{MOTION_ATTR} is not a valid flying motion ({exc})", scene, str(prim.GetPath())) from exc
+
+
+def referenced_package(layer: Sdf.Layer, prim_path: str, scene: Path) -> Path:
+    """The package folder a prim references, checked to be a complete package."""
+    spec = layer.GetPrimAtPath(prim_path)
+    references = spec.referenceList.GetAddedOrExplicitItems() if spec else []
+    if not references:
+        raise InputError("the prim references no asset package", scene, prim_path)
+    asset_path = references[0].assetPath
+    stage_file = Path(layer.ComputeAbsolutePath(asset_path))
+    if not stage_file.is_file():
+        raise InputError(f"references {asset_path!r}, which does not exist ({stage_file})", scene, prim_path)
+    package = stage_file.parent
+    if stage_file.name != PACKAGE_STAGE or stage_status(package) is not StageStatus.COMPLETE:
+        raise InputError(f"references {asset_path!r}, which is not a complete asset package", scene, prim_path)
+    return package
+
+
+def _children(layer: Sdf.Layer, group: str) -> list[str]:
+    spec = layer.GetPrimAtPath(group)
+    return [str(child.path) for child in spec.nameChildren] if spec else []
+
+
+def _pose(cache: UsdGeom.XformCache, prim: Usd.Prim) -> np.ndarray:
+    return np.asarray(cache.GetLocalToWorldTransform(prim), dtype=np.float64).T  # USD rows -> column vectors
+
+
+def read_scene_layout(path: str | Path) -> SceneLayout:
+    """The placed prims of a scene.usda: referenced packages (each checked complete), poses, attributes."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("scene file not found", path)
+    layer = Sdf.Layer.FindOrOpen(str(path.absolute()))
+    if layer is None:
+        raise InputError("cannot parse as a USD layer", path)
+    # Check every reference before composing, so a missing package is reported by prim, not as a
+    # composition warning.
+    human_paths, object_paths = _children(layer, HUMANS_PRIM), _children(layer, OBJECTS_PRIM)
+    packages = {prim_path: referenced_package(layer, prim_path, path)
+                for prim_path in [ENVIRONMENT_PRIM, *human_paths, *object_paths]}
+    stage = Usd.Stage.Open(layer)
+    cache = UsdGeom.XformCache(Usd.TimeCode.Default())
+
+    def placed(prim_path: str) -> tuple[Usd.Prim, dict]:
+        prim = stage.GetPrimAtPath(prim_path)
+        return prim, {"prim_path": prim_path, "package": packages[prim_path], "pose": _pose(cache, prim)}
+
+    humans = []
+    for prim_path in human_paths:
+        prim, fields = placed(prim_path)
+        humans.append(SceneHuman(**fields, schedule=read_schedule(prim, path)))
+    objects = []
+    for prim_path in object_paths:
+        prim, fields = placed(prim_path)
+        objects.append(SceneObject(**fields, motion=read_motion(prim, path)))
+    robot = stage.GetPrimAtPath(ROBOT_PRIM)
+    if not robot:
+        raise InputError("the scene has no robot start", path, ROBOT_PRIM)
+    world = stage.GetPrimAtPath(SCENE_ROOT)
+    if not world:
+        raise InputError("the scene has no root prim", path, SCENE_ROOT)
+    return SceneLayout(
+        path=path, seed=int(attribute(world, SEED_ATTR, path)), environment=ScenePrim(**placed(ENVIRONMENT_PRIM)[1]),
+        humans=tuple(humans), objects=tuple(objects), robot_kind=str(attribute(robot, ROBOT_KIND_ATTR, path)),
+        robot_pose=_pose(cache, robot),
+    )
