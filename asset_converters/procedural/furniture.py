@@ -16,6 +16,7 @@ import trimesh
 from asset_converters.procedural.layout import Plan
 from asset_converters.procedural.shapes import box, cone, cylinder, sphere
 from core.errors import InputError
+from core.geometry import pose_from_xyz_yaw
 
 Builder = Callable[[np.random.Generator], list[trimesh.Trimesh]]
 
@@ -123,12 +124,6 @@ class Placed:
     footprint: shapely.Polygon  # convex hull of the parts on the floor
 
 
-def _transform(yaw: float, xy: tuple[float, float]) -> np.ndarray:
-    transform = trimesh.transformations.rotation_matrix(yaw, (0, 0, 1))
-    transform[:2, 3] = xy
-    return transform
-
-
 def _local_outline(parts: list[trimesh.Trimesh]) -> np.ndarray:
     """Corners of the convex hull of the parts seen from above, in the piece's frame."""
     return np.asarray(shapely.MultiPoint(np.concatenate([p.vertices[:, :2] for p in parts])).convex_hull.exterior.coords)
@@ -177,7 +172,7 @@ def _place_all(rng: np.random.Generator, plan: Plan, kinds: list[str], walls: sh
             room = int(rng.integers(len(plan.rooms)))
             interior = plan.interior(room, WALL_GAP)
             yaw, xy = _candidate(rng, kind, outline, interior)
-            transform = _transform(yaw, xy)
+            transform = pose_from_xyz_yaw(xy[0], xy[1], 0.0, yaw)
             shape = shapely.Polygon(outline @ transform[:2, :2].T + transform[:2, 3])
             if not shape.within(interior) or shape.intersects(keep_clear):
                 continue

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from asset_converters.procedural.humanoid import JOINTS, PARENTS, Body, J, sole_points
-from core.geometry import forward_kinematics
+from core.geometry import forward_kinematics, xyzw_to_wxyz
 
 FPS = 30.0
 WALK_DISTANCE = (2.0, 4.0)  # m
@@ -45,7 +45,7 @@ class Pose:
         self.rotations[J[joint]] = self.rotations[J[joint]] * Rotation.from_rotvec(np.outer(angle, unit))
 
     def quaternions(self) -> np.ndarray:
-        return np.stack([r.as_quat(canonical=True)[:, [3, 0, 1, 2]] for r in self.rotations], axis=1)
+        return np.stack([xyzw_to_wxyz(r.as_quat(canonical=True)) for r in self.rotations], axis=1)
 
 
 def _translations(body: Body, frames: int, root: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from core.config import RobotConfig
+from core.geometry import yaw_of
 from simulation.backend import Backend
 from simulation.control import PlanarController, UavController, UavState
 from simulation.robots.tiago_model import CHASSIS_HALF_XY
@@ -74,7 +75,7 @@ class BaseDriver:
 
     def _pose(self) -> tuple[float, float, float]:
         pose = self.backend.robot_pose()
-        return float(pose[0, 3]), float(pose[1, 3]), math.atan2(pose[1, 0], pose[0, 0])
+        return float(pose[0, 3]), float(pose[1, 3]), yaw_of(pose)
 
     def spin(self) -> None:
         self.backend.set_robot_command(self.controller.spin(self.controller.limits.max_yaw_rate, self.dt))

@@ -41,6 +41,7 @@ from scipy import ndimage
 
 from core.config import ExperimentConfig, RobotConfig
 from core.errors import ConfigError
+from core.geometry import yaw_of
 from simulation.backend import Backend
 from simulation.control import wrap_angle
 from simulation.exploration.drivers import TIAGO_HEIGHT, UAV_HALF_HEIGHT, make_driver
@@ -157,7 +158,7 @@ class Explorer:
 
     def _pose(self) -> tuple[np.ndarray, float]:
         pose = self.backend.robot_pose()
-        return pose[:3, 3].copy(), math.atan2(pose[1, 0], pose[0, 0])
+        return pose[:3, 3].copy(), yaw_of(pose)
 
     # ------------------------------------------------------------ perception
 

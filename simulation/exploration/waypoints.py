@@ -15,6 +15,7 @@ import numpy as np
 
 from core.config import RobotConfig
 from core.errors import ConfigError
+from core.geometry import yaw_of
 from simulation.backend import Backend
 from simulation.exploration.drivers import make_driver
 from simulation.exploration.follower import PathFollower
@@ -78,6 +79,6 @@ class WaypointFollower:
         away = carrot - position[:2]
         heading = math.atan2(away[1], away[0]) if np.linalg.norm(away) > GOAL_TOLERANCE else None
         if heading is None:
-            heading = math.atan2(pose[1, 0], pose[0, 0])
+            heading = yaw_of(pose)
         self.driver.go(carrot, heading, float(self.points[k, 2]))
         return False

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from core.geometry import xyzw_to_wxyz
+
 STATIC_BIT = 1  # environment pieces
 CHASSIS_BIT = 2  # robot bodies that touch the world (chassis, UAV frame)
 ROLLER_BIT = 4  # mecanum rollers
@@ -61,12 +63,12 @@ def frame_quat(x_axis: np.ndarray, z_axis: np.ndarray) -> np.ndarray:
     x_axis = np.asarray(x_axis, dtype=np.float64)
     z_axis = np.asarray(z_axis, dtype=np.float64)
     matrix = np.stack([x_axis, np.cross(z_axis, x_axis), z_axis], axis=1)
-    return Rotation.from_matrix(matrix).as_quat(scalar_first=True)
+    return xyzw_to_wxyz(Rotation.from_matrix(matrix).as_quat())
 
 
 def rpy_quat(rpy_deg: Iterable[float]) -> np.ndarray:
     """Quaternion (w, x, y, z) of roll/pitch/yaw in degrees, extrinsic X then Y then Z."""
-    return Rotation.from_euler("xyz", list(rpy_deg), degrees=True).as_quat(scalar_first=True)
+    return xyzw_to_wxyz(Rotation.from_euler("xyz", list(rpy_deg), degrees=True).as_quat())
 
 
 def find_body(root: ET.Element, name: str) -> ET.Element | None:
