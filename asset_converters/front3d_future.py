@@ -7,7 +7,6 @@ holds `<id>/texture.png` per architecture material.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import trimesh
 
 from asset_converters.front3d_house import HouseMaterial
 from core.errors import InputError
+from core.rundir import read_json
 
 MODEL_FILE = "raw_model.obj"
 TEXTURE_FILE = "texture.png"
@@ -41,10 +41,7 @@ def load_model_info(folder: Path) -> dict[str, ModelInfo]:
     path = folder / MODEL_INFO_FILE
     if not path.is_file():
         return {}
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"malformed JSON ({exc})", path) from exc
+    entries = read_json(path, MODEL_INFO_FILE)
     if not isinstance(entries, list):
         raise InputError("expected a list of models", path)
     info = {}

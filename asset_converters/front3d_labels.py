@@ -8,11 +8,11 @@ mapping {raw category or default class: class} (case-insensitive keys) overrides
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from core.errors import InputError
+from core.rundir import read_json
 
 SEMANTICS_SCHEMA = "grade.semantics/1"
 SEMANTICS_FILE = "semantics.json"
@@ -48,12 +48,7 @@ def load_label_map(path: str | Path | None) -> dict[str, str]:
     if path is None:
         return {}
     path = Path(path)
-    if not path.is_file():
-        raise InputError("label mapping file not found", path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"malformed JSON ({exc})", path) from exc
+    data = read_json(path, "label mapping file")
     if not isinstance(data, dict):
         raise InputError("expected a JSON object {raw category: class}", path)
     mapping = {}

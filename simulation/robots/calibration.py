@@ -10,7 +10,7 @@ Recordings
   (on /joint_states if present) with the four wheel joints, named as on the real robot
   (wheel_front_left_joint, ...) or as in GRADE's model (wheel_FL_joint, ...), and optionally
   geometry_msgs/Twist on a topic ending in `cmd_vel` (its messages are held until the next one; the
-  glitches of a second zero publisher are removed as in drive.read_cmd_vel_json). Times are the bag's
+  glitches of a second zero publisher are removed as in drive.cmd_vel_commands). Times are the bag's
   receive times. Without cmd_vel the bag is one step from rest, as a CSV without commands.
 
 Each commanded change lasting at least MIN_STEP_SECONDS and of size L >= MIN_STEP_CHANGE gives one

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -46,7 +45,8 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import InputError
-from core.rundir import atomic_write_text
+from core.geometry import yaw_of
+from core.rundir import atomic_write_text, read_json
 from simulation.physics import PhysicsWorld, StartPose, build_world
 from simulation.robots.scurve import SCurveFollower, SCurveNetwork
 from simulation.robots.tiago_model import lightweight, physical
@@ -81,11 +81,14 @@ class Command:
 def read_commands(path: str | Path) -> list[Command]:
     """Commands from a text command file or a recorded cmd_vel JSON (see the module notes)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the command file ({exc})", path) from exc
-    commands = read_cmd_vel_json(text, path) if path.suffix.lower() == ".json" else parse_commands(text, path)
+    if path.suffix.lower() == ".json":
+        commands = cmd_vel_commands(read_json(path, "command file"), path)
+    else:
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the command file ({exc})", path) from exc
+        commands = parse_commands(text, path)
     if not commands:
         raise InputError("no commands in the file", path)
     return commands
@@ -120,12 +123,8 @@ def parse_commands(text: str, source: str | Path = "<commands>") -> list[Command
     return commands
 
 
-def read_cmd_vel_json(text: str, source: str | Path = "<cmd_vel>") -> list[Command]:
-    """Recorded cmd_vel messages as held commands (consecutive equal twists merged)."""
-    try:
-        messages = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc})", source) from exc
+def cmd_vel_commands(messages: object, source: str | Path = "<cmd_vel>") -> list[Command]:
+    """Recorded cmd_vel messages (parsed JSON) as held commands (consecutive equal twists merged)."""
     if not isinstance(messages, list) or not messages:
         raise InputError("expected a non-empty list of {time, linear, angular} messages", source)
     times, twists = [], []
@@ -252,7 +251,7 @@ def build_tiago(model: str, start: StartPose | None = None) -> PhysicsWorld:
 def _sample(world: PhysicsWorld) -> list[float]:
     pose = world.base_pose()
     linear, angular = world.base_velocity()
-    return [world.time, pose[0, 3], pose[1, 3], math.atan2(pose[1, 0], pose[0, 0]), linear[0], linear[1], angular[2]]
+    return [world.time, pose[0, 3], pose[1, 3], yaw_of(pose), linear[0], linear[1], angular[2]]
 
 
 def drive(world: PhysicsWorld, commands: Sequence[Command], follower: SCurveFollower,
