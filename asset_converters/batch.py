@@ -10,8 +10,9 @@ from pathlib import Path
 
 from asset_converters.package import CONVERTER_VERSION
 from core.errors import GradeError
+from core.formats.manifest import StageStatus, stage_status
 from core.progress import get_logger, make_progress
-from core.rundir import StageStatus, content_hash, stage_status
+from core.rundir import content_hash
 
 log = get_logger("convert")
 

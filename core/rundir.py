@@ -1,14 +1,13 @@
-"""The run-directory contract: atomic writes, completion manifests and run.json.
+"""Run-directory plumbing every format builds on: atomic writes, content hashing, checked JSON and
+.npz reading, and the wall clock for bookkeeping.
 
-A stage writes its files atomically (temp name, then rename) and marks completion with
-`MANIFEST.json`, written last. `stage_status` tells a caller whether an output folder is
-complete (skip it), incomplete (redo it) or absent (do it).
+The files themselves (run.json, MANIFEST.json, the recording's artifacts) are defined in
+`core.formats`, one module each.
 """
 
 from __future__ import annotations
 
 import datetime
-import enum
 import hashlib
 import json
 import os
@@ -17,18 +16,10 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from core.errors import InputError
-
-MANIFEST = "MANIFEST.json"
-MANIFEST_SCHEMA = "grade.manifest/1"
-RUN_SCHEMA = "grade.run/1"
-
 
 # ---------------------------------------------------------------- atomic writes
 
@@ -122,37 +113,7 @@ def content_hash(*parts: Any) -> str:
     return digest.hexdigest()
 
 
-# ---------------------------------------------------------------- manifests
-
-
-class StageStatus(str, enum.Enum):
-    COMPLETE = "complete"
-    INCOMPLETE = "incomplete"  # started, interrupted or failed: redo
-    STALE = "stale"  # complete, but for other inputs: redo
-    ABSENT = "absent"
-
-
-def write_manifest(directory: str | Path, stage: str, input_hash: str, extra: dict | None = None,
-                   include: Sequence[str] | None = None) -> Path:
-    """Mark `directory` complete: list every file in it (or only under the top-level names in
-    `include`, when other stages share the folder) with size and sha256. Call it last."""
-    directory = Path(directory)
-    files = {}
-    for file in sorted(p for p in directory.rglob("*") if p.is_file() and p.name != MANIFEST):
-        rel = file.relative_to(directory).as_posix()
-        if rel.startswith(".") or "/." in rel:
-            continue
-        if include is not None and rel.split("/", 1)[0] not in include:
-            continue
-        files[rel] = {"size": file.stat().st_size, "sha256": sha256_file(file)}
-    manifest = {
-        "schema": MANIFEST_SCHEMA,
-        "stage": stage,
-        "input_hash": input_hash,
-        "files": files,
-        **(extra or {}),
-    }
-    return atomic_write_json(directory / MANIFEST, manifest)
+# ---------------------------------------------------------------- reading
 
 
 def read_json(path: str | Path, what: str = "file") -> Any:
@@ -168,49 +129,31 @@ def read_json(path: str | Path, what: str = "file") -> Any:
         raise InputError("not a UTF-8 text file", path) from exc
 
 
-def read_manifest(directory: str | Path) -> dict:
-    path = Path(directory) / MANIFEST
-    manifest = read_json(path)
-    if not isinstance(manifest, dict):
-        raise InputError("expected a JSON object", path)
-    if manifest.get("schema") != MANIFEST_SCHEMA:
-        raise InputError(f"expected schema {MANIFEST_SCHEMA!r}", path, "schema")
-    return manifest
+def load_npz_checked(path: str | Path, required: list[str], keys: Sequence[str] | None = None) -> dict:
+    """Load an .npz into a dict (only the arrays in `keys` when given: the others are never decompressed),
+    with a clear error for a missing/corrupt file or missing arrays."""
+    import numpy as np
 
-
-def stage_status(directory: str | Path, input_hash: str | None = None, verify_hashes: bool = False) -> StageStatus:
-    """Whether a stage's output folder is complete, incomplete, stale or absent."""
-    directory = Path(directory)
-    if not directory.exists():
-        return StageStatus.ABSENT
-    if not (directory / MANIFEST).is_file():
-        return StageStatus.INCOMPLETE
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("file not found", path)
     try:
-        manifest = read_manifest(directory)
-    except InputError:
-        return StageStatus.INCOMPLETE
-    for rel, info in manifest.get("files", {}).items():
-        file = directory / rel
-        if not file.is_file() or file.stat().st_size != info["size"]:
-            return StageStatus.INCOMPLETE
-        if verify_hashes and sha256_file(file) != info["sha256"]:
-            return StageStatus.INCOMPLETE
-    if input_hash is not None and manifest.get("input_hash") != input_hash:
-        return StageStatus.STALE
-    return StageStatus.COMPLETE
+        with np.load(path, allow_pickle=False) as data:
+            missing = [key for key in required if key not in data.files]
+            if missing:
+                raise InputError(f"missing arrays {missing}; found {sorted(data.files)}", path, missing[0])
+            arrays = {key: data[key] for key in data.files if keys is None or key in keys}
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(f"not a readable .npz file ({exc})", path) from exc
+    return arrays
 
 
-def invalidate(directory: str | Path) -> None:
-    """Remove the manifest so the folder reads as incomplete (before rewriting it in place)."""
-    (Path(directory) / MANIFEST).unlink(missing_ok=True)
-
-
-# ---------------------------------------------------------------- run.json
+# ---------------------------------------------------------------- wall clock (bookkeeping)
 
 
 def wall_clock_iso() -> str:
     """Wall-clock time for run.json bookkeeping only; never use it in data outputs."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 class Stopwatch:
@@ -221,72 +164,3 @@ class Stopwatch:
 
     def seconds(self) -> float:
         return time.perf_counter() - self._start
-
-
-def package_versions(names: tuple[str, ...] = (
-    "grade", "numpy", "pydantic", "usd-core", "trimesh", "python-fcl", "rosbags", "mujoco", "embreex",
-)) -> dict[str, str]:
-    versions = {}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
-
-
-class RunInfo(BaseModel):
-    """Contents of `run.json` (DESIGN.md §2)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    schema_: Literal["grade.run/1"] = Field(RUN_SCHEMA, alias="schema")
-    name: str
-    status: Literal["running", "complete", "failed", "interrupted"] = "running"
-    backend: str
-    master_seed: int
-    derived_seeds: dict[str, int] = {}
-    config: dict[str, Any]
-    versions: dict[str, str] = Field(default_factory=package_versions)
-    asset_hashes: dict[str, str] = {}
-    sim_time_start: float = 0.0
-    sim_time_end: float | None = None
-    frame_counts: dict[str, int] = {}
-    mission: dict[str, Any] = {}
-    wall_seconds: dict[str, float] = Field({}, description="bookkeeping: wall-clock seconds per stage")
-    error: str | None = None
-    created: str = Field(default_factory=wall_clock_iso)
-    updated: str = Field(default_factory=wall_clock_iso)
-
-
-def write_run_info(run_dir: str | Path, info: RunInfo) -> Path:
-    info.updated = wall_clock_iso()
-    return atomic_write_json(Path(run_dir) / "run.json", info.model_dump(mode="json", by_alias=True))
-
-
-def read_run_info(run_dir: str | Path) -> RunInfo:
-    path = Path(run_dir) / "run.json"
-    if not path.is_file():
-        raise InputError("run.json not found; is this a recording folder?", path)
-    try:
-        return RunInfo.model_validate_json(path.read_text())
-    except ValueError as exc:
-        raise InputError(f"invalid run.json: {exc}", path) from exc
-
-
-def load_npz_checked(path: str | Path, required: list[str]) -> dict:
-    """Load an .npz into a dict, with a clear error for a missing/corrupt file or missing arrays."""
-    import numpy as np
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("file not found", path)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-    except (OSError, ValueError, EOFError) as exc:
-        raise InputError(f"not a readable .npz file ({exc})", path) from exc
-    missing = [key for key in required if key not in arrays]
-    if missing:
-        raise InputError(f"missing arrays {missing}; found {sorted(arrays)}", path, missing[0])
-    return arrays

@@ -16,19 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import ExperimentConfig
+from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
+from core.formats.run_info import RunInfo, read_run_info, write_run_info
 from core.progress import console, get_logger, make_progress
+from core.rundir import Stopwatch, content_hash
 from core.seeding import derived_seeds
-from core.rundir import (
-    MANIFEST,
-    RunInfo,
-    StageStatus,
-    Stopwatch,
-    content_hash,
-    invalidate,
-    stage_status,
-    write_manifest,
-    write_run_info,
-)
 
 log = get_logger("generate")
 
@@ -79,8 +71,6 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
     prepare_seconds = total.seconds()
     input_hash = record_hash(config, prepared.scene)
     if not force and stage_status(run, input_hash) is StageStatus.COMPLETE:
-        from core.rundir import read_run_info
-
         log.info("recording up to date: %s (use --force to record again)", run)
         return GenerateResult(run, read_run_info(run), skipped=True)
 

@@ -1,8 +1,8 @@
 """Post-processing of recordings (DESIGN.md §1): for now `grade view`, a visual check of a run.
 
 Public surface: `view_run` (RUN folder in, contact sheets / trajectory / IMU plots / optional .rrd
-out), the readers it is built on, and `export_rerun`. Names are imported on first use, so the CLI
-starts without loading OpenCV, matplotlib or rerun.
+out), the figures it draws and `export_rerun`; runs are read through core.recording.Recording. Names
+are imported on first use, so the CLI starts without loading OpenCV, matplotlib or rerun.
 """
 
 from importlib import import_module
@@ -10,15 +10,13 @@ from importlib import import_module
 DEFAULT_FRAMES = 6  # frames per contact sheet; here so the CLI reads it without loading OpenCV
 
 _EXPORTS = {
-    **{name: "view" for name in ("ViewResult", "view_run", "read_frames", "read_instances", "read_imu",
-                                 "read_robot_path", "read_scene_layout", "list_cameras", "select_frames")},
+    **{name: "view" for name in ("ViewResult", "view_run", "read_scene_layout", "select_frames")},
     "render_contact_sheet": "contact_sheet", "plot_trajectory": "plots", "plot_imu": "plots",
     "export_rerun": "rerun_export",
 }
 __all__ = [
-    "DEFAULT_FRAMES", "ViewResult", "export_rerun", "list_cameras", "plot_imu", "plot_trajectory", "read_frames",
-    "read_imu", "read_instances", "read_robot_path", "read_scene_layout", "render_contact_sheet", "select_frames",
-    "view_run",
+    "DEFAULT_FRAMES", "ViewResult", "export_rerun", "plot_imu", "plot_trajectory", "read_scene_layout",
+    "render_contact_sheet", "select_frames", "view_run",
 ]
 
 

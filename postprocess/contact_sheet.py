@@ -16,8 +16,10 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
+from core.formats.frames import Box2D
+from core.formats.instances import Instances
+from core.recording import Frame
 from core.seeding import generator
-from postprocess.view import Box2D, FrameImages, FrameRecord, Instances
 
 COLUMNS = ("rgb", "depth", "instance", "semantic")
 PANEL_MAX_WIDTH = 480  # px: wider cameras are scaled down so a sheet of 6 rows stays viewable
@@ -40,6 +42,16 @@ PERCENT = 100.0
 
 
 @dataclass
+class FrameImages:
+    """One frame's images; None where the camera does not record that output."""
+
+    rgb: np.ndarray | None  # (H, W, 3) uint8 RGB
+    depth: np.ndarray | None  # (H, W) float32 metres, 0 = no return
+    instance: np.ndarray | None  # (H, W) integer ids
+    semantic: np.ndarray | None
+
+
+@dataclass
 class SheetRow:
     frame: int
     time: float
@@ -49,8 +61,10 @@ class SheetRow:
     boxes: list[Box2D]
 
 
-def sheet_rows(records: list[FrameRecord], images: list[FrameImages]) -> list[SheetRow]:
-    return [SheetRow(r.frame, r.time, r.width, r.height, i, r.boxes_2d_tight) for r, i in zip(records, images)]
+def sheet_row(frame: Frame) -> SheetRow:
+    """A row of the sheet: the frame's images read from disk and its tight boxes."""
+    images = FrameImages(frame.rgb(), frame.depth(), frame.instance(), frame.semantic())
+    return SheetRow(frame.index, frame.time, frame.width, frame.height, images, list(frame.boxes_2d_tight))
 
 
 @lru_cache(maxsize=4)
@@ -130,7 +144,7 @@ def pixel_bounds(box: Box2D, scale_x: float, scale_y: float) -> tuple[int, int, 
 
 
 def box_caption(box: Box2D, instances: Instances) -> str:
-    caption = instances.box_label(box)
+    caption = instances.label(box.instance_id, box.semanticId)
     if box.occlusionRatio >= 0:  # a negative ratio means "unknown" in some annotator versions
         caption += f" occ {box.occlusionRatio * PERCENT:.0f}%"
     return caption

@@ -13,7 +13,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
-from postprocess.view import ImuSeries, RobotPath, SceneLayout
+from core.formats.imu import ImuSeries
+from core.formats.states import RobotPath
+from postprocess.view import SceneLayout
 
 DPI = 100
 TRAJECTORY_INCHES = (8.0, 8.0)
@@ -80,8 +82,8 @@ def plot_trajectory(robot: RobotPath, layout: SceneLayout, camera_xy: dict[str, 
     return figure_png(trajectory_figure(robot, layout, camera_xy, title))
 
 
-def plot_imu(series: list[ImuSeries], title: str) -> bytes:
-    """A row per IMU: accelerometer (m/s^2) and gyro (rad/s), x/y/z in the sensor frame, over sim time (PNG)."""
+def imu_figure(series: list[ImuSeries], title: str) -> Figure:
+    """A row per IMU: accelerometer (m/s^2) and gyro (rad/s), x/y/z in the sensor frame, over sim time."""
     figure = _figure((IMU_ROW_INCHES[0], IMU_ROW_INCHES[1] * len(series)))
     grid = figure.subplots(len(series), 2, squeeze=False, sharex=True)
     for row, imu in zip(grid, series):
@@ -96,4 +98,9 @@ def plot_imu(series: list[ImuSeries], title: str) -> bytes:
         axes.set_xlabel("sim time [s]")
     figure.suptitle(title)
     figure.tight_layout()
-    return figure_png(figure)
+    return figure
+
+
+def plot_imu(series: list[ImuSeries], title: str) -> bytes:
+    """imu_figure as PNG bytes."""
+    return figure_png(imu_figure(series, title))

@@ -18,10 +18,14 @@ from types import ModuleType
 import numpy as np
 
 from core.errors import GradeError, InputError
+from core.formats.run_info import RunInfo
+from core.formats.states import RobotPath
+from core.geometry import wxyz_to_xyzw
 from core.progress import track
-from core.rundir import FILE_MODE, RunInfo
+from core.recording import Camera
+from core.rundir import FILE_MODE
 from postprocess.contact_sheet import box_caption, id_palette
-from postprocess.view import CameraSequence, RobotPath, SceneLayout, load_frame_images
+from postprocess.view import SceneLayout
 
 APPLICATION_ID = "grade"
 TIMELINE = "sim_time"
@@ -39,27 +43,22 @@ def import_rerun() -> ModuleType:
     return rerun
 
 
-def quat_xyzw(quat_wxyz: np.ndarray) -> np.ndarray:
-    """USD/states order (w, x, y, z) -> Rerun's (x, y, z, w)."""
-    return np.asarray(quat_wxyz, dtype=np.float64)[..., [1, 2, 3, 0]]
-
-
 def _colour(palette: np.ndarray, index: int) -> tuple[int, int, int]:
     return tuple(int(c) for c in palette[index % len(palette)])
 
 
-def _log_static(rr: ModuleType, rec, sequences: list[CameraSequence], robot: RobotPath | None,
+def _log_static(rr: ModuleType, rec, sequences: list[Camera], robot: RobotPath | None,
                 layout: SceneLayout | None) -> None:
     rec.log("world", rr.ViewCoordinates.RIGHT_HAND_Z_UP, static=True)
     semantic = id_palette("semantic")
     classes = {}
     for sequence in sequences:
-        classes.update(sequence.instances.class_of_semantic)
+        classes.update({i: name for name, i in sequence.instances.semantic_classes.items()})
     rec.log("world", rr.AnnotationContext([(i, name, _colour(semantic, i)) for i, name in sorted(classes.items())]),
             static=True)
     instance = id_palette("instance")
     for sequence in sequences:
-        labels = sorted(sequence.instances.class_of_instance.items())
+        labels = sorted((i, entry.semantic_class) for i, entry in sequence.instances.instances.items())
         # Instance images get their own context: their ids are instances, not classes.
         rec.log(f"world/{sequence.name}/instance", rr.AnnotationContext(
             [(i, f"{name or 'unlabelled'} #{i}", _colour(instance, i)) for i, name in labels]), static=True)
@@ -72,44 +71,39 @@ def _log_static(rr: ModuleType, rec, sequences: list[CameraSequence], robot: Rob
 
 
 def _log_robot(rr: ModuleType, rec, robot: RobotPath) -> None:
-    columns = {"translation": robot.position}
-    if robot.quat_wxyz is not None:
-        columns["quaternion"] = quat_xyzw(robot.quat_wxyz)
     rec.send_columns("world/robot", indexes=[rr.TimeColumn(TIMELINE, duration=robot.time)],
-                     columns=rr.Transform3D.columns(**columns))
+                     columns=rr.Transform3D.columns(translation=robot.position,
+                                                    quaternion=wxyz_to_xyzw(robot.quat_wxyz)))
 
 
-def _log_camera(rr: ModuleType, rec, sequence: CameraSequence) -> None:
-    root = f"world/{sequence.name}"
-    for record in track(sequence.frames, f"rerun: {sequence.name}"):
-        rec.set_time(TIMELINE, duration=record.time)
-        pose = record.pose_matrix
+def _log_camera(rr: ModuleType, rec, camera: Camera) -> None:
+    root = f"world/{camera.name}"
+    for frame in track(camera.frames, f"rerun: {camera.name}"):
+        rec.set_time(TIMELINE, duration=frame.time)
+        pose = frame.pose
         rec.log(root, rr.Transform3D(translation=pose[:3, 3], mat3x3=pose[:3, :3]))
         # ROS optical frame: x right, y down, z forward (RDF).
-        rec.log(root, rr.Pinhole(image_from_camera=np.asarray(record.K), width=record.width, height=record.height,
+        rec.log(root, rr.Pinhole(image_from_camera=frame.K, width=frame.width, height=frame.height,
                                  camera_xyz=rr.ViewCoordinates.RDF))
-        if "rgb" in record.files:
-            rgb = sequence.folder / record.files["rgb"]
+        rgb = frame.path("rgb")
+        if rgb is not None:
             if not rgb.is_file():
                 raise InputError("file not found", rgb, "rgb")
             rec.log(f"{root}/rgb", rr.EncodedImage(contents=rgb.read_bytes(), media_type="image/png"))
-        images = load_frame_images(sequence.folder, record, kinds=("depth", "instance", "semantic"))
-        if images.depth is not None:
-            rec.log(f"{root}/depth", rr.DepthImage(images.depth, meter=METRES))
-        if images.instance is not None:
-            rec.log(f"{root}/instance", rr.SegmentationImage(images.instance))
-        if images.semantic is not None:
-            rec.log(f"{root}/semantic", rr.SegmentationImage(images.semantic))
-        boxes = [b for b in record.boxes_2d_tight if not b.empty]
+        for kind, image in (("depth", frame.depth()), ("instance", frame.instance()), ("semantic", frame.semantic())):
+            if image is not None:
+                archetype = rr.DepthImage(image, meter=METRES) if kind == "depth" else rr.SegmentationImage(image)
+                rec.log(f"{root}/{kind}", archetype)
+        boxes = [b for b in frame.boxes_2d_tight if not b.empty]
         # Inclusive pixel bounds: the box covers x_min .. x_max + 1 in Rerun's continuous image coordinates.
         mins = np.array([(b.x_min, b.y_min) for b in boxes], dtype=np.float32).reshape(-1, 2)
         sizes = np.array([(b.x_max - b.x_min + 1, b.y_max - b.y_min + 1) for b in boxes], dtype=np.float32)
         rec.log(f"{root}/boxes", rr.Boxes2D(mins=mins, sizes=sizes.reshape(-1, 2),
-                                            labels=[box_caption(b, sequence.instances) for b in boxes],
+                                            labels=[box_caption(b, camera.instances) for b in boxes],
                                             class_ids=[b.semanticId for b in boxes]))
 
 
-def export_rerun(path: Path, info: RunInfo, sequences: list[CameraSequence], robot: RobotPath | None,
+def export_rerun(path: Path, info: RunInfo, sequences: list[Camera], robot: RobotPath | None,
                  layout: SceneLayout | None) -> Path:
     """Write `path` (.rrd) atomically: it appears only once the whole recording is in it."""
     rr = import_rerun()

@@ -16,7 +16,7 @@ from asset_converters import (
 from asset_converters.animated import TRACE_TOLERANCE, joint_world_transforms
 from core.geometry import axis_angle_to_quat_wxyz
 from core.errors import InputError
-from core.rundir import StageStatus, stage_status
+from core.formats.manifest import StageStatus, stage_status
 
 
 def bending_bar(frames: int = 12) -> Animation:

@@ -21,7 +21,7 @@ from asset_converters import load_meta, read_meshes
 from asset_converters.front3d import convert_house
 from asset_converters.usd_io import get_semantic_label
 from core.errors import InputError
-from core.rundir import StageStatus, stage_status
+from core.formats.manifest import StageStatus, stage_status
 
 HOUSE = "front3d/0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"
 SMALL_ROOM = "Bathroom-771"

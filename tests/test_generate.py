@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from core.config_io import load_experiment
-from pipeline.generate import generate
-from core.rundir import StageStatus, read_manifest, read_run_info, stage_status
+from core.formats.manifest import StageStatus, read_manifest, stage_status
+from core.formats.run_info import read_run_info
+from core.formats.states import load_states
 from core.seeding import derived_seed
+from pipeline.generate import generate
 from simulation.recording.bag_reader import (
     bag_summary,
     camera_matrix,
@@ -25,8 +27,8 @@ from simulation.recording.bag_reader import (
     stamp_ns,
     transform_matrix,
 )
-from simulation.recording.states import load_states
 from tests.conftest import CONFIGS, run_grade
+
 
 DURATION, BOOTSTRAP = 1.0, 0.5
 TOTAL = DURATION + BOOTSTRAP
@@ -234,19 +236,19 @@ def test_run_json_and_manifest(uav_run):
     assert info.mission["planner"] == "frontier"
     assert info.derived_seeds["placement/humans"] == derived_seed(info.master_seed, "placement/humans")
     manifest = read_manifest(uav_run)
-    assert manifest["stage"] == "record"
-    assert any(f.startswith("gt/camera/rgb/") for f in manifest["files"])
-    assert not any(f.startswith(("assets/", "scene/")) for f in manifest["files"])
+    assert manifest.stage == "record"
+    assert any(f.startswith("gt/camera/rgb/") for f in manifest.files)
+    assert not any(f.startswith(("assets/", "scene/")) for f in manifest.files)
     assert not (uav_run / ".record.partial").exists()
 
 
 def test_same_seed_gives_identical_ground_truth_and_a_rerun_is_skipped(uav_run, assets, tmp_path):
     again = generate(_config(UAV), tmp_path / "again", cache=assets)
     assert not again.skipped
-    first, second = read_manifest(uav_run)["files"], read_manifest(tmp_path / "again")["files"]
+    first, second = read_manifest(uav_run).files, read_manifest(tmp_path / "again").files
     truth = [f for f in first if f.startswith(("gt/", "humans/")) or f == "states.npz"]
     assert len(truth) > 100
-    assert {f: first[f]["sha256"] for f in truth} == {f: second.get(f, {}).get("sha256") for f in truth}
+    assert {f: first[f].sha256 for f in truth} == {f: second[f].sha256 if f in second else None for f in truth}
     assert generate(_config(UAV), tmp_path / "again", cache=assets).skipped
 
 

@@ -34,7 +34,7 @@ from asset_converters.procedural import build_demo_assets
 from core.geometry import axis_angle_to_quat_wxyz
 from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from core.errors import ConfigError, InputError
-from core.rundir import MANIFEST, write_manifest
+from core.formats.manifest import MANIFEST, write_manifest
 from placement import (
     ROBOT_VOLUMES,
     AnimationSchedule,

@@ -8,7 +8,7 @@ from pxr import Usd, UsdGeom
 from asset_converters import load_meta, read_meshes
 from core.config_io import load_experiment
 from pipeline.prepare import prepare
-from core.rundir import MANIFEST
+from core.formats.manifest import MANIFEST
 from placement import load_placement
 
 from conftest import CONFIGS, run_grade

@@ -7,20 +7,15 @@ import stat
 import pytest
 
 from core.errors import InputError
+from core.formats.manifest import StageStatus, invalidate, stage_status, write_manifest
+from core.formats.run_info import RunInfo, read_run_info, write_run_info
 from core.rundir import (
     DIRECTORY_MODE,
     FILE_MODE,
-    RunInfo,
-    StageStatus,
     atomic_directory,
     atomic_write_json,
     atomic_write_text,
     content_hash,
-    invalidate,
-    read_run_info,
-    stage_status,
-    write_manifest,
-    write_run_info,
 )
 
 

@@ -23,7 +23,7 @@ from asset_converters.smpl.sequences import MotionSequence, detected_up, resampl
 from core.geometry import Y_UP_TO_Z_UP
 from asset_converters.usd_io import get_semantic_label
 from core.errors import InputError
-from core.rundir import StageStatus, stage_status
+from core.formats.manifest import StageStatus, stage_status
 from core.seeding import generator
 
 AMASS = "amass/dmpl_sample.npz"

@@ -17,6 +17,9 @@ from PIL import Image
 
 from asset_converters import SceneMesh, SourceInfo, write_environment_package
 from core.errors import GradeError, InputError
+from core.formats.frames import Box2D
+from core.formats.instances import InstanceEntry, Instances
+from core.formats.manifest import write_manifest
 from core.formats.placement import (
     AnimationSchedule,
     EnvironmentRef,
@@ -27,8 +30,10 @@ from core.formats.placement import (
     RobotVolume,
     write_placement,
 )
-from core.rundir import RunInfo, write_run_info
-from postprocess import read_robot_path, read_scene_layout, select_frames, view_run
+from core.formats.run_info import RunInfo, write_run_info
+from core.formats.states import STATES_SCHEMA, load_robot_path
+from core.recording import Recording
+from postprocess import read_scene_layout, select_frames, view_run
 from postprocess.cli import view_command
 from postprocess.contact_sheet import (
     GAP_PX,
@@ -37,6 +42,7 @@ from postprocess.contact_sheet import (
     PANEL_MAX_WIDTH,
     ROW_BAND_PX,
     TITLE_PX,
+    FrameImages,
     SheetRow,
     colorize_depth,
     id_palette,
@@ -44,8 +50,7 @@ from postprocess.contact_sheet import (
     pixel_bounds,
     render_contact_sheet,
 )
-from postprocess.plots import figure_png, trajectory_figure
-from postprocess.view import Box2D, FrameImages, Instances
+from postprocess.plots import figure_png, imu_figure, trajectory_figure
 
 W, H = 64, 48
 FRAMES = 3
@@ -130,7 +135,8 @@ def robot_states(end: tuple[float, float] = (3.5, 2.5)) -> dict[str, np.ndarray]
     position = np.stack([0.5 + s * (end[0] - 0.5), 1.0 + s * (end[1] - 1.0), np.zeros(STEPS)], axis=1)
     yaw = np.pi / 2  # wxyz of a 90 deg turn about z: (cos 45, 0, 0, sin 45)
     quat = np.tile([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)], (STEPS, 1))
-    return {"time": np.linspace(0.0, 2.0, STEPS), "robot_position": position, "robot_quat_wxyz": quat}
+    return {"schema": np.array(STATES_SCHEMA), "time": np.linspace(0.0, 2.0, STEPS), "robot_position": position,
+            "robot_quat_wxyz": quat}
 
 
 def write_run(run: Path, assets: Path, status: str = "complete", frames: int = FRAMES) -> Path:
@@ -156,6 +162,7 @@ def write_run(run: Path, assets: Path, status: str = "complete", frames: int = F
                          volume=RobotVolume(shape="cylinder", extents=(0.6, 0.6, 1.2)), heading_clearance=1.0, tries=1),
     )
     write_placement(placement, run / "scene" / "placement.json")
+    write_manifest(run, "record", "synthetic", include=("gt", "states.npz", "run.json"))
     return run
 
 
@@ -250,7 +257,9 @@ def test_wide_cameras_are_scaled_down_with_their_boxes():
     assert pixel_bounds(box, scale, scale) == (50, 100, 149, 199)
     row = SheetRow(frame=0, time=0.0, width=width, height=height, images=FrameImages(rgb, None, None, None),
                    boxes=[box])
-    sheet = render_contact_sheet([row], Instances({1: "chair"}, {}), "wide")
+    chair_entry = InstanceEntry(prim_path="/World/chair", semantic_class="chair", semantic_id=CHAIR_CLASS,
+                                asset_id="chair", kind="object")
+    sheet = render_contact_sheet([row], Instances(instances={1: chair_entry}, semantic_classes={}), "wide")
     assert sheet.shape[1] == GAP_PX + SHEET_COLUMNS * (PANEL_MAX_WIDTH + GAP_PX)
     px, py = panel_origin(0, 0, PANEL_MAX_WIDTH, 360)
     panel = sheet[py:py + 360, px:px + PANEL_MAX_WIDTH]
@@ -281,7 +290,7 @@ def colour_at(image: np.ndarray, figure, xy: tuple[float, float]) -> np.ndarray:
 
 
 def test_trajectory_map_sits_at_its_world_coordinates(run):
-    robot, layout = read_robot_path(run / "states.npz"), read_scene_layout(run)
+    robot, layout = load_robot_path(run / "states.npz"), read_scene_layout(run)
     figure = trajectory_figure(robot, layout, {}, "t")
     image = np.asarray(Image.open(io.BytesIO(figure_png(figure))).convert("RGB"))
     table, free, outside = (2.5, 1.5), (3.5, 0.5), (-0.3, 1.5)  # table centre; a free floor point; off the floor
@@ -314,6 +323,24 @@ def test_trajectory_plot_follows_the_trajectory(run, tmp_path):
 def test_imu_plot_has_a_row_per_imu(run, tmp_path):
     view_run(run, out=tmp_path)
     assert read_rgb(tmp_path / "imu.png").shape == (600, 1200, 3)  # 2 IMUs x 3 in, 12 in wide, 100 dpi
+
+
+def test_imu_plot_draws_the_recorded_series(run):
+    """The plotted lines are the arrays in gt/imu.npz (read here with numpy alone), IMU by IMU and axis by axis."""
+    figure = imu_figure(list(Recording.open(run).imu().values()), "t")
+    recorded = np.load(run / "gt" / "imu.npz")
+    rows = np.array(figure.axes).reshape(-1, 2)
+    assert [axes.get_title().split(":")[0] for axes in rows[:, 0]] == ["body_imu", "camera_imu"]
+    for row, name in zip(rows, ("body_imu", "camera_imu")):
+        for axes, kind in zip(row, ("linear_acceleration", "angular_velocity")):
+            lines = axes.get_lines()
+            assert [line.get_label() for line in lines] == ["x", "y", "z"]
+            for axis, line in enumerate(lines):
+                assert np.array_equal(line.get_xdata(), recorded[f"{name}.time"])
+                assert np.array_equal(line.get_ydata(), recorded[f"{name}.{kind}"][:, axis])
+    t = recorded["body_imu.time"]  # and the data are what write_run put there
+    assert np.allclose(rows[0, 0].get_lines()[0].get_ydata(), np.sin(t))
+    assert np.allclose(rows[1, 1].get_lines()[2].get_ydata(), 0.1 * t)
 
 
 # ---------------------------------------------------------------- CLI and errors

@@ -20,7 +20,6 @@ _LAZY = {
     "CameraWriter": "simulation.recording.ground_truth",
     "ImuLog": "simulation.recording.ground_truth",
     "StateLog": "simulation.recording.states",
-    "load_states": "simulation.recording.states",
 }
 __all__ = sorted(_LAZY)
 

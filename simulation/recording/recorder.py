@@ -11,7 +11,6 @@ TF tree: world -> base_link (the robot's pose), base_link -> every other link, l
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +18,20 @@ from pathlib import Path
 import numpy as np
 
 from core.config import ExperimentConfig
+from core.formats.humans import (
+    HUMANS_DIR,
+    HumanEntry,
+    HumansDocument,
+    HumansFrame,
+    save_humans_frame,
+    write_humans_document,
+)
+from core.formats.imu import IMU_FILE
+from core.formats.lidar import LidarSweep, save_sweep
+from core.formats.states import STATES_FILE
 from simulation.backend import Backend
 from simulation.recording.bags import BagWriter
-from simulation.recording.ground_truth import CameraWriter, ImuLog, frame_name
+from simulation.recording.ground_truth import CameraWriter, ImuLog
 from simulation.recording.schedule import Schedule
 from simulation.recording.states import StateLog
 
@@ -29,7 +39,6 @@ WORLD_FRAME = "world"
 BASE_FRAME = "base_link"
 MARKER_TOPIC = "/starting_experiment"
 MARKER_TEXT = "start"
-HUMANS_SCHEMA = "grade.humans/1"
 IMAGE_WRITER_THREADS = 1  # one encoder thread beside the two ray threads of this 2-core default
 
 
@@ -75,11 +84,11 @@ class Recorder:
         self._humans = backend.humans()
         self._humans_frames = 0
         if self._humans:
-            document = {"schema": HUMANS_SCHEMA, "rate_hz": config.simulation.rates.humans_hz,
-                        "humans": [{"prim_path": h.prim_path, "name": _leaf(h.prim_path), "asset_id": h.asset_id,
-                                    "joint_names": list(h.joint_names)} for h in self._humans]}
-            (folder / "humans").mkdir(parents=True, exist_ok=True)
-            (folder / "humans" / "humans.json").write_text(json.dumps(document, indent=2) + "\n")
+            document = HumansDocument(rate_hz=config.simulation.rates.humans_hz, humans=[
+                HumanEntry(prim_path=h.prim_path, name=_leaf(h.prim_path), asset_id=h.asset_id,
+                           joint_names=list(h.joint_names)) for h in self._humans])
+            (folder / HUMANS_DIR).mkdir(parents=True, exist_ok=True)
+            write_humans_document(folder / HUMANS_DIR, document)
 
     def _mount_transforms(self) -> list[tuple[str, str, np.ndarray]]:
         """(parent, child, parent <- child) of every sensor frame: fixed, so computed once."""
@@ -177,8 +186,8 @@ class Recorder:
     def _record_lidar(self, t: float) -> None:
         scan = self.backend.lidar()
         name = self._lidar.name
-        np.savez(self._lidar_folder() / frame_name(self.counts.counts.get(f"lidar/{name}", 0), ".npz"),
-                 time=scan.time, pose=scan.pose, ranges=scan.ranges, points=scan.points, ring=scan.ring)
+        save_sweep(self._lidar_folder(), self.counts.counts.get(f"lidar/{name}", 0),
+                   LidarSweep(scan.time, scan.pose, scan.ranges, scan.points, scan.ring))
         if self._bags:
             self._bags.point_cloud(f"/{name}/points", t, name, scan.points, scan.intensity, scan.ring)
         self.counts.add(f"lidar/{name}")
@@ -189,13 +198,10 @@ class Recorder:
         return folder
 
     def _record_humans(self, t: float) -> None:
-        arrays: dict[str, np.ndarray] = {"time": np.array(t)}
-        for prim, joints in self.backend.human_joints().items():
-            arrays[f"{_leaf(prim)}.joints"] = joints.astype(np.float32)
-        if self.config.recording.human_vertices:
-            for prim, vertices in self.backend.human_vertices().items():
-                arrays[f"{_leaf(prim)}.vertices"] = vertices.astype(np.float32)
-        np.savez(self.folder / "humans" / frame_name(self._humans_frames, ".npz"), **arrays)
+        joints = {_leaf(prim): value for prim, value in self.backend.human_joints().items()}
+        vertices = ({_leaf(prim): value for prim, value in self.backend.human_vertices().items()}
+                    if self.config.recording.human_vertices else {})
+        save_humans_frame(self.folder / HUMANS_DIR, self._humans_frames, HumansFrame(t, joints, vertices))
         self._humans_frames += 1
         self.counts.add("humans")
 
@@ -209,8 +215,8 @@ class Recorder:
             self._pool.shutdown(wait=True)
             if self._imus:
                 (self.folder / "gt").mkdir(parents=True, exist_ok=True)
-                self._imu_log.save(self.folder / "gt" / "imu.npz")
-            self._states.save(self.folder / "states.npz")
+                self._imu_log.save(self.folder / "gt" / IMU_FILE)
+            self._states.save(self.folder / STATES_FILE)
             if self._bags:
                 self._bags.close()
         finally:

@@ -1,10 +1,5 @@
-"""The state log (states.npz): per physics step what replay and analysis need, plus full checkpoints.
-
-Per step i (time i * dt): the robot base pose, joint positions and velocities, `command[i]` = the
-command applied during the step that led to state i (zeros for state 0), each human's animation clip
-time, each flying object's pose and the lights as rendered. Every `checkpoint_period` s the backend's
-complete state (`Backend.get_state`) is stored as `checkpoint.<key>` (K, ...) with `checkpoint_steps`
-(K,): replay restores one and re-applies the logged commands, reproducing the run bit for bit.
+"""The state log: collects per physics step what replay and analysis need, plus full checkpoints, and
+saves them as states.npz (layout: core.formats.states).
 """
 
 from __future__ import annotations
@@ -13,14 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from core.formats.states import STATES_SCHEMA, save_states
 from core.geometry import matrix_to_quat_wxyz
-from core.errors import InputError
-from core.rundir import load_npz_checked
 from simulation.backend import Backend
-
-STATES_SCHEMA = "grade.states/1"
-REQUIRED = ("schema", "time", "robot_position", "robot_quat_wxyz", "joint_names", "joint_positions",
-            "joint_velocities", "command", "checkpoint_steps")
 
 
 class StateLog:
@@ -70,16 +60,4 @@ class StateLog:
         return arrays
 
     def save(self, path: Path) -> None:
-        np.savez_compressed(path, **self.arrays())
-
-
-def load_states(path: Path) -> dict[str, np.ndarray]:
-    """states.npz with its required arrays checked (InputError naming the file and array otherwise)."""
-    arrays = load_npz_checked(path, list(REQUIRED))
-    if str(arrays["schema"]) != STATES_SCHEMA:
-        raise InputError(f"expected schema {STATES_SCHEMA!r}, found {str(arrays['schema'])!r}", path, "schema")
-    steps = len(arrays["time"])
-    for key in ("robot_position", "robot_quat_wxyz", "joint_positions", "command"):
-        if len(arrays[key]) != steps:
-            raise InputError(f"has {len(arrays[key])} rows, time has {steps}", path, key)
-    return arrays
+        save_states(path, self.arrays())

@@ -1,0 +1,163 @@
+"""`gt/<camera>/frames.jsonl`: one JSON object per camera frame, appended as the frames are rendered.
+
+Fields of a line: `frame` (index), `time` (simulation s), `pose` (4x4 world <- ROS optical frame: z
+forward, x right, y down), `K` (3x3), `width`, `height`, `near`, `far` (m), `files` (output kind ->
+path relative to the camera folder, core.formats.images), and when the camera records them, as
+omni.replicator.core annotators: `boxes_2d_tight` / `boxes_2d_loose` (inclusive pixel bounds; an
+instance not in view has x_min > x_max) and `boxes_3d` (local extents and the local -> world
+`transform`). Keys of later minor versions are kept, not checked, so Isaac Sim output with extra
+annotator fields reads too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from core.errors import InputError
+
+FRAMES_FILE = "frames.jsonl"
+
+
+def _square(rows: list[list[float]], size: int) -> list[list[float]]:
+    if len(rows) != size or any(len(row) != size for row in rows):
+        raise ValueError(f"must be a {size}x{size} matrix (a list of {size} rows of {size} numbers)")
+    return rows
+
+
+class Box2D(BaseModel):
+    """A tight or loose 2D box (the annotator's field names, inclusive pixel bounds)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    instance_id: int
+    semanticId: int
+    x_min: int
+    y_min: int
+    x_max: int
+    y_max: int
+    occlusionRatio: float
+
+    @property
+    def empty(self) -> bool:
+        """The recorder writes x_min > x_max for an instance that is not in view."""
+        return self.x_min > self.x_max or self.y_min > self.y_max
+
+
+class Box3D(BaseModel):
+    """A 3D box: extents in the instance's local frame and the local -> world 4x4 `transform`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    instance_id: int
+    semanticId: int
+    x_min: float
+    y_min: float
+    z_min: float
+    x_max: float
+    y_max: float
+    z_max: float
+    transform: list[list[float]]
+    occlusionRatio: float
+
+    @field_validator("transform")
+    @classmethod
+    def _transform_4x4(cls, value: list[list[float]]) -> list[list[float]]:
+        return _square(value, 4)
+
+
+class FrameRecord(BaseModel):
+    """One line of frames.jsonl."""
+
+    model_config = ConfigDict(extra="allow")
+
+    frame: int
+    time: float
+    pose: list[list[float]]
+    K: list[list[float]]
+    width: int
+    height: int
+    near: float
+    far: float
+    files: dict[str, str]
+    boxes_2d_tight: list[Box2D] = []
+    boxes_2d_loose: list[Box2D] = []
+    boxes_3d: list[Box3D] = []
+
+    @field_validator("pose")
+    @classmethod
+    def _pose_4x4(cls, value: list[list[float]]) -> list[list[float]]:
+        return _square(value, 4)
+
+    @field_validator("K")
+    @classmethod
+    def _k_3x3(cls, value: list[list[float]]) -> list[list[float]]:
+        return _square(value, 3)
+
+    @property
+    def pose_matrix(self) -> np.ndarray:
+        """(4, 4) world <- optical frame."""
+        return np.asarray(self.pose, dtype=np.float64)
+
+    @property
+    def K_matrix(self) -> np.ndarray:
+        return np.asarray(self.K, dtype=np.float64)
+
+
+class FramesWriter:
+    """Appends FrameRecords to frames.jsonl, in frame order, one line each.
+
+    Boxes the camera does not record are left out of the line (not written as empty lists), so a
+    reader can tell "not recorded" from "nothing in view" by the key.
+    """
+
+    def __init__(self, path: Path):
+        self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (kept open until close())
+
+    def write(self, record: FrameRecord) -> None:
+        self._file.write(json.dumps(record.model_dump(exclude_unset=True)) + "\n")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@dataclass
+class FrameLog:
+    frames: list[FrameRecord]
+    dropped_tail: bool  # an interrupted run's last, half-written line was skipped
+
+
+def read_frames(path: Path, tolerate_truncated_tail: bool = False) -> FrameLog:
+    """Parse frames.jsonl. A malformed line raises InputError naming the file and the line number.
+
+    With `tolerate_truncated_tail` (an incomplete run), a last line that does not parse and has no
+    newline is the write the interruption cut short: it is skipped, not an error.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("file not found", path)
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    frames: list[FrameRecord] = []
+    dropped = False
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if tolerate_truncated_tail and number == len(lines) and not text.endswith("\n"):
+                dropped = True
+                continue
+            raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path, f"line {number}") from exc
+        try:
+            frames.append(FrameRecord.model_validate(data))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(part) for part in err["loc"])
+            raise InputError(err["msg"], path, f"line {number}: {where}" if where else f"line {number}") from exc
+    return FrameLog(frames, dropped)

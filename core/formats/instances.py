@@ -1,0 +1,68 @@
+"""`gt/<camera>/instances.json` (schema "grade.instances/1"): what the ids in a camera's images stand for.
+
+`instances` maps each instance id (the value of a pixel in instance/NNNNNN.png, a JSON object key)
+to its prim path in scene.usda, semantic class and id (None / 0: unlabelled), asset id and kind
+(environment, human, object); `semantic_classes` maps every class name to its global semantic id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.formats.versions import read_document, schema_tag
+from core.rundir import atomic_write_json
+
+INSTANCES_KIND, INSTANCES_MAJOR = "instances", 1
+INSTANCES_SCHEMA = schema_tag(INSTANCES_KIND, INSTANCES_MAJOR)
+INSTANCES_FILE = "instances.json"
+
+
+class InstanceEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prim_path: str
+    semantic_class: str | None
+    semantic_id: int
+    asset_id: str
+    kind: Literal["environment", "human", "object"]
+
+
+class Instances(BaseModel):
+    """Contents of instances.json, with the look-ups a viewer needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: str = Field(INSTANCES_SCHEMA, alias="schema")
+    instances: dict[int, InstanceEntry]
+    semantic_classes: dict[str, int]
+
+    def is_environment(self, instance_id: int) -> bool:
+        entry = self.instances.get(instance_id)
+        return entry is not None and entry.kind == "environment"
+
+    def label(self, instance_id: int, semantic_id: int) -> str:
+        """The instance's class name, else its semantic id's, else "class <id>"."""
+        entry = self.instances.get(instance_id)
+        if entry is not None and entry.semantic_class:
+            return entry.semantic_class
+        names = {value: name for name, value in self.semantic_classes.items()}
+        return names.get(semantic_id) or f"class {semantic_id}"
+
+
+def instances_document(instances: Mapping[int, InstanceEntry], classes: Mapping[str, int]) -> Instances:
+    """The document with instances sorted by id and classes by semantic id (stable files)."""
+    return Instances(instances=dict(sorted(instances.items())),
+                     semantic_classes=dict(sorted(classes.items(), key=lambda kv: kv[1])))
+
+
+def write_instances(path: Path, document: Instances) -> Path:
+    return atomic_write_json(path, document.model_dump(mode="json", by_alias=True))
+
+
+def read_instances(path: Path) -> Instances:
+    """instances.json; InputError naming the file and field when it is missing, newer or invalid."""
+    return read_document(path, Instances, INSTANCES_KIND, INSTANCES_MAJOR, INSTANCES_FILE)

@@ -1,0 +1,100 @@
+"""`MANIFEST.json` (schema "grade.manifest/1"): the completion mark of a stage's output folder.
+
+A stage writes its files first and the manifest last, listing every file (size and sha256), so a
+folder without a valid manifest, or whose files no longer match it, is incomplete and redone, never
+half-used. `stage_status` tells a caller whether a folder is complete (skip it), incomplete or stale
+(redo it) or absent (do it).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.errors import InputError
+from core.formats.versions import read_document, schema_tag
+from core.rundir import atomic_write_json, sha256_file
+
+MANIFEST = "MANIFEST.json"
+MANIFEST_KIND, MANIFEST_MAJOR = "manifest", 1
+MANIFEST_SCHEMA = schema_tag(MANIFEST_KIND, MANIFEST_MAJOR)
+
+
+class FileEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    size: int
+    sha256: str
+
+
+class Manifest(BaseModel):
+    """Contents of MANIFEST.json; keys a later minor version adds are kept, not checked."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_: str = Field(MANIFEST_SCHEMA, alias="schema")
+    stage: str
+    input_hash: str
+    files: dict[str, FileEntry]
+
+
+class StageStatus(str, enum.Enum):
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"  # started, interrupted or failed: redo
+    STALE = "stale"  # complete, but for other inputs: redo
+    ABSENT = "absent"
+
+
+def _listed(directory: Path, include: Sequence[str] | None) -> dict[str, FileEntry]:
+    files = {}
+    for file in sorted(p for p in directory.rglob("*") if p.is_file() and p.name != MANIFEST):
+        rel = file.relative_to(directory).as_posix()
+        if rel.startswith(".") or "/." in rel:  # temporary and partial outputs
+            continue
+        if include is not None and rel.split("/", 1)[0] not in include:
+            continue
+        files[rel] = FileEntry(size=file.stat().st_size, sha256=sha256_file(file))
+    return files
+
+
+def write_manifest(directory: str | Path, stage: str, input_hash: str, include: Sequence[str] | None = None) -> Path:
+    """Mark `directory` complete: list every file in it (or only under the top-level names in
+    `include`, when other stages share the folder) with size and sha256. Call it last."""
+    directory = Path(directory)
+    manifest = Manifest(stage=stage, input_hash=input_hash, files=_listed(directory, include))
+    return atomic_write_json(directory / MANIFEST, manifest.model_dump(mode="json", by_alias=True))
+
+
+def read_manifest(directory: str | Path) -> Manifest:
+    """DIRECTORY/MANIFEST.json; InputError naming the file (and field) when missing, newer or invalid."""
+    return read_document(Path(directory) / MANIFEST, Manifest, MANIFEST_KIND, MANIFEST_MAJOR, MANIFEST)
+
+
+def stage_status(directory: str | Path, input_hash: str | None = None, verify_hashes: bool = False) -> StageStatus:
+    """Whether a stage's output folder is complete, incomplete, stale or absent."""
+    directory = Path(directory)
+    if not directory.exists():
+        return StageStatus.ABSENT
+    if not (directory / MANIFEST).is_file():
+        return StageStatus.INCOMPLETE
+    try:
+        manifest = read_manifest(directory)
+    except InputError:
+        return StageStatus.INCOMPLETE
+    for rel, entry in manifest.files.items():
+        file = directory / rel
+        if not file.is_file() or file.stat().st_size != entry.size:
+            return StageStatus.INCOMPLETE
+        if verify_hashes and sha256_file(file) != entry.sha256:
+            return StageStatus.INCOMPLETE
+    if input_hash is not None and manifest.input_hash != input_hash:
+        return StageStatus.STALE
+    return StageStatus.COMPLETE
+
+
+def invalidate(directory: str | Path) -> None:
+    """Remove the manifest so the folder reads as incomplete (before rewriting it in place)."""
+    (Path(directory) / MANIFEST).unlink(missing_ok=True)

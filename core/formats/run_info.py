@@ -1,0 +1,72 @@
+"""`run.json` (schema "grade.run/1", DESIGN.md §2): what a run is and how it went.
+
+Written by `grade generate` when the run starts ("running") and again when it ends ("complete",
+"failed" or "interrupted"); read by `core.recording.Recording` and every consumer of a run folder.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.errors import InputError
+from core.formats.versions import read_document, schema_tag
+from core.rundir import atomic_write_json, wall_clock_iso
+
+RUN_KIND, RUN_MAJOR = "run", 1
+RUN_SCHEMA = schema_tag(RUN_KIND, RUN_MAJOR)
+RUN_FILE = "run.json"
+COMPLETE = "complete"
+
+
+def package_versions(names: tuple[str, ...] = (
+    "grade", "numpy", "pydantic", "usd-core", "trimesh", "python-fcl", "rosbags", "mujoco", "embreex",
+)) -> dict[str, str]:
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+class RunInfo(BaseModel):
+    """Contents of `run.json`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["grade.run/1"] = Field(RUN_SCHEMA, alias="schema")
+    name: str
+    status: Literal["running", "complete", "failed", "interrupted"] = "running"
+    backend: str
+    master_seed: int
+    derived_seeds: dict[str, int] = {}
+    config: dict[str, Any]
+    versions: dict[str, str] = Field(default_factory=package_versions)
+    asset_hashes: dict[str, str] = {}
+    sim_time_start: float = 0.0
+    sim_time_end: float | None = None
+    frame_counts: dict[str, int] = {}
+    mission: dict[str, Any] = {}
+    wall_seconds: dict[str, float] = Field({}, description="bookkeeping: wall-clock seconds per stage")
+    error: str | None = None
+    created: str = Field(default_factory=wall_clock_iso)
+    updated: str = Field(default_factory=wall_clock_iso)
+
+
+def write_run_info(run_dir: str | Path, info: RunInfo) -> Path:
+    """Write RUN/run.json atomically, stamping `updated` (wall clock: bookkeeping only)."""
+    info.updated = wall_clock_iso()
+    return atomic_write_json(Path(run_dir) / RUN_FILE, info.model_dump(mode="json", by_alias=True))
+
+
+def read_run_info(run_dir: str | Path) -> RunInfo:
+    """RUN/run.json; InputError naming the file (and field) when it is missing, newer or invalid."""
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        raise InputError("run.json not found; is this a recording folder?", path)
+    return read_document(path, RunInfo, RUN_KIND, RUN_MAJOR, "run.json")

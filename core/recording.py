@@ -1,0 +1,284 @@
+"""The public reader of a recording folder (README "Reading a recording in Python").
+
+    rec = Recording.open("runs/demo")
+    camera = rec.camera("camera")
+    for frame in camera:
+        depth = frame.depth()  # (H, W) float32 m, 0 = no return
+        visible = [camera.instances.label(b.instance_id, b.semanticId) for b in frame.boxes_2d_tight if not b.empty]
+
+Every file is parsed by its module in core.formats; images, LiDAR sweeps and human samples are read
+only when asked for. Malformed files raise InputError naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.config import ExperimentConfig
+from core.errors import InputError
+from core.formats.frames import FRAMES_FILE, Box2D, Box3D, FrameRecord, read_frames
+from core.formats.humans import (
+    HUMANS_DIR,
+    HUMANS_FILE,
+    HumansDocument,
+    HumansFrame,
+    read_humans_document,
+    read_humans_frame,
+    sample_files,
+)
+from core.formats.images import read_image
+from core.formats.imu import IMU_FILE, ImuSeries, read_imu
+from core.formats.instances import INSTANCES_FILE, Instances, read_instances
+from core.formats.lidar import LidarSweep, read_sweep, sweep_files
+from core.formats.manifest import StageStatus, stage_status
+from core.formats.run_info import COMPLETE, RunInfo, read_run_info
+from core.formats.states import STATES_FILE, RobotPath, load_robot_path, load_states
+from core.formats.tum import TUM_FILE, read_tum
+
+GT_DIR = "gt"
+BAGS_DIR = "bags"
+ROS1_SUFFIX = ".bag"
+ROS2_METADATA = "metadata.yaml"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One camera frame: its frames.jsonl record, with the images read on demand."""
+
+    record: FrameRecord
+    folder: Path  # the camera folder the record's file paths are relative to
+
+    @property
+    def index(self) -> int:
+        return self.record.frame
+
+    @property
+    def time(self) -> float:
+        return self.record.time
+
+    @property
+    def pose(self) -> np.ndarray:
+        """(4, 4) world <- optical frame (z forward, x right, y down)."""
+        return self.record.pose_matrix
+
+    @property
+    def K(self) -> np.ndarray:
+        return self.record.K_matrix
+
+    @property
+    def width(self) -> int:
+        return self.record.width
+
+    @property
+    def height(self) -> int:
+        return self.record.height
+
+    @property
+    def boxes_2d_tight(self) -> list[Box2D]:
+        return self.record.boxes_2d_tight
+
+    @property
+    def boxes_2d_loose(self) -> list[Box2D]:
+        return self.record.boxes_2d_loose
+
+    @property
+    def boxes_3d(self) -> list[Box3D]:
+        return self.record.boxes_3d
+
+    def path(self, kind: str) -> Path | None:
+        """The file of output `kind` (core.formats.images), None when this frame has none."""
+        name = self.record.files.get(kind)
+        return self.folder / name if name is not None else None
+
+    def image(self, kind: str) -> np.ndarray | None:
+        """Output `kind` decoded (core.formats.images), None when the camera does not record it."""
+        path = self.path(kind)
+        return read_image(path, kind, self.width, self.height) if path is not None else None
+
+    def rgb(self) -> np.ndarray | None:
+        """(H, W, 3) uint8 RGB."""
+        return self.image("rgb")
+
+    def depth(self) -> np.ndarray | None:
+        """(H, W) float32 metres to the image plane, 0 = no return: from the PNG, else from depth_npy."""
+        return self.image("depth") if "depth" in self.record.files else self.image("depth_npy")
+
+    def instance(self) -> np.ndarray | None:
+        """(H, W) uint16 instance ids (Camera.instances)."""
+        return self.image("instance")
+
+    def semantic(self) -> np.ndarray | None:
+        """(H, W) uint16 semantic ids."""
+        return self.image("semantic")
+
+    def normals(self) -> np.ndarray | None:
+        """(H, W, 3) float32 unit normals, world frame."""
+        return self.image("normals")
+
+    def flow(self) -> np.ndarray | None:
+        """(H, W, 2) float32 pixels since the previous frame, NaN undefined."""
+        return self.image("flow")
+
+
+@dataclass(frozen=True)
+class Camera:
+    """gt/<camera>/: the frames in order, the instance table and the TUM poses."""
+
+    name: str
+    folder: Path
+    frames: list[Frame]
+    instances: Instances
+    dropped_tail: bool  # an interrupted run's half-written last frames.jsonl line was skipped
+    _tolerate_truncated_tail: bool
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def __iter__(self) -> Iterator[Frame]:
+        return iter(self.frames)
+
+    def __getitem__(self, index: int) -> Frame:
+        return self.frames[index]
+
+    def poses(self) -> tuple[np.ndarray, np.ndarray]:
+        """poses.tum: times (N,) and (N, 4, 4) world <- optical frame."""
+        return read_tum(self.folder / TUM_FILE, self._tolerate_truncated_tail)
+
+
+@dataclass(frozen=True)
+class Lidar:
+    """gt/<lidar>/: the sweeps in time order, each read when indexed."""
+
+    name: str
+    files: list[Path]
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> LidarSweep:
+        return read_sweep(self.files[index])
+
+    def __iter__(self) -> Iterator[LidarSweep]:
+        return (read_sweep(path) for path in self.files)
+
+
+@dataclass(frozen=True)
+class Humans:
+    """humans/: who was placed (humans.json) and their joints per sample, read when indexed."""
+
+    document: HumansDocument
+    files: list[Path]
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> HumansFrame:
+        return read_humans_frame(self.files[index], self.document)
+
+
+@dataclass(frozen=True)
+class Bags:
+    ros1: list[Path]  # bags/<name>.bag files
+    ros2: list[Path]  # bags/<name>/ folders (metadata.yaml + .mcap or .db3)
+
+
+class Recording:
+    """A run folder written by `grade generate`. Open it with `Recording.open`."""
+
+    def __init__(self, path: Path, info: RunInfo):
+        self.path, self.info = path, info
+
+    @classmethod
+    def open(cls, path: str | Path, allow_incomplete: bool = False) -> Recording:
+        """Read run.json and check the run is complete (run.json status and MANIFEST.json); an incomplete,
+        failed or interrupted run raises InputError unless `allow_incomplete`, which reads what was written."""
+        path = Path(path)
+        info = read_run_info(path)
+        manifest = stage_status(path)
+        if not allow_incomplete and (info.status != COMPLETE or manifest is not StageStatus.COMPLETE):
+            raise InputError(f"the run is not complete: run.json status {info.status!r}, MANIFEST.json "
+                             f"{manifest.value}; pass allow_incomplete=True to read what was recorded", path)
+        return cls(path, info)
+
+    @property
+    def complete(self) -> bool:
+        """What run.json says; an incomplete run's last frames.jsonl line may be half-written."""
+        return self.info.status == COMPLETE
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The resolved config the run was made with (run.json)."""
+        return self.info.config
+
+    def experiment_config(self) -> ExperimentConfig:
+        return ExperimentConfig.model_validate(self.info.config)
+
+    def _gt_folders(self, marker: str) -> list[str]:
+        gt = self.path / GT_DIR
+        return sorted(p.name for p in gt.iterdir() if any(p.glob(marker))) if gt.is_dir() else []
+
+    @property
+    def cameras(self) -> list[str]:
+        """Cameras with ground truth: the folders gt/<camera>/ holding a frames.jsonl."""
+        return self._gt_folders(FRAMES_FILE)
+
+    def camera(self, name: str) -> Camera:
+        if name not in self.cameras:
+            listed = ", ".join(self.cameras) or "none"
+            raise InputError(f"no camera {name!r} in this recording; available: {listed}", self.path / GT_DIR)
+        return self._cameras[name]
+
+    @cached_property
+    def _cameras(self) -> dict[str, Camera]:
+        tolerate = not self.complete
+        cameras = {}
+        for name in self.cameras:
+            folder = self.path / GT_DIR / name
+            log = read_frames(folder / FRAMES_FILE, tolerate)
+            cameras[name] = Camera(name, folder, [Frame(r, folder) for r in log.frames],
+                                   read_instances(folder / INSTANCES_FILE), log.dropped_tail, tolerate)
+        return cameras
+
+    @property
+    def lidars(self) -> list[str]:
+        """LiDARs with ground truth: the folders gt/<lidar>/ holding NNNNNN.npz sweeps."""
+        return self._gt_folders("[0-9]" * 6 + ".npz")
+
+    def lidar(self, name: str) -> Lidar:
+        if name not in self.lidars:
+            raise InputError(f"no LiDAR {name!r} in this recording; available: {', '.join(self.lidars) or 'none'}",
+                             self.path / GT_DIR)
+        return Lidar(name, sweep_files(self.path / GT_DIR / name))
+
+    def imu(self) -> dict[str, ImuSeries]:
+        """gt/imu.npz by IMU name; empty when the robot has no IMU."""
+        path = self.path / GT_DIR / IMU_FILE
+        return read_imu(path) if path.is_file() else {}
+
+    def states(self) -> dict[str, np.ndarray]:
+        """Every array of states.npz (layout: core.formats.states), checkpoints included."""
+        return load_states(self.path / STATES_FILE)
+
+    def robot_path(self) -> RobotPath:
+        """The robot's pose per physics step, without decompressing the rest of states.npz."""
+        return load_robot_path(self.path / STATES_FILE)
+
+    def humans(self) -> Humans | None:
+        """humans/, None when the run has no humans."""
+        folder = self.path / HUMANS_DIR
+        if not (folder / HUMANS_FILE).is_file():
+            return None
+        return Humans(read_humans_document(folder), sample_files(folder))
+
+    def bags(self) -> Bags:
+        folder = self.path / BAGS_DIR
+        if not folder.is_dir():
+            return Bags([], [])
+        return Bags(sorted(folder.glob(f"*{ROS1_SUFFIX}")),
+                    sorted(p for p in folder.iterdir() if (p / ROS2_METADATA).is_file()))
