@@ -137,7 +137,7 @@ def test_bad_command_files_name_file_and_line(tmp_path, text, match):
 
 
 @pytest.mark.parametrize("text, match", [
-    ("{not json", "not valid JSON"),
+    ("{not json", "malformed JSON"),
     ('[{"time": 0, "linear": {"x": 1, "y": 0}}]', r"\[0\]"),
     (('[{"time": 1, "linear": {"x": 1, "y": 0}, "angular": {"z": 0}},'
       ' {"time": 0, "linear": {"x": 1, "y": 0}, "angular": {"z": 0}}]'), "must not decrease"),

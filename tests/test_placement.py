@@ -412,7 +412,7 @@ def test_bad_inputs_raise_clear_errors(assets, tmp_path):
         HumansConfig(contact_threshold=0)
     with pytest.raises(InputError, match="no animated packages"):
         place_scene(assets["corridor"], [], [], HumansConfig(), NO_FLYING, RobotConfig(), seed=0)
-    with pytest.raises(InputError, match="expected kind .object., got .animated."):
+    with pytest.raises(InputError, match="expected an object package, got kind .animated."):
         list_packages(assets["humans"], "object")
 
     incomplete = tmp_path / "incomplete"

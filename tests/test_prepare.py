@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import numpy as np
 from pxr import Usd, UsdGeom
 
 from asset_converters import load_meta, read_meshes
+from core.config import EnvironmentConfig, FlyingObjectsConfig, HumansConfig
 from core.config_io import load_experiment
-from pipeline.prepare import prepare
+from pipeline.prepare import CONVERTERS, ROLE_FOLDERS, prepare
 from core.formats.manifest import MANIFEST
 from placement import load_placement
 
@@ -56,3 +59,13 @@ def test_prepare_cli_and_bad_config(tmp_path):
     assert bad.returncode == 2
     assert "environment.path" in bad.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_every_config_source_has_a_converter():
+    """Each `source` a config section accepts is procedural, a ready package, or in the registry."""
+    sections = {"environment": EnvironmentConfig, "humans": HumansConfig, "objects": FlyingObjectsConfig}
+    assert set(sections) == set(ROLE_FOLDERS)
+    accepted = {(role, source) for role, model in sections.items()
+                for source in get_args(model.model_fields["source"].annotation)}
+    assert accepted - set(CONVERTERS) == {(role, source) for role in sections for source in ("procedural", "package")}
+    assert set(CONVERTERS) <= accepted

@@ -7,7 +7,7 @@ with `read_scene_layout`, so the two cannot drift apart. The layout:
     /World                      default prim; grade:seed
       environment               references <environment package>/asset.usdc, untransformed
       humans/human_NN_<id>      reference, translate + rotateZ, grade:animation:{start,period,clipEnd,reverse}
-      flying_objects/object_NN_<id>   reference, translate + orient at t = 0, grade:motion (FlyingMotion JSON)
+      flying_objects/object_NN_<id>   reference, translate (centre) + orient, grade:motion (FlyingMotion JSON)
       robot_start               translate + rotateZ; grade:robot:kind
 
 Every package's default prim is `/asset`; seen through the scene, `/asset/x` is `<referencing prim>/x`.
@@ -104,7 +104,8 @@ def set_schedule(prim: Usd.Prim, schedule: AnimationSchedule) -> None:
 
 
 def set_motion(prim: Usd.Prim, motion: FlyingMotion) -> None:
-    """The motion as JSON, and its pose at t = 0 (translate + orient) for viewers that ignore grade:*."""
+    """The motion as JSON; the prim stands at the motion's centre with its orientation at t = 0 (translate +
+    orient), so viewers that ignore grade:* show the object where it moves about."""
     xform = UsdGeom.Xformable(prim)
     xform.AddTranslateOp().Set(Gf.Vec3d(*motion.center))
     xform.AddOrientOp(UsdGeom.XformOp.PrecisionDouble).Set(Gf.Quatd(*motion.orientation))
