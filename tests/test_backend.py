@@ -17,6 +17,7 @@ from core.config import ExperimentConfig, LidarConfig
 from core.config_io import load_experiment
 from core.errors import ConfigError, InputError
 from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, RobotStart, RobotVolume
+from core.geometry import quat_wxyz_to_matrix
 from core.seeding import generator
 from pipeline.prepare import prepare
 from placement import animation_time, compose_scene, flying_pose, load_placement
@@ -260,7 +261,7 @@ def test_flying_objects_move_as_flying_pose_predicts(demo):
     t = backend.time
     for obj in backend.scene.objects:
         positions, quats = flying_pose(obj.prim.motion, t)
-        rotation = Rotation.from_quat(quats[0], scalar_first=True).as_matrix()
+        rotation = quat_wxyz_to_matrix(quats[0])
         body = backend.physics.body_pose(obj.body.body_name)
         np.testing.assert_allclose(body[:3, 3], positions[0], atol=1e-9)
         np.testing.assert_allclose(body[:3, :3], rotation, atol=1e-9)

@@ -11,6 +11,7 @@ from scipy.spatial.transform import Rotation
 
 from asset_converters import SceneMesh, SourceInfo, write_environment_package, write_object_package
 from core.errors import ConfigError, InputError
+from core.geometry import quat_wxyz_to_matrix, xyzw_to_wxyz
 from core.seeding import generator
 from simulation.physics import (
     STATE_FIELDS,
@@ -224,7 +225,7 @@ def test_mocap_bodies_follow_their_poses_and_push_the_robot(tmp_path):
     package = write_object_package([SceneMesh("mug", mug.vertices, mug.faces, "mug", "object")], "mug",
                                    tmp_path / "mug", SourceInfo(dataset="test"), "h")
     world = build_world(physical(), kinematic=[human_body("walker"), object_body("mug", package)])
-    quat = Rotation.from_euler("xyz", [10, 20, 30], degrees=True).as_quat(scalar_first=True)
+    quat = xyzw_to_wxyz(Rotation.from_euler("xyz", [10, 20, 30], degrees=True).as_quat())
     world.set_kinematic_pose("object/mug", np.array([0.5, -2.0, 1.2]), quat)
     start, end, steps = 1.0, 0.2, 480
     for i in range(steps):  # the human walks 0.8 m into the standing robot
@@ -232,7 +233,7 @@ def test_mocap_bodies_follow_their_poses_and_push_the_robot(tmp_path):
         world.step()
     mug_pose = world.body_pose("object/mug")
     np.testing.assert_allclose(mug_pose[:3, 3], [0.5, -2.0, 1.2], atol=1e-12)
-    np.testing.assert_allclose(mug_pose[:3, :3], Rotation.from_quat(quat, scalar_first=True).as_matrix(), atol=1e-12)
+    np.testing.assert_allclose(mug_pose[:3, :3], quat_wxyz_to_matrix(quat), atol=1e-12)
     robot_front = world.base_pose()[0, 3] + CHASSIS_HALF_XY[0]
     human_back = world.body_pose("human/walker")[0, 3] - 0.25
     assert robot_front < 0.0  # pushed back

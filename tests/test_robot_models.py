@@ -8,6 +8,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from core.config import ROBOT_LINKS
+from core.geometry import wxyz_to_xyzw
 from core.seeding import generator
 from simulation.physics import StartPose, build_world
 from simulation.robots import base_twist, ik_matrix, lightweight, physical, robot_model, uav, wheel_speeds
@@ -64,7 +65,7 @@ def test_ik_keeps_every_bottom_roller_from_slipping_along_its_axis():
         # The roller closest to the ground, from the model's own layout (wheel frame = base axes).
         centres, quats = zip(*roller_layout(handedness))
         bottom = int(np.argmin([c[2] for c in centres]))
-        axis = Rotation.from_quat(quats[bottom], scalar_first=True).apply([0.0, 0.0, 1.0])
+        axis = Rotation.from_quat(wxyz_to_xyzw(quats[bottom])).apply([0.0, 0.0, 1.0])
         # The lowest roller is up to 12 deg off the bottom; turn its axis there about the axle.
         angle = -np.pi / 2 - np.arctan2(centres[bottom][2], centres[bottom][0])
         bottom_axes.append(Rotation.from_rotvec([0.0, -angle, 0.0]).apply(axis))
@@ -117,7 +118,7 @@ def test_roller_envelope_is_round_at_every_wheel_angle():
     rollers, no bumps): the wheel rolls like a disc of radius r."""
     centres, radii = [], []
     for centre, quat in roller_layout(1.0):
-        rotation = Rotation.from_quat(quat, scalar_first=True)
+        rotation = Rotation.from_quat(wxyz_to_xyzw(quat))
         for offset, radius in roller_spheres():
             centres.append(centre + rotation.apply([0.0, 0.0, offset]))
             radii.append(radius)
