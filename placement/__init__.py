@@ -2,7 +2,7 @@
 flying objects with smooth random motion, and the robot's start pose.
 
 Public surface: `place_scene` (config sections in, `PlacedScene` out), `write_outputs`,
-`list_packages`, `compose_scene` (scene.usda) and the robot volumes. The placement.json format, with
+`list_packages`, `compose_scene` (scene.usda), the robot volumes and the `grade place` command. The placement.json format, with
 `load_placement`/`write_placement` and the playback helpers (`animation_time`, `flying_pose`), is
 defined in core.formats.placement and exported here as this stage's artifact. Names are imported on
 first use, so the CLI starts without loading FCL and trimesh.
@@ -13,6 +13,7 @@ from importlib import import_module
 # name -> the module that defines it
 _EXPORTS = {
     "ROBOT_VOLUMES": "placement.robot_start", "compose_scene": "placement.compose",
+    "place_command": "placement.cli",
     **{name: "core.formats.placement" for name in (
         "AnimationSchedule", "FlyingMotion", "FlyingObject", "PlacedHuman", "Placement", "RejectedHuman", "RobotStart",
         "animation_time", "flying_pose", "load_placement", "write_placement")},

@@ -14,6 +14,7 @@ _EXPORTS = {
     **{name: "scurve" for name in ("SCurveFollower", "SCurveNetwork", "default_network", "follower_for",
                                    "load_network", "save_network")},
     "RobotModel": "spec", "lightweight": "tiago_model", "physical": "tiago_model", "uav": "uav_model",
+    "robot_app": "cli",  # the `grade robot` commands
 }
 __all__ = sorted([*_EXPORTS, "robot_model"])
 
