@@ -160,12 +160,14 @@ def find_person_view(backend: EmbeddedBackend):
 # ---------------------------------------------------------------- loading
 
 
+@pytest.mark.slow
 def test_importing_physics_does_not_load_the_renderer():
     code = "import sys, simulation.physics, simulation; print('simulation.render' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_demo_scene_loads_with_instances_from_the_placement(demo):
     config, prepared = demo
     backend = load_backend(config, prepared.scene)
@@ -189,6 +191,7 @@ def test_demo_scene_loads_with_instances_from_the_placement(demo):
 # ---------------------------------------------------------------- cameras and humans
 
 
+@pytest.mark.slow
 def test_camera_pose_is_link_pose_times_mount_in_the_optical_frame(demo):
     config, prepared = demo
     config = config.model_copy(deep=True)
@@ -209,6 +212,7 @@ def test_camera_pose_is_link_pose_times_mount_in_the_optical_frame(demo):
     assert np.array_equal(frame.camera.pose, pose) and frame.rgb.shape == (H, W, 3)
 
 
+@pytest.mark.slow
 def test_a_person_in_view_carries_its_id_and_deforms_over_time(demo):
     config, prepared = demo
     config = config.model_copy(deep=True)
@@ -253,6 +257,7 @@ def test_a_person_in_view_carries_its_id_and_deforms_over_time(demo):
     assert not np.array_equal(backend.render("camera").instance == person_id, mask)
 
 
+@pytest.mark.slow
 def test_flying_objects_move_as_flying_pose_predicts(demo):
     config, prepared = demo
     backend = EmbeddedBackend(config, prepared.scene)
@@ -271,6 +276,7 @@ def test_flying_objects_move_as_flying_pose_predicts(demo):
         assert np.linalg.norm(positions[0] - start[0]) > 1e-3
 
 
+@pytest.mark.slow
 def test_hovering_uav_imu_reads_gravity_and_no_rotation(demo):
     config, prepared = demo
     backend = EmbeddedBackend(config, prepared.scene)
@@ -282,6 +288,7 @@ def test_hovering_uav_imu_reads_gravity_and_no_rotation(demo):
         assert reading.time == pytest.approx(23 * backend.timestep)
 
 
+@pytest.mark.slow
 def test_predicted_camera_pose_matches_the_pose_one_frame_later(demo):
     config, prepared = demo
     backend = EmbeddedBackend(config, prepared.scene)
@@ -379,6 +386,7 @@ def imu_bytes(backend: EmbeddedBackend) -> list[bytes]:
 COMMAND = np.array([0.3, 0.1, 0.05, 0.1, -0.1, 0.4])
 
 
+@pytest.mark.slow
 def test_get_set_state_reproduces_frames_and_imu_readings(demo):
     config, prepared = demo
     backend = EmbeddedBackend(config, prepared.scene)
@@ -395,6 +403,7 @@ def test_get_set_state_reproduces_frames_and_imu_readings(demo):
     assert (frame_bytes(backend.render("camera")), imu_bytes(backend)) == later
 
 
+@pytest.mark.slow
 def test_two_backends_from_the_same_inputs_are_byte_identical(demo):
     config, prepared = demo
     config = config.model_copy(deep=True)
@@ -443,6 +452,7 @@ def test_a_merged_human_renders_like_its_separate_parts():
 # ---------------------------------------------------------------- bad input
 
 
+@pytest.mark.slow
 def test_a_scene_referencing_a_missing_package_is_refused(demo):
     config, prepared = demo
     text = prepared.scene.read_text()
@@ -456,6 +466,7 @@ def test_a_scene_referencing_a_missing_package_is_refused(demo):
     assert "broken.usda" in message and "/World/humans/human_00_" in message and "no_such_human" in message
 
 
+@pytest.mark.slow
 def test_cameras_with_no_field_of_view_or_bad_intrinsics_are_refused(demo):
     config, prepared = demo
     with pytest.raises(ConfigError, match="fov_deg"):
@@ -469,6 +480,7 @@ def test_cameras_with_no_field_of_view_or_bad_intrinsics_are_refused(demo):
         EmbeddedBackend(bad, prepared.scene)
 
 
+@pytest.mark.slow
 def test_a_sensor_on_a_missing_link_is_refused(demo):
     config, prepared = demo
     bad = config.model_copy(deep=True)

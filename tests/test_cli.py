@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from conftest import CONFIGS, run_grade
@@ -23,6 +24,7 @@ def test_validate_misspelled_key_exits_2_with_one_paragraph(tmp_path):
     assert sorted(tmp_path.iterdir()) == before  # nothing written
 
 
+@pytest.mark.slow
 def test_show_prints_resolved_yaml_with_defaults_and_overrides():
     result = run_grade("config", "show", str(CONFIGS / "demo.yaml"), "--set", "simulation.duration=3")
     assert result.returncode == 0, result.stderr
@@ -32,12 +34,14 @@ def test_show_prints_resolved_yaml_with_defaults_and_overrides():
     assert data["humans"]["max_tries"] == 99
 
 
+@pytest.mark.slow
 def test_impossible_rate_override_exits_2():
     result = run_grade("config", "validate", str(CONFIGS / "demo.yaml"), "--set", "robot.sensors.cameras.0.rate_hz=7")
     assert result.returncode == 2
     assert "must divide" in result.stderr
 
 
+@pytest.mark.slow
 def test_batch_validate_and_show():
     result = run_grade("config", "validate", str(CONFIGS / "batch-example.yaml"))
     assert result.returncode == 0, result.stderr
@@ -46,6 +50,7 @@ def test_batch_validate_and_show():
     assert len(list(yaml.safe_load_all(shown.stdout))) == 6
 
 
+@pytest.mark.slow
 def test_help_on_every_command():
     for args in (["--help"], ["config", "--help"], ["config", "validate", "--help"], ["config", "show", "--help"]):
         result = run_grade(*args)
@@ -53,6 +58,7 @@ def test_help_on_every_command():
         assert "Usage" in result.stdout
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2_without_traceback():
     for args in (["no-such-command"], ["convert", "procedural", "--out", "x", "--rooms", "abc"]):
         result = run_grade(*args)

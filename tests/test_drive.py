@@ -174,6 +174,7 @@ def arcs(realdata):
     return commands, {model: drive_model(model, commands) for model in ("lightweight", "physical")}
 
 
+@pytest.mark.slow
 def test_both_models_follow_the_kinematic_prediction_on_a_real_command_file(arcs):
     commands, trajectories = arcs
     expected = kinematic_prediction(commands)
@@ -186,6 +187,7 @@ def test_both_models_follow_the_kinematic_prediction_on_a_real_command_file(arcs
     assert np.linalg.norm(phys[:2] - light[:2]) < PHYSICAL_POSITION_TOLERANCE + LIGHTWEIGHT_POSITION_TOLERANCE
 
 
+@pytest.mark.slow
 def test_trajectory_samples_every_step_with_continuous_yaw(arcs):
     commands, trajectories = arcs
     trajectory = trajectories["lightweight"]
@@ -222,6 +224,7 @@ def test_commands_above_the_limits_are_scaled_down():
     np.testing.assert_allclose(limit_twist(np.array([0.3, -0.2, 0.4]), 1.0, 1.5), [0.3, -0.2, 0.4])
 
 
+@pytest.mark.slow
 def test_trajectory_csv_round_trip(tmp_path, arcs):
     _, trajectories = arcs
     path = write_trajectory_csv(trajectories["physical"], tmp_path / "trajectory.csv")
@@ -260,6 +263,7 @@ def test_paper_command_set():
     assert COMMAND_SECONDS == 4.0
 
 
+@pytest.mark.slow
 def test_compare_models_lightweight_against_physical():
     groups = {name: twists[[4, 19]] for name, twists in paper_commands().items()}  # 0.25 and 1.0 m/s
     same = compare_models("lightweight", "lightweight", groups=groups)
@@ -273,6 +277,7 @@ def test_compare_models_lightweight_against_physical():
 # ---------------------------------------------------------------- CLI
 
 
+@pytest.mark.slow
 def test_cli_drive_lightweight_writes_the_trajectory(tmp_path, realdata):
     commands = tmp_path / "commands.txt"
     lines = (realdata / "tiago" / "test_commands" / "x0.5y.txt").read_text().splitlines()[:2]
@@ -289,6 +294,7 @@ def test_cli_drive_lightweight_writes_the_trajectory(tmp_path, realdata):
     np.testing.assert_allclose([x, y], expected[:2], atol=LIGHTWEIGHT_POSITION_TOLERANCE)
 
 
+@pytest.mark.slow
 def test_cli_drive_rejects_bad_input_without_writing(tmp_path):
     commands = tmp_path / "commands.txt"
     commands.write_text("0.1 0 0 4\n0.1 0 0 four\n")

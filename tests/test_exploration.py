@@ -326,6 +326,7 @@ def assets(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind", ["uav", "tiago_omni"])
+@pytest.mark.slow
 def test_robot_explores_the_demo_house_without_touching_anything(kind, assets, tmp_path):
     config = load_experiment(CONFIGS / "demo.yaml", EXPLORE_OVERRIDES + ROBOT_OVERRIDES[kind]
                              + [f"assets_dir={assets}"])

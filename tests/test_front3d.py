@@ -82,6 +82,7 @@ def house_pkg(house_json, tmp_path_factory) -> Path:
     return _converted["house"]
 
 
+@pytest.mark.slow
 def test_real_house_stage_hierarchy_and_labels(house_pkg, house_data):
     stage = Usd.Stage.Open(str(house_pkg / "asset.usdc"))
     assert UsdGeom.GetStageUpAxis(stage) == UsdGeom.Tokens.z
@@ -110,6 +111,7 @@ def test_real_house_stage_hierarchy_and_labels(house_pkg, house_data):
     assert semantics["conversion"]["furniture_without_size_skipped"] == 5
 
 
+@pytest.mark.slow
 def test_real_house_bounds_match_source(house_pkg, house_data):
     stage = Usd.Stage.Open(str(house_pkg / "asset.usdc"))
     cache = UsdGeom.BBoxCache(Usd.TimeCode.Default(), [UsdGeom.Tokens.default_])
@@ -129,6 +131,7 @@ def test_real_house_bounds_match_source(house_pkg, house_data):
     np.testing.assert_allclose(hi, everything.max(axis=0), atol=TOL)
 
 
+@pytest.mark.slow
 def test_real_house_floor_polygon_is_true_outline(house_pkg, house_data):
     env = load_meta(house_pkg).environment
     triangles = floor_triangles(house_data)
@@ -142,6 +145,7 @@ def test_real_house_floor_polygon_is_true_outline(house_pkg, house_data):
     assert env.floor_height == pytest.approx(0.0)
 
 
+@pytest.mark.slow
 def test_real_house_collision_and_occupancy(house_pkg, house_data):
     meta = load_meta(house_pkg)
     collision = trimesh.load(house_pkg / "collision.stl")
@@ -169,6 +173,7 @@ def test_real_house_collision_and_occupancy(house_pkg, house_data):
     assert voxels.shape == tuple(np.ceil(size / float(grids["voxel_size"])).astype(int)) and voxels.any()
 
 
+@pytest.mark.slow
 def test_single_room_is_a_subset(house_pkg, house_json, house_data, tmp_path):
     out = convert_house(house_json, tmp_path / "room", room=SMALL_ROOM)
     room_meshes = {m.prim_path: m for m in read_meshes(out / "asset.usdc")}
@@ -363,6 +368,7 @@ def test_bad_files_name_the_file(tmp_path, future_folder):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_folder_batch_via_cli_reports_failure_and_skips_done(tmp_path):
     houses = tmp_path / "houses"
     houses.mkdir()

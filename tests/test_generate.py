@@ -29,6 +29,8 @@ from simulation.recording.bag_reader import (
 )
 from tests.conftest import CONFIGS, run_grade
 
+pytestmark = pytest.mark.slow  # each test records a demo run (the module's recordings take ~60 s)
+
 
 DURATION, BOOTSTRAP = 1.0, 0.5
 TOTAL = DURATION + BOOTSTRAP

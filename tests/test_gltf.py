@@ -247,6 +247,7 @@ def test_height_option_and_scale_animation_baked_exactly(tmp_path):
     np.testing.assert_allclose(grow.point_caches[0].points[-1][tail], expected @ Y_UP_TO_Z_UP.T, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_animated_package_usd_equals_numpy_and_cli_autodetects(tmp_path):
     path = tmp_path / "critter.glb"
     write_critter(path)

@@ -216,6 +216,7 @@ def test_mesh_bad_inputs(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.obj", "flat.stl", "notes.txt"]
 
 
+@pytest.mark.slow
 def test_cli_convert_gso_and_mesh(tmp_path):
     write_gso_model(tmp_path / "Mug")
     result = run_grade("convert", "gso", str(tmp_path / "Mug"), "--out", str(tmp_path / "out"), "--label", "mug")

@@ -307,6 +307,7 @@ def test_forty_candidates_no_overlap_by_boolean_intersection(assets, robot_kind)
         assert robot.z == 0.0
 
 
+@pytest.mark.slow
 def test_placement_json_png_deterministic_and_round_trip(assets, tmp_path):
     args = [str(assets["bench"]), "--humans", str(assets["humans"]), "--objects", str(assets["objects"]),
             "--count", "10-12", "--flying-count", "3", "--seed", "4", "--max-tries", "30", "--robot", "tiago_omni"]
@@ -425,6 +426,7 @@ def test_bad_inputs_raise_clear_errors(assets, tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
+@pytest.mark.slow
 def test_cli_bad_input_exits_2_and_writes_nothing(assets, tmp_path):
     out = tmp_path / "out" / "placement.json"
     for args, needle in (
@@ -475,6 +477,7 @@ def check_real_scene(scene, environment: Path) -> None:
         assert overlap_volume(body, trace) < VOLUME_TOL
 
 
+@pytest.mark.slow
 def test_forty_candidates_in_converted_3d_front_house(assets, realdata, tmp_path):
     house = convert_house(realdata / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json", tmp_path / "house")
     humans = HumansConfig(count=IntRange(min=40, max=40))
@@ -485,6 +488,7 @@ def test_forty_candidates_in_converted_3d_front_house(assets, realdata, tmp_path
     assert load_placement(tmp_path / "placement.json").robot.kind == "tiago_omni"
 
 
+@pytest.mark.slow
 def test_forty_candidates_in_procedural_demo_environment(tmp_path):
     demo = build_demo_assets(tmp_path / "demo", seed=0, humans=3, objects=2)  # walk, idle, wave
     humans = HumansConfig(count=IntRange(min=40, max=40))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import get_args
 
 import numpy as np
+import pytest
 from pxr import Usd, UsdGeom
 
 from asset_converters import load_meta, read_meshes
@@ -17,6 +18,7 @@ from placement import load_placement
 from conftest import CONFIGS, run_grade
 
 
+@pytest.mark.slow
 def test_prepare_demo_config_then_resume_skips(tmp_path):
     config = load_experiment(CONFIGS / "demo.yaml", ["humans.count={min: 3, max: 3}"])
     prepared = prepare(config, tmp_path / "run")
@@ -49,6 +51,7 @@ def test_prepare_demo_config_then_resume_skips(tmp_path):
     assert load_placement(other.placement).seed == 5  # a new seed redoes placement
 
 
+@pytest.mark.slow
 def test_prepare_cli_and_bad_config(tmp_path):
     result = run_grade("prepare", str(CONFIGS / "demo.yaml"), "--out", str(tmp_path / "run"),
                        "--set", "humans.count={min: 2, max: 2}", "--set", "flying_objects.count={min: 1, max: 1}")

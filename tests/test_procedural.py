@@ -50,6 +50,7 @@ def xy_hull(vertices: np.ndarray) -> shapely.Polygon:
     return shapely.MultiPoint(vertices[:, :2]).convex_hull
 
 
+@pytest.mark.slow
 def test_every_package_is_z_up_metres_labelled_and_textured(demo):
     for package in [demo.environment, *demo.humans, *demo.objects]:
         stage = Usd.Stage.Open(str(package / "asset.usdc"))
@@ -73,6 +74,7 @@ def test_every_package_is_z_up_metres_labelled_and_textured(demo):
         assert trimesh.load(package / "collision.stl").is_convex
 
 
+@pytest.mark.slow
 def test_environment_outline_is_non_convex_and_matches_the_floor(demo):
     meta = load_meta(demo.environment).environment
     polygon = shape(meta.floor_polygon)
@@ -96,6 +98,7 @@ def test_environment_outline_is_non_convex_and_matches_the_floor(demo):
         assert polygon.contains(shapely.Point(position[0], position[1])) and position[2] < ceiling
 
 
+@pytest.mark.slow
 def test_furniture_is_inside_apart_and_leaves_the_floor_connected(demo):
     polygon = shape(load_meta(demo.environment).environment.floor_polygon)
     meshes = read_meshes(demo.environment / "asset.usdc")
@@ -119,6 +122,7 @@ def test_furniture_is_inside_apart_and_leaves_the_floor_connected(demo):
 
 
 @pytest.mark.parametrize("index", range(HUMANS))
+@pytest.mark.slow
 def test_humanoid_usdskel_matches_numpy_skinning(demo, index):
     package = demo.humans[index]
     anim = load_animation(package)
@@ -144,6 +148,7 @@ def test_humanoid_usdskel_matches_numpy_skinning(demo, index):
             np.testing.assert_array_equal(stage_mesh.faces, faces)
 
 
+@pytest.mark.slow
 def test_walk_travels_idle_stays_and_wave_raises_the_wrist_over_the_head(demo):
     walk, idle, wave = (load_animation(p) for p in demo.humans[:3])
     root = np.asarray(load_meta(demo.humans[0]).animation.root_trajectory)
@@ -167,6 +172,7 @@ def test_walk_travels_idle_stays_and_wave_raises_the_wrist_over_the_head(demo):
     assert (wrist > head_top).sum() >= wave.fps  # above the top of the head for a second or more
 
 
+@pytest.mark.slow
 def test_feet_rest_on_the_floor_in_every_frame(demo):
     for package in demo.humans:
         anim = load_animation(package)
@@ -186,6 +192,7 @@ def winding_numbers(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     return solid.sum(axis=1) / (2 * np.pi)
 
 
+@pytest.mark.slow
 def test_trace_contains_every_posed_frame(demo):
     for package in demo.humans:
         anim = load_animation(package)
@@ -198,6 +205,7 @@ def test_trace_contains_every_posed_frame(demo):
         assert trace.nearest.on_surface(sample[outside])[1].max(initial=0.0) < TRACE_TOLERANCE
 
 
+@pytest.mark.slow
 def test_cli_is_deterministic_and_a_second_run_skips_everything(demo, tmp_path):
     first = run_grade("convert", "procedural", "--out", str(tmp_path), *ARGS)
     assert first.returncode == 0, first.stderr
@@ -210,6 +218,7 @@ def test_cli_is_deterministic_and_a_second_run_skips_everything(demo, tmp_path):
     assert file_hashes(tmp_path) == built
 
 
+@pytest.mark.slow
 def test_another_seed_gives_other_assets(demo, tmp_path):
     with_seed = lambda seed: build_environment(seed, ROOMS, FURNITURE, tmp_path / f"textures{seed}")[0]
     a, b = with_seed(SEED), with_seed(SEED + 1)
@@ -224,6 +233,7 @@ def test_another_seed_gives_other_assets(demo, tmp_path):
         assert sha256_file(job.out / "asset.usdc") != sha256_file(ours / "asset.usdc")
 
 
+@pytest.mark.slow
 def test_bad_counts_are_refused_and_unplaceable_furniture_fails_cleanly(tmp_path):
     with pytest.raises(InputError, match="rooms"):
         build_demo_assets(tmp_path / "none", rooms=0)

@@ -218,6 +218,7 @@ def test_follower_restarts_from_the_current_twist_mid_transition():
 CURVE_TOLERANCE = 0.02  # max |S_fit - S_true| / L over the recorded steps
 
 
+@pytest.mark.slow
 def test_calibration_recovers_the_curves_from_noisy_recordings(recordings, true_network):
     result = calibrate(recordings, restarts=2, seed=0, iterations=2000)
     assert result.responses == len(RECORDED_TWISTS) and result.restarts == 2
@@ -316,6 +317,7 @@ def test_unreadable_recordings(tmp_path, realdata):
         step_responses(np.array([0.0, -1.0]), np.zeros((2, 4)), None, "memory")
 
 
+@pytest.mark.slow
 def test_cli_calibrate_writes_a_loadable_network(tmp_path, recordings):
     out = tmp_path / "model.npz"
     result = run_grade("robot", "calibrate", *map(str, recordings[:4]), "--out", str(out), "--restarts", "2",

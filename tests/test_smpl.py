@@ -155,6 +155,7 @@ def test_body_model_with_wrong_shapes_is_rejected(tmp_path):
 # ---------------------------------------------------------------- real sequences through pxr
 
 
+@pytest.mark.slow
 def test_amass_skeleton_package_matches_numpy_lbs(realdata, model_dir, model, tmp_path):
     source = realdata / AMASS
     out = convert_sequence(source, tmp_path / "amass", model_dir, fps=30, representation="skeleton")
@@ -300,6 +301,7 @@ def test_bad_sequences_raise_naming_file_and_field(tmp_path, model_dir, arrays, 
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_cli_batch_reports_bad_files_converts_the_rest_and_skips_on_rerun(tmp_path, model_dir):
     folder = tmp_path / "seqs"
     folder.mkdir()
@@ -319,6 +321,7 @@ def test_cli_batch_reports_bad_files_converts_the_rest_and_skips_on_rerun(tmp_pa
     assert second.returncode == 0 and "skipped 1" in second.stderr, second.stderr
 
 
+@pytest.mark.slow
 def test_cli_missing_model_exits_2(tmp_path, realdata):
     result = run_grade("convert", "smpl", str(realdata / AMASS), "--body-model", str(tmp_path), "--out",
                        str(tmp_path / "out"))

@@ -13,6 +13,8 @@ from simulation.embedded import EmbeddedBackend
 from simulation.robots.scurve import follower_for
 from tests.conftest import CONFIGS
 
+pytestmark = pytest.mark.slow  # builds and simulates the TIAGo demo scene
+
 TINY = ["robot.tiago.velocity_profile=s_curve", "humans.count={min: 0, max: 0}", "flying_objects.count={min: 0, max: 0}",
         "robot.sensors.cameras.0.width=16", "robot.sensors.cameras.0.height=12", "robot.sensors.lidar=null"]
 COMMAND = np.array([0.5, 0.0, 0.0])

@@ -190,6 +190,7 @@ def test_frame_selection_spreads_evenly_and_keeps_both_ends():
     assert select_frames(0, 6) == []
 
 
+@pytest.mark.slow
 def test_contact_sheet_layout_boxes_and_panels(run, tmp_path):
     out = tmp_path / "view"
     result = view_run(run, frames=2, out=out)
@@ -232,6 +233,7 @@ def test_contact_sheet_layout_boxes_and_panels(run, tmp_path):
         assert (sheet[py:py + y0, px:px + W] == 0).all()
 
 
+@pytest.mark.slow
 def test_environment_boxes_are_drawn_only_on_request(run, tmp_path):
     instances = json.loads((run / "gt" / "front" / "instances.json").read_text())
     instances["instances"][str(CHAIR_INSTANCE)]["kind"] = "environment"  # the chair as part of the house
@@ -303,6 +305,7 @@ def test_trajectory_map_sits_at_its_world_coordinates(run):
     assert (colour_at(image, figure, tuple(middle)) == (31, 119, 180)).all()  # tab:blue path
 
 
+@pytest.mark.slow
 def test_trajectory_plot_follows_the_trajectory(run, tmp_path):
     first = view_run(run, out=tmp_path / "a")
     image = read_rgb(tmp_path / "a" / "trajectory.png")
@@ -320,6 +323,7 @@ def test_trajectory_plot_follows_the_trajectory(run, tmp_path):
     assert len(first.written) == len(again.written) == 3
 
 
+@pytest.mark.slow
 def test_imu_plot_has_a_row_per_imu(run, tmp_path):
     view_run(run, out=tmp_path)
     assert read_rgb(tmp_path / "imu.png").shape == (600, 1200, 3)  # 2 IMUs x 3 in, 12 in wide, 100 dpi
@@ -364,6 +368,7 @@ def grade(args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+@pytest.mark.slow
 def test_cli_prints_the_paths_written(run, monkeypatch, capsys):
     code, out, err = grade([str(run), "--camera", "front", "--frames", "3"], monkeypatch, capsys)
     assert code == 0, err
@@ -422,6 +427,7 @@ def test_missing_image_and_wrong_size_name_the_file(run):
     assert info.value.file == str(image) and info.value.field == "depth"
 
 
+@pytest.mark.slow
 def test_incomplete_run_renders_with_a_warning(tmp_path, assets, monkeypatch, capsys):
     run = write_run(tmp_path / "run", assets, status="running")
     frames = run / "gt" / "front" / "frames.jsonl"
@@ -448,6 +454,7 @@ def test_rerun_without_the_viz_extra_is_a_clear_error(run, monkeypatch):
 # ---------------------------------------------------------------- Rerun
 
 
+@pytest.mark.slow
 def test_rerun_export_reads_back(run, tmp_path):
     pytest.importorskip("rerun")
     import pyarrow as pa
