@@ -1,15 +1,17 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import CONFIGS, ROOT, run_grade
+from conftest import CONFIGS, ROOT
 
 from core.config import NOT_AVAILABLE, ROBOT_LINKS, BatchConfig, ExperimentConfig
 from core.config_io import _models_at, apply_overrides, expand_batch, load_batch, load_experiment
 from core.errors import ConfigError
+from pipeline.cli import main
 
 
 def write(tmp_path: Path, data: dict, name: str = "exp.yaml") -> Path:
@@ -164,27 +166,31 @@ def test_robot_links_cover_demo_mounts():
 # ---------------------------------------------------------------- no setting that does nothing
 
 
-def validate_cli(path: Path, *overrides: str) -> tuple[int, str]:
-    """`grade config validate` in a subprocess: exit code and the message on one line (rich may wrap it)."""
+def validate_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, path: Path,
+                 *overrides: str) -> tuple[int, str]:
+    """`grade config validate` through the console-script entry point, in process (a subprocess per case
+    would cost a second of imports each): exit code and the message on one line."""
     args = [arg for text in overrides for arg in ("--set", text)]
-    result = run_grade("config", "validate", str(path), *args)
-    return result.returncode, " ".join(result.stderr.split())
+    monkeypatch.setattr(sys, "argv", ["grade", "config", "validate", str(path), *args])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    return exit_.value.code, " ".join(capsys.readouterr().err.split())
 
 
-def test_isaac_backend_is_refused_by_validate(tmp_path):
+def test_isaac_backend_is_refused_by_validate(tmp_path, monkeypatch, capsys):
     data = demo_data()
     data["simulation"]["backend"] = "isaac"
-    code, text = validate_cli(write(tmp_path, data))
+    code, text = validate_cli(monkeypatch, capsys, write(tmp_path, data))
     assert code == 2
     assert "simulation.backend (line" in text
     assert "backend 'isaac' is not available in this version (only 'embedded')" in text
     assert "Traceback" not in text
 
 
-def test_postprocess_section_is_refused_by_validate(tmp_path):
+def test_postprocess_section_is_refused_by_validate(tmp_path, monkeypatch, capsys):
     data = demo_data()
     data["postprocess"] = {"imu_noise": {"accel_noise_density": 0.003}, "motion_blur_exposure": 0.01}
-    code, text = validate_cli(write(tmp_path, data))
+    code, text = validate_cli(monkeypatch, capsys, write(tmp_path, data))
     assert code == 2
     assert "postprocess (line" in text
     assert "no stage applies post-processing" in text and "remove the section" in text
@@ -193,17 +199,17 @@ def test_postprocess_section_is_refused_by_validate(tmp_path):
 
 @pytest.mark.parametrize("override", ["postprocess.depth_noise_std_per_m2=0.001",
                                       "postprocess.rolling_shutter_readout=0.02"])
-def test_postprocess_override_is_refused_by_validate(override):
-    code, text = validate_cli(CONFIGS / "demo.yaml", override)
+def test_postprocess_override_is_refused_by_validate(override, monkeypatch, capsys):
+    code, text = validate_cli(monkeypatch, capsys, CONFIGS / "demo.yaml", override)
     assert code == 2
     assert "postprocess: no stage applies post-processing" in text
 
 
-def test_batch_executor_is_refused_by_validate(tmp_path):
+def test_batch_executor_is_refused_by_validate(tmp_path, monkeypatch, capsys):
     (tmp_path / "demo.yaml").write_text((CONFIGS / "demo.yaml").read_text())
     path = write(tmp_path, {"base": "demo.yaml", "seeds": [1], "executor": {"kind": "slurm", "workers": 4}},
                  "batch.yaml")
-    code, text = validate_cli(path)
+    code, text = validate_cli(monkeypatch, capsys, path)
     assert code == 2
     assert "executor (line" in text and "no stage runs batches in this version" in text
     assert "unknown key" not in text
