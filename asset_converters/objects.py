@@ -32,7 +32,8 @@ def write_object_package(meshes: list[SceneMesh], label: str, out: str | Path, s
         labels = {PACKAGE_ROOT: label}
         for mesh in meshes:
             path = f"{PACKAGE_ROOT}/{prim_name(mesh.name)}"
-            add_mesh(stage, path, mesh.vertices, mesh.faces, mesh.uvs, add_material(stage, mesh.material, folder), label)
+            material = add_material(stage, mesh.material, folder)
+            add_mesh(stage, path, mesh.vertices, mesh.faces, mesh.uvs, material, label)
             labels[path] = label
         stage.GetRootLayer().Save()
         hull.export(folder / "collision.stl")

@@ -2,10 +2,10 @@
 flying objects with smooth random motion, and the robot's start pose.
 
 Public surface: `place_scene` (config sections in, `PlacedScene` out), `write_outputs`,
-`list_packages`, `compose_scene` (scene.usda), the robot volumes and the `grade place` command. The placement.json format, with
-`load_placement`/`write_placement` and the playback helpers (`animation_time`, `flying_pose`), is
-defined in core.formats.placement and exported here as this stage's artifact. Names are imported on
-first use, so the CLI starts without loading FCL and trimesh.
+`list_packages`, `compose_scene` (scene.usda), the robot volumes and the `grade place` command. The
+placement.json format, with `load_placement`/`write_placement` and the playback helpers
+(`animation_time`, `flying_pose`), is defined in core.formats.placement and exported here as this
+stage's artifact. Names are imported on first use, so the CLI starts without loading FCL and trimesh.
 """
 
 from importlib import import_module
