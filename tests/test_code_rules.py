@@ -1,5 +1,6 @@
-"""Project-wide rules checked on the source: no global RNG, no wall clock in outputs, no debugger
-calls, no star imports, and nothing outside simulation/isaac imports Isaac Sim."""
+"""Project-wide rules checked on the source: no global or unseeded randomness (global RNGs, an unseeded
+`default_rng()`, `uuid.uuid4`, `os.urandom`), no wall clock in outputs, no debugger calls, no star imports,
+and nothing outside simulation/isaac imports Isaac Sim."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-PACKAGES = ["pipeline", "asset_converters", "placement", "simulation", "postprocess", "evaluation", "replay"]
+PACKAGES = ["core", "pipeline", "asset_converters", "placement", "simulation", "postprocess", "evaluation", "replay"]
 
 LEGACY_NP_RANDOM = {
     "seed", "rand", "randn", "randint", "random", "random_sample", "random_integers", "ranf", "sample", "choice",
@@ -17,8 +18,10 @@ LEGACY_NP_RANDOM = {
 }
 WALL_CLOCK = {("time", "time"), ("time", "time_ns"), ("datetime", "now"), ("datetime", "utcnow"),
               ("date", "today"), ("datetime", "today")}
-# run.json bookkeeping is the one place allowed to read the wall clock.
-WALL_CLOCK_ALLOWED = {"pipeline/rundir.py"}
+# Bookkeeping that never reaches an output file: run.json's timestamps and the output lock's holder.
+WALL_CLOCK_ALLOWED = {"core/rundir.py", "core/outputs.py"}
+# Randomness that no seed controls: a fresh UUID or OS entropy differs on every run.
+ENTROPY_CALLS = {"uuid.uuid4", "uuid4", "os.urandom", "urandom"}
 ISAAC_ALLOWED_PREFIX = "simulation/isaac"
 
 
@@ -38,8 +41,8 @@ def dotted(node: ast.AST) -> str:
     return ""
 
 
-def violations(path: Path) -> list[str]:
-    rel = path.relative_to(ROOT).as_posix()
+def violations(path: Path, root: Path = ROOT) -> list[str]:
+    rel = path.relative_to(root).as_posix()
     tree = ast.parse(path.read_text(), filename=rel)
     found = []
     for node in ast.walk(tree):
@@ -64,6 +67,11 @@ def violations(path: Path) -> list[str]:
                 found.append(f"{rel}:{node.lineno}: global numpy RNG call {name}()")
             if len(parts) >= 2 and (parts[-2], parts[-1]) in WALL_CLOCK and rel not in WALL_CLOCK_ALLOWED:
                 found.append(f"{rel}:{node.lineno}: wall-clock read {name}()")
+            if parts[-1] == "default_rng" and not node.keywords and (
+                    not node.args or (isinstance(node.args[0], ast.Constant) and node.args[0].value is None)):
+                found.append(f"{rel}:{node.lineno}: unseeded {name}()")
+            if name in ENTROPY_CALLS:
+                found.append(f"{rel}:{node.lineno}: unseeded entropy {name}()")
             if name in ("breakpoint", "pdb.set_trace", "ipdb.set_trace"):
                 found.append(f"{rel}:{node.lineno}: debugger call")
     return found
@@ -78,17 +86,20 @@ def test_no_global_rng_wall_clock_debugger_star_imports_or_stray_isaac():
     assert problems == [], "\n".join(problems)
 
 
-def test_checker_catches_each_kind(tmp_path, monkeypatch):
-    bad = ROOT / "pipeline" / "_rule_probe_tmp.py"
+def test_checker_catches_each_kind(tmp_path):
+    # The probe lives in a copy of the layout under tmp_path: never in the source tree, where a concurrent
+    # run of the scan above (or an interrupted test) would see it.
+    bad = tmp_path / "pipeline" / "rule_probe.py"
+    bad.parent.mkdir()
     bad.write_text(
-        "import random\nimport numpy as np\nimport time\nfrom os import *\nimport isaacsim\n"
+        "import random\nimport numpy as np\nimport time\nimport os\nimport uuid\nfrom os import *\nimport isaacsim\n"
         "np.random.seed(1)\nx = np.random.rand(3)\nt = time.time()\nbreakpoint()\n"
+        "rng = np.random.default_rng()\nnone = np.random.default_rng(None)\nok = np.random.default_rng(3)\n"
+        "tag = uuid.uuid4()\nsalt = os.urandom(8)\n"
     )
-    try:
-        found = violations(bad)
-    finally:
-        bad.unlink()
-    text = "\n".join(found)
+    text = "\n".join(violations(bad, tmp_path))
     for expected in ("global 'random'", "np.random.seed", "np.random.rand", "wall-clock", "debugger", "star import",
-                     "Isaac Sim"):
+                     "Isaac Sim", "pipeline/rule_probe.py:12: unseeded np.random.default_rng()",
+                     "pipeline/rule_probe.py:13: unseeded np.random.default_rng()", "uuid.uuid4", "os.urandom"):
         assert expected in text, expected
+    assert ":14:" not in text  # a seeded default_rng is fine
