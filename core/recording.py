@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +192,7 @@ class Recording:
 
     def __init__(self, path: Path, info: RunInfo):
         self.path, self.info = path, info
+        self._cameras: dict[str, Camera] = {}  # read once, on first use
 
     @classmethod
     def open(cls, path: str | Path, allow_incomplete: bool = False) -> Recording:
@@ -232,18 +232,15 @@ class Recording:
         if name not in self.cameras:
             listed = ", ".join(self.cameras) or "none"
             raise InputError(f"no camera {name!r} in this recording; available: {listed}", self.path / GT_DIR)
+        if name not in self._cameras:
+            self._cameras[name] = self._read_camera(name)
         return self._cameras[name]
 
-    @cached_property
-    def _cameras(self) -> dict[str, Camera]:
-        tolerate = not self.complete
-        cameras = {}
-        for name in self.cameras:
-            folder = self.path / GT_DIR / name
-            log = read_frames(folder / FRAMES_FILE, tolerate)
-            cameras[name] = Camera(name, folder, [Frame(r, folder) for r in log.frames],
-                                   read_instances(folder / INSTANCES_FILE), log.dropped_tail, tolerate)
-        return cameras
+    def _read_camera(self, name: str) -> Camera:
+        folder, tolerate = self.path / GT_DIR / name, not self.complete
+        log = read_frames(folder / FRAMES_FILE, tolerate)
+        return Camera(name, folder, [Frame(r, folder) for r in log.frames], read_instances(folder / INSTANCES_FILE),
+                      log.dropped_tail, tolerate)
 
     @property
     def lidars(self) -> list[str]:
