@@ -11,6 +11,7 @@ from pathlib import Path
 from asset_converters.package import CONVERTER_VERSION
 from core.errors import GradeError
 from core.formats.manifest import StageStatus, stage_status
+from core.outputs import check_output_folder
 from core.progress import get_logger, make_progress
 from core.rundir import content_hash
 
@@ -49,11 +50,16 @@ def run_jobs(jobs: list[Job], description: str) -> BatchResult:
                 result.skipped.append(job.out)
             else:
                 try:
+                    check_output_folder(job.out, "package folder")  # never replace a folder that is not ours
                     job.run(job.out, job.input_hash)
                     result.converted.append(job.out)
                 except GradeError as exc:
                     result.failed.append((job.source, str(exc)))
-                    log.error("%s: %s", job.source, exc)
+                    log.error("%s", exc)
+                except OSError as exc:  # disk full, read-only, permissions: the OS reason, no traceback
+                    message = f"{exc.filename or job.out}: {exc.strerror or exc}"
+                    result.failed.append((job.source, message))
+                    log.error("%s: %s", job.source, message)
                 except Exception as exc:  # a converter bug must not stop the rest of the batch
                     result.failed.append((job.source, f"{type(exc).__name__}: {exc}"))
                     log.error("%s: unexpected error\n%s", job.source, traceback.format_exc())

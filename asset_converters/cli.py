@@ -7,14 +7,21 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from asset_converters.batch import BatchResult
+from asset_converters.batch import BatchResult, Job, run_jobs
+from core.config import MAX_SEED
+from core.errors import GradeError
+from core.outputs import output_lock, remove_stale_partials
 from core.progress import console
 
 convert_app = typer.Typer(help="Convert source datasets into USD asset packages.", no_args_is_help=True)
 
 
 def report(result: BatchResult) -> None:
-    """Print the batch summary; exit 1 when any input failed."""
+    """Print the summary. A single input that failed is bad input (exit 2, its message); a batch with
+    failures goes on past them and exits 1 with a table of what failed."""
+    inputs = len(result.converted) + len(result.skipped) + len(result.failed)
+    if inputs == 1 and result.failed:
+        raise GradeError(result.failed[0][1])
     console.print(f"converted {len(result.converted)}, skipped {len(result.skipped)} (already converted), "
                   f"failed {len(result.failed)}")
     if result.failed:
@@ -23,6 +30,15 @@ def report(result: BatchResult) -> None:
             table.add_row(str(source), message)
         console.print(table)
         raise typer.Exit(1)
+
+
+def convert_into(out: Path, jobs: list[Job], description: str) -> None:
+    """Run conversion `jobs` (built first, so bad inputs are refused before anything is written) holding the
+    writer lock of the `--out` folder: a second convert into it waits, then skips what the first converted.
+    What an interrupted convert left half-written there is removed first."""
+    with output_lock(out, wait=True, what="--out folder"):
+        remove_stale_partials(out)
+        report(run_jobs(jobs, description))
 
 
 # Converter commands are registered below, one per source dataset.
@@ -40,10 +56,9 @@ def convert_front3d(
     labels: Path | None = typer.Option(None, "--labels", help="JSON {raw category: class} remapping the labels."),
 ) -> None:
     """3D-Front houses -> environment packages (architecture + furniture, Z up, semantics.json)."""
-    from asset_converters.batch import run_jobs
     from asset_converters.front3d import front3d_jobs
 
-    report(run_jobs(front3d_jobs(path, out, future_models, textures, room, labels), "3D-Front houses"))
+    convert_into(out, front3d_jobs(path, out, future_models, textures, room, labels), "3D-Front houses")
 
 
 @convert_app.command("smpl")
@@ -61,10 +76,9 @@ def convert_smpl(
     gender: str | None = typer.Option(None, "--gender", help="Body model gender, overriding the file's."),
 ) -> None:
     """AMASS / SMPL motion sequences -> animated packages (SMPL body and skeleton, Z up)."""
-    from asset_converters.batch import run_jobs
     from asset_converters.smpl import sequence_jobs
 
-    report(run_jobs(sequence_jobs(path, out, body_model, fps, representation, up, gender), "SMPL sequences"))
+    convert_into(out, sequence_jobs(path, out, body_model, fps, representation, up, gender), "SMPL sequences")
 
 
 @convert_app.command("cloth3d")
@@ -76,10 +90,9 @@ def convert_cloth3d_command(
     fps: float = typer.Option(30.0, "--fps", help="Frame rate of the package."),
 ) -> None:
     """CLOTH3D samples -> animated packages: the SMPL body plus point-cached garments."""
-    from asset_converters.batch import run_jobs
     from asset_converters.smpl import cloth3d_jobs
 
-    report(run_jobs(cloth3d_jobs(path, out, body_model, fps), "CLOTH3D samples"))
+    convert_into(out, cloth3d_jobs(path, out, body_model, fps), "CLOTH3D samples")
 
 
 @convert_app.command("gso")
@@ -90,10 +103,9 @@ def convert_gso_command(
                                                            "description, else the folder name)."),
 ) -> None:
     """GSO models (Z up, metres) -> textured object packages with a convex collision hull."""
-    from asset_converters.batch import run_jobs
     from asset_converters.gso import gso_jobs
 
-    report(run_jobs(gso_jobs(path, out, label), "GSO models"))
+    convert_into(out, gso_jobs(path, out, label), "GSO models")
 
 
 @convert_app.command("mesh")
@@ -113,23 +125,22 @@ def convert_mesh_command(
                                                                        "label name) that is the floor."),
 ) -> None:
     """Generic meshes -> object or environment packages; skinned glTF -> animated packages."""
-    from asset_converters.batch import run_jobs
     from asset_converters.mesh import MeshOptions, mesh_jobs
 
     options = MeshOptions(kind, up, scale, height, label, animation, fps, floor_label)
-    report(run_jobs(mesh_jobs(path, out, options), "mesh files"))
+    convert_into(out, mesh_jobs(path, out, options), "mesh files")
 
 
 @convert_app.command("procedural")
 def convert_procedural(
     out: Path = typer.Option(..., "--out", help="Folder for environment/, humans/ and objects/ packages."),
-    seed: int = typer.Option(0, help="Master seed: the same seed gives byte-identical packages."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Master seed: the same seed gives byte-identical packages."),
     rooms: int = typer.Option(3, help="Rooms in the house (one room gets an alcove)."),
     furniture: int = typer.Option(12, help="Furniture pieces spread over the rooms."),
     humans: int = typer.Option(6, help="Animated humans (walk, idle and wave in turn)."),
     objects: int = typer.Option(4, help="Household objects for flying distractors."),
 ) -> None:
     """Generate demo assets without any download: a furnished house, animated humans, objects."""
-    from asset_converters.procedural import build_demo_assets  # imported on use: keeps `grade --help` fast
+    from asset_converters.procedural import demo_jobs  # imported on use: keeps `grade --help` fast
 
-    report(build_demo_assets(out, seed, rooms, furniture, humans, objects).batch)
+    convert_into(out, demo_jobs(out, seed, rooms, furniture, humans, objects), "procedural assets")

@@ -20,6 +20,7 @@ from asset_converters.parts import Light, SceneMesh
 from asset_converters.usd_io import add_light, add_material, add_mesh, create_stage
 from core.errors import InputError
 from core.formats.asset_meta import AssetMeta, EnvironmentInfo, SourceInfo
+from core.formats.occupancy import LEGEND, OCCUPANCY_FILE, save_occupancy
 from core.formats.scene_layout import PACKAGE_ROOT, prim_name
 
 OCCUPANCY_RESOLUTION = 0.05  # m, 2D map cell
@@ -90,7 +91,7 @@ def occupancy(meshes: list[SceneMesh], polygon: shapely.MultiPolygon, floor_heig
     return {
         "map2d": grid2, "map2d_origin": lo[:2].astype(np.float64), "map2d_resolution": np.array(resolution),
         "voxels": grid3, "voxels_origin": lo.astype(np.float64), "voxel_size": np.array(voxel),
-        "legend": np.array(["free", "occupied", "outside"]),
+        "legend": np.array(LEGEND),
     }
 
 
@@ -141,8 +142,7 @@ def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out:
         combined = trimesh.util.concatenate([trimesh.Trimesh(m.vertices, m.faces, process=False) for m in meshes])
         combined.export(folder / "collision.stl")
         grids = occupancy(meshes, polygon, floor_height)
-        with open(folder / "occupancy.npz", "wb") as handle:
-            np.savez_compressed(handle, **grids)
+        save_occupancy(folder / OCCUPANCY_FILE, grids)
         if write_extra is not None:
             write_extra(folder, paths)
         lo, hi = combined.bounds

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from core.config_io import load_experiment
+from core.formats.occupancy import OCCUPANCY_FILE, read_occupancy, read_voxels
 from pipeline.prepare import prepare
 from placement import load_placement
 from simulation.embedded import EmbeddedBackend
@@ -58,8 +59,9 @@ def run(name: str, args: argparse.Namespace, work: Path) -> None:
     config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
     prepared = prepare(config, work / kind)
     backend = EmbeddedBackend(config, prepared.scene)
-    occupancy = np.load(prepared.environment / "occupancy.npz")
-    map2d, origin, res = occupancy["map2d"], occupancy["map2d_origin"], float(occupancy["map2d_resolution"])
+    occupancy = read_occupancy(prepared.environment / OCCUPANCY_FILE)
+    map2d, origin, res = occupancy.grid, occupancy.origin, occupancy.resolution
+    voxels, voxels_origin, voxel_size = read_voxels(prepared.environment / OCCUPANCY_FILE)
     radius = UAV_RADIUS if kind == "uav" else TIAGO_RADIUS
     start = backend.robot_pose()[:2, 3]
     people = [(h.x, h.y, HUMAN_RADIUS) for h in load_placement(prepared.placement).humans]
@@ -80,8 +82,7 @@ def run(name: str, args: argparse.Namespace, work: Path) -> None:
         if round(b.time / b.timestep) % CHECK_EVERY == 0:
             pose = b.robot_pose()
             if kind == "uav":
-                inside[0] += box_overlap(occupancy["voxels"], occupancy["voxels_origin"],
-                                         float(occupancy["voxel_size"]), pose, np.array(FRAME_HALF_SIZE))
+                inside[0] += box_overlap(voxels, voxels_origin, voxel_size, pose, np.array(FRAME_HALF_SIZE))
             else:
                 inside[0] += box_overlap(map2d == 1, origin, res, pose, np.array(CHASSIS_HALF_XY))
 

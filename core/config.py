@@ -11,8 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
+# Seeds are stored as 32-bit signed integers by some consumers (USD int attributes such as scene.usda's
+# grade:seed), so the master seed stays within that range everywhere.
+MAX_SEED = 2**31 - 1
+Seed = Annotated[StrictInt, Field(ge=0, le=MAX_SEED, description=f"0 <= seed <= {MAX_SEED}")]
+# Longest experiment or bootstrap accepted, s: one hour at 240 Hz is 864,000 physics steps whose state log is
+# held in memory until the run ends.
+MAX_DURATION_S = 3600.0
+# Most pixels a camera may render per frame (after supersampling): 8K UHD. Beyond it one frame's buffers
+# take gigabytes.
+MAX_CAMERA_PIXELS = 7680 * 4320
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -22,7 +32,8 @@ Vec3 = tuple[float, float, float]
 class Strict(BaseModel):
     """Base for every config model: unknown keys are errors, assignments are validated."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # Booleans must be written true/false (StrictBool fields), and no float may be inf or nan.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class FloatRange(Strict):
@@ -85,7 +96,7 @@ class HumansConfig(Strict):
         0.02, description="reject a trace with more of its volume than this inside closed furniture: contact "
                           "counts alone depend on mesh density, so a coarse sofa would let a human stand in it")
     fps: PositiveFloat = 30.0
-    reverse_playback: bool = Field(True, description="play animations forward then backward to loop smoothly")
+    reverse_playback: StrictBool = Field(True, description="play animations forward then backward to loop smoothly")
 
     @model_validator(mode="after")
     def _paths_needed(self) -> HumansConfig:
@@ -104,7 +115,7 @@ class FlyingObjectsConfig(Strict):
     count: IntRange = Field(default_factory=lambda: IntRange(min=0, max=10))
     speed: FloatRange = Field(default_factory=lambda: FloatRange(min=0.1, max=0.6), description="m/s")
     angular_speed_deg: FloatRange = Field(default_factory=lambda: FloatRange(min=0.0, max=90.0))
-    collision_check: bool = False
+    collision_check: StrictBool = False
 
     @model_validator(mode="after")
     def _paths_needed(self) -> FlyingObjectsConfig:
@@ -143,8 +154,8 @@ class CameraConfig(Strict):
     outputs: list[Literal["rgb", "depth", "instance", "semantic", "normals", "flow", "boxes2d", "boxes3d"]] = Field(
         default_factory=lambda: ["rgb", "depth", "instance", "semantic", "boxes2d", "boxes3d"]
     )
-    to_bag: bool = Field(True, description="publish this camera in the ROS bags")
-    to_gt: bool = Field(True, description="write this camera's frames to gt/<name>/")
+    to_bag: StrictBool = Field(True, description="publish this camera in the ROS bags")
+    to_gt: StrictBool = Field(True, description="write this camera's frames to gt/<name>/")
     supersampling: Annotated[int, Field(ge=1, le=4)] = 1
 
     @field_validator("fov_deg")
@@ -160,6 +171,10 @@ class CameraConfig(Strict):
             raise ValueError("give fov_deg or intrinsics")
         if self.near >= self.far:
             raise ValueError(f"near ({self.near}) must be < far ({self.far})")
+        pixels = self.width * self.height * self.supersampling**2
+        if pixels > MAX_CAMERA_PIXELS:
+            raise ValueError(f"{self.width}x{self.height} at supersampling {self.supersampling} is {pixels:,} pixels "
+                             f"per frame, more than the {MAX_CAMERA_PIXELS:,} pixels (7680x4320) a camera may render")
         return self
 
 
@@ -212,7 +227,7 @@ class UavLimits(Strict):
 
     max_speed: PositiveFloat = 0.5
     max_tilt_deg: Annotated[float, Field(ge=0, le=90)] = 25.0
-    lock_roll_pitch: bool = Field(False, description="'horizontal' flight: roll and pitch stay zero")
+    lock_roll_pitch: StrictBool = Field(False, description="'horizontal' flight: roll and pitch stay zero")
     roll_pitch_rate_deg: PositiveFloat = 40.0
     yaw_rate_deg: PositiveFloat = 30.0
     z_band: FloatRange = Field(default_factory=lambda: FloatRange(min=0.5, max=2.5), description="flight altitude, m")
@@ -279,7 +294,7 @@ class RandomizationConfig(Strict):
     light_intensity_scale: FloatRange = Field(default_factory=lambda: FloatRange(min=0.8, max=1.2))
     light_color_temperature_k: FloatRange = Field(default_factory=lambda: FloatRange(min=4000, max=6500))
     roughness: FloatRange = Field(default_factory=lambda: FloatRange(min=0.3, max=0.9))
-    during_run: bool = Field(False, description="also re-randomise lights during the run")
+    during_run: StrictBool = Field(False, description="also re-randomise lights during the run")
     period: PositiveFloat = Field(5.0, description="seconds between re-randomisations when during_run")
 
     @model_validator(mode="after")
@@ -292,8 +307,10 @@ class RandomizationConfig(Strict):
 class SimulationConfig(Strict):
     backend: Literal["embedded"] = Field("embedded", description="MuJoCo physics + Embree ray casting on the CPU")
     physics_hz: PositiveFloat = 240.0
-    duration: PositiveFloat = Field(60.0, description="experiment length after the bootstrap, s")
-    bootstrap: NonNegFloat = Field(1.0, description="settling period before the start marker, s")
+    duration: Annotated[float, Field(gt=0, le=MAX_DURATION_S)] = Field(
+        60.0, description=f"experiment length after the bootstrap, s (at most {MAX_DURATION_S:g})")
+    bootstrap: Annotated[float, Field(ge=0, le=MAX_DURATION_S)] = Field(
+        1.0, description=f"settling period before the start marker, s (at most {MAX_DURATION_S:g})")
     rates: RatesConfig = Field(default_factory=RatesConfig)
     randomization: RandomizationConfig = Field(default_factory=RandomizationConfig)
 
@@ -311,8 +328,8 @@ class RecordingConfig(Strict):
     bag_formats: list[Literal["ros1", "ros2"]] = Field(default_factory=lambda: ["ros2"])
     ros2_storage: Literal["mcap", "sqlite3"] = "mcap"
     depth_encoding: Literal["32FC1", "16UC1"] = Field("32FC1", description="32FC1 metres or 16UC1 millimetres")
-    depth_npy: bool = Field(False, description="also save float32 depth in metres as .npy")
-    human_vertices: bool = Field(False, description="save posed human vertices per frame (large)")
+    depth_npy: StrictBool = Field(False, description="also save float32 depth in metres as .npy")
+    human_vertices: StrictBool = Field(False, description="save posed human vertices per frame (large)")
     checkpoint_period: PositiveFloat = Field(1.0, description="s between full simulator states in states.npz "
                                                               "(replay can start at any of them)")
 
@@ -321,7 +338,7 @@ class ExperimentConfig(Strict):
     """One experiment: a scene, a robot with sensors, a run length and what to record."""
 
     name: str = "experiment"
-    seed: Annotated[int, Field(ge=0)] = 0
+    seed: Seed = 0
     output_dir: Path = Path("runs/experiment")
     assets_dir: Path | None = Field(None, description="cache of converted packages (default <output_dir>/assets); "
                                                       "share one between experiments to convert each input once")
@@ -356,6 +373,14 @@ class ExperimentConfig(Strict):
             value = getattr(self.simulation, key)
             if abs(value / step - round(value / step)) > 1e-6:
                 raise ValueError(f"simulation.{key} = {value} s must be a whole number of physics steps ({step:g} s)")
+        return self
+
+    @model_validator(mode="after")
+    def _has_a_sensor(self) -> ExperimentConfig:
+        sensors = self.robot.sensors
+        if not (sensors.cameras or sensors.imus or sensors.lidar):
+            raise ValueError("robot.sensors: an experiment needs at least one sensor (a camera, an IMU or a LiDAR); "
+                             "nothing would be recorded")
         return self
 
     @model_validator(mode="after")
@@ -437,7 +462,7 @@ class BatchConfig(Strict):
     """Many experiments: a base config crossed with seeds and variants."""
 
     base: Path = Field(description="experiment YAML, relative to the batch file")
-    seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0])
+    seeds: list[Seed] = Field(default_factory=lambda: [0])
     variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
     output_dir: Path = Path("runs/batch")
 

@@ -24,7 +24,8 @@ from rich.progress import (
 T = TypeVar("T")
 
 # Progress and logs go to stderr so stdout stays parseable (e.g. `grade config show`).
-console = Console(stderr=True)
+# Messages carry user text (paths, config values): never parse it as rich markup ('[red]' in a file name).
+console = Console(stderr=True, markup=False, highlight=False)
 
 
 def _quiet() -> bool:
@@ -45,7 +46,7 @@ def get_logger(name: str) -> logging.Logger:
 def make_progress(*extra_columns) -> Progress:
     """A rich Progress with bar, counts, elapsed time and ETA (plus any extra columns)."""
     return Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TaskProgressColumn(),

@@ -40,6 +40,10 @@ from core.formats.run_info import COMPLETE, RunInfo, read_run_info
 from core.formats.states import STATES_FILE, RobotPath, load_robot_path, load_states
 from core.formats.tum import TUM_FILE, read_tum
 
+# The run folder: prepared inputs (assets/ cache by default, scene/ with placement.json and scene.usda) and the
+# recording (gt/, bags/, states.npz, humans/, run.json, MANIFEST.json).
+ASSETS_DIR = "assets"
+SCENE_DIR = "scene"
 GT_DIR = "gt"
 BAGS_DIR = "bags"
 ROS1_SUFFIX = ".bag"

@@ -14,12 +14,16 @@ import os
 import shutil
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from core.errors import InputError
+
+# A zip archive starts with a local file header, or (when empty) with its end-of-directory record.
+ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 
 # ---------------------------------------------------------------- atomic writes
 
@@ -41,6 +45,8 @@ DIRECTORY_MODE = 0o777 & ~_UMASK
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write `data` to `path` so that readers see either the old file or the whole new one."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError("is an existing folder; give a file name to write", path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -137,14 +143,17 @@ def load_npz_checked(path: str | Path, required: list[str], keys: Sequence[str] 
     path = Path(path)
     if not path.is_file():
         raise InputError("file not found", path)
+    with open(path, "rb") as handle:
+        if handle.read(4) not in ZIP_MAGICS:  # else numpy tries other formats and advises allow_pickle
+            raise InputError("not an .npz file (an .npz is a zip archive of .npy arrays)", path)
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = [key for key in required if key not in data.files]
             if missing:
                 raise InputError(f"missing arrays {missing}; found {sorted(data.files)}", path, missing[0])
             arrays = {key: data[key] for key in data.files if keys is None or key in keys}
-    except (OSError, ValueError, EOFError) as exc:
-        raise InputError(f"not a readable .npz file ({exc})", path) from exc
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # truncated or damaged archives
+        raise InputError(f"not a readable .npz file, truncated or damaged ({exc})", path) from exc
     return arrays
 
 

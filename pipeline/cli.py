@@ -12,6 +12,7 @@ from asset_converters.cli import convert_app
 from core.config import BatchConfig
 from core.config_io import dump_yaml, expand_batch, load_batch, load_experiment, read_yaml
 from core.errors import GradeError
+from core.outputs import output_lock
 from core.progress import console
 from placement.cli import place_command
 from postprocess.cli import view_command
@@ -50,10 +51,10 @@ def config_validate(
     """Check a config: keys, types, physical invariants and input paths. Exit 2 on any problem."""
     if _is_batch(file):
         experiments = expand_batch(load_batch(file), file)
-        console.print(f"[green]ok[/green] {file}: batch of {len(experiments)} experiments")
+        console.print(f"ok {file}: batch of {len(experiments)} experiments")
     else:
         config = load_experiment(file, set_ or [])
-        console.print(f"[green]ok[/green] {file}: experiment {config.name!r}, seed {config.seed}")
+        console.print(f"ok {file}: experiment {config.name!r}, seed {config.seed}")
 
 
 @config_app.command("show")
@@ -76,7 +77,8 @@ def _prepare_and_report(config_file: Path, out: Path | None, overrides: list[str
     from pipeline.prepare import prepare
 
     config = load_experiment(config_file, overrides)
-    prepared = prepare(config, out)
+    with output_lock(out or config.output_dir, what="run folder") as folder:
+        prepared = prepare(config, folder)
     console.print(f"environment  {prepared.environment}\nhumans       {len(prepared.humans)} packages\n"
                   f"objects      {len(prepared.objects)} packages\nplacement    {prepared.placement} "
                   f"(preview {prepared.placement.with_suffix('.png').name})\nscene        {prepared.scene}")
@@ -92,11 +94,11 @@ def prepare_command(
     _prepare_and_report(config_file, out, set_ or [])
 
 
-def _generate_and_report(config_file: Path, out: Path | None, overrides: list[str], force: bool) -> None:
+def _generate_and_report(config_file: Path, out: Path | None, overrides: list[str], force: bool, wait: bool) -> None:
     from pipeline.generate import generate
 
     config = load_experiment(config_file, overrides)
-    result = generate(config, out, force=force)
+    result = generate(config, out, force=force, wait=wait)
     info = result.info
     state = "up to date" if result.skipped else info.status
     counts = ", ".join(f"{k} {v}" for k, v in sorted(info.frame_counts.items()) if k.startswith(("camera/", "lidar/")))
@@ -105,6 +107,8 @@ def _generate_and_report(config_file: Path, out: Path | None, overrides: list[st
 
 
 ForceOption = Annotated[bool, typer.Option("--force", help="Record again even if the run is complete.")]
+WaitOption = Annotated[bool, typer.Option("--wait", help="If another process is writing the run folder, wait "
+                                                         "for it instead of failing.")]
 
 
 @app.command("generate")
@@ -113,9 +117,10 @@ def generate_command(
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: the config's output_dir).")] = None,
     set_: SetOption = None,
     force: ForceOption = False,
+    wait: WaitOption = False,
 ) -> None:
     """Run one experiment end to end: assets (cached), placement, scene, simulation, bags and ground truth."""
-    _generate_and_report(config_file, out, set_ or [], force)
+    _generate_and_report(config_file, out, set_ or [], force, wait)
 
 
 @app.command("demo")
@@ -123,29 +128,47 @@ def demo_command(
     out: Annotated[Path, typer.Option("--out", help="Run folder.")] = Path("runs/demo"),
     set_: SetOption = None,
     force: ForceOption = False,
+    wait: WaitOption = False,
 ) -> None:
     """The CPU demo: grade generate configs/demo.yaml --out runs/demo (procedural assets, no download)."""
-    _generate_and_report(DEMO_CONFIG, out, set_ or [], force)
+    _generate_and_report(DEMO_CONFIG, out, set_ or [], force, wait)
+
+
+INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + SIGINT)
+
+
+def _os_error_message(exc: OSError) -> str:
+    """One line naming the path(s) and the OS reason: 'PATH: No space left on device'."""
+    paths = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
+    reason = exc.strerror or str(exc)
+    return f"{paths}: {reason}" if paths else reason
 
 
 def main() -> None:
-    """Console-script entry point: user-facing errors become one paragraph and exit code 2."""
+    """Console-script entry point, the one error boundary: bad input and OS errors (read-only, permission
+    denied, disk full, ...) become one plain-text paragraph and exit code 2, Ctrl-C exits 130 with how to
+    resume; any other exception is a bug and keeps its traceback."""
     try:
         # Without standalone mode, click returns a command's typer.Exit code instead of raising it.
         code = app(standalone_mode=False)
+        if code == INTERRUPTED:  # typer turns Ctrl-C into a returned 130 in this mode
+            console.print("interrupted; rerun the same command to resume")
         if isinstance(code, int) and code:
             sys.exit(code)
     except GradeError as exc:
-        console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+        console.print(f"error: {exc}", soft_wrap=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        console.print(f"error: {_os_error_message(exc)}", soft_wrap=True)
+        sys.exit(GradeError.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
         console.print("aborted")
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
     except KeyboardInterrupt:
         console.print("interrupted; rerun the same command to resume")
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
     except typer.TyperException as exc:  # usage errors (bad option values) carry their own exit code
         show = getattr(exc, "show", None)
         if show is not None:
@@ -153,6 +176,7 @@ def main() -> None:
         else:
             console.print(f"error: {exc.format_message()}")
         sys.exit(exc.exit_code)
+
 
 if __name__ == "__main__":
     main()

@@ -12,19 +12,25 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import ExperimentConfig
+from core.errors import InputError
+from core.formats.humans import HUMANS_DIR
 from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
-from core.formats.run_info import RunInfo, read_run_info, write_run_info
+from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info, write_run_info
+from core.formats.states import STATES_FILE
+from core.outputs import output_lock, remove_stale_partials
 from core.progress import console, get_logger, make_progress
+from core.recording import BAGS_DIR, GT_DIR
 from core.rundir import Stopwatch, content_hash
 from core.seeding import derived_seeds
 
 log = get_logger("generate")
 
-RECORD_OUTPUTS = ("states.npz", "bags", "gt", "humans", "run.json")
+RECORD_OUTPUTS = (STATES_FILE, BAGS_DIR, GT_DIR, HUMANS_DIR, RUN_FILE)
 PARTIAL = ".record.partial"
 RECORD_VERSION = "record/1"
 PROGRESS_EVERY = 24  # physics steps between progress updates
@@ -62,17 +68,41 @@ def _install(partial: Path, run: Path) -> None:
 
 
 def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | None = None,
-             force: bool = False) -> GenerateResult:
+             force: bool = False, wait: bool = False) -> GenerateResult:
+    """Prepare and record one experiment into `out` (default: its output_dir), holding the folder's writer
+    lock throughout: a second writer fails at once (or queues with `wait`)."""
+    run = Path(out or config.output_dir)
+    with output_lock(run, wait=wait, what="run folder"):
+        remove_stale_partials(run)
+        return _generate_locked(config, run, cache, force)
+
+
+def _recorded(run: Path, input_hash: str) -> RunInfo | None:
+    """The run's info when its recording is complete for `input_hash` and run.json agrees; None otherwise."""
+    if stage_status(run, input_hash) is not StageStatus.COMPLETE:
+        return None
+    try:
+        info = read_run_info(run)
+    except InputError as exc:
+        log.warning("%s; recording again", exc)
+        return None
+    if info.status != COMPLETE or info.sim_time_end is None:
+        log.warning("%s says %r although its manifest is complete; recording again", run / RUN_FILE, info.status)
+        return None
+    return info
+
+
+def _generate_locked(config: ExperimentConfig, run: Path, cache: Path | None, force: bool) -> GenerateResult:
     from pipeline.prepare import prepare
 
-    run = Path(out or config.output_dir)
     total = Stopwatch()
     prepared = prepare(config, run, cache)
     prepare_seconds = total.seconds()
     input_hash = record_hash(config, prepared.scene)
-    if not force and stage_status(run, input_hash) is StageStatus.COMPLETE:
+    done = None if force else _recorded(run, input_hash)
+    if done is not None:
         log.info("recording up to date: %s (use --force to record again)", run)
-        return GenerateResult(run, read_run_info(run), skipped=True)
+        return GenerateResult(run, done, skipped=True)
 
     invalidate(run)
     info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
@@ -80,7 +110,7 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
                    asset_hashes=_asset_hashes(prepared))
     write_run_info(run, info)
     partial = run / PARTIAL
-    shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(partial, ignore_errors=True)  # left by a killed run: we hold the lock, so nobody writes it
     partial.mkdir(parents=True)
     try:
         simulate_seconds, mission, counts, end_time = _simulate(config, prepared, partial)
@@ -88,15 +118,24 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
         shutil.rmtree(partial, ignore_errors=True)
         info.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         info.error = None if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
-        write_run_info(run, info)
+        _keep_first_error(write_run_info, run, info)
         raise
     _install(partial, run)
-    info.status, info.sim_time_end, info.frame_counts, info.mission = "complete", end_time, counts, mission
+    info.status, info.sim_time_end, info.frame_counts, info.mission = COMPLETE, end_time, counts, mission
     info.wall_seconds = {"prepare": round(prepare_seconds, 3), "simulate_and_record": round(simulate_seconds, 3),
                          "total": round(total.seconds(), 3)}
     write_run_info(run, info)
     write_manifest(run, "record", input_hash, include=RECORD_OUTPUTS)
     return GenerateResult(run, info, skipped=False)
+
+
+def _keep_first_error(cleanup: Callable[..., object], *args: object) -> None:
+    """Run a cleanup step after a failure; if it fails too (a full disk fails both), log it and let the
+    original error be the one reported."""
+    try:
+        cleanup(*args)
+    except Exception as exc:  # noqa: BLE001 - any cleanup failure is secondary to the error being raised
+        log.warning("cleaning up after the failure also failed: %s", exc)
 
 
 def _asset_hashes(prepared) -> dict[str, str]:
@@ -139,7 +178,7 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, 
             mission = run_mission(backend, config, prepared.environment, on_step)
             recorder.close()
         except BaseException:
-            recorder.abort()
+            _keep_first_error(recorder.abort)
             raise
     seconds = watch.seconds()
     console.print(f"recorded {backend.time:.2f} s of simulation in {seconds:.1f} s "

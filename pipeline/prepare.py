@@ -16,8 +16,11 @@ from core.config import ExperimentConfig
 from core.errors import GradeError
 from core.formats.asset_meta import load_meta
 from core.formats.manifest import MANIFEST, StageStatus, stage_status, write_manifest
-from core.formats.placement import load_placement
+from core.formats.placement import PLACEMENT_FILE, load_placement
+from core.formats.scene_layout import SCENE_FILE
+from core.outputs import output_lock, remove_stale_partials
 from core.progress import get_logger
+from core.recording import ASSETS_DIR, SCENE_DIR
 from core.rundir import atomic_directory, content_hash
 from core.seeding import generator
 
@@ -159,7 +162,7 @@ def place_and_compose(config: ExperimentConfig, environment: Path, humans: list[
     """placement.json, its preview PNG and scene.usda in `out/scene/`, redone only when inputs change."""
     from placement import compose_scene, place_scene, write_outputs
 
-    folder = out / "scene"
+    folder = out / SCENE_DIR
     input_hash = content_hash(
         "place/1", config.seed, config.humans.model_dump(mode="json"), config.flying_objects.model_dump(mode="json"),
         config.robot.model_dump(mode="json"), config.simulation.duration + config.simulation.bootstrap,
@@ -171,20 +174,23 @@ def place_and_compose(config: ExperimentConfig, environment: Path, humans: list[
         with atomic_directory(folder) as tmp:
             # The temporary folder is a sibling of the final one, so the relative package paths written
             # into placement.json and scene.usda stay valid after the rename.
-            write_outputs(scene, tmp / "placement.json", tmp / "placement.png")
+            write_outputs(scene, tmp / PLACEMENT_FILE, (tmp / PLACEMENT_FILE).with_suffix(".png"))
             duration = config.simulation.duration + config.simulation.bootstrap
-            compose_scene(load_placement(tmp / "placement.json"), tmp / "scene.usda", duration)
+            compose_scene(load_placement(tmp / PLACEMENT_FILE), tmp / SCENE_FILE, duration)
             write_manifest(tmp, "place", input_hash)
     else:
         log.info("placement up to date: %s", folder)
-    return folder / "placement.json", folder / "scene.usda"
+    return folder / PLACEMENT_FILE, folder / SCENE_FILE
 
 
 def prepare(config: ExperimentConfig, out: Path | None = None, cache: Path | None = None) -> PreparedScene:
     """Convert, place and compose for one experiment; returns where everything is."""
     out = Path(out or config.output_dir)
-    cache = Path(cache or config.assets_dir or out / "assets")
-    environment, humans, objects = convert_assets(config, cache)
+    cache = Path(cache or config.assets_dir or out / ASSETS_DIR)
+    # Experiments may share a cache: a second one waits for the first's conversions, then finds them done.
+    with output_lock(cache, wait=True, what="asset cache"):
+        remove_stale_partials(cache)
+        environment, humans, objects = convert_assets(config, cache)
     load_meta(environment, "environment")
     placement, scene = place_and_compose(config, environment, humans, objects, out)
     return PreparedScene(environment, humans, objects, placement, scene)

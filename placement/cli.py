@@ -10,8 +10,10 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
+from core.config import MAX_SEED, FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from core.errors import ConfigError
+from core.formats.asset_meta import load_meta
+from core.formats.placement import PLACEMENT_FILE
 from core.progress import console
 
 RANGE_PATTERN = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
@@ -44,8 +46,8 @@ def place_command(
     flying_count: Annotated[str | None, typer.Option(
         "--flying-count", help="Flying objects, MIN-MAX or N (default: the config's range with --objects, else 0).",
     )] = None,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Master seed.")] = 0,
-    out: Annotated[Path, typer.Option("--out", help="placement.json to write.")] = Path("placement.json"),
+    seed: Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, help="Master seed.")] = 0,
+    out: Annotated[Path, typer.Option("--out", help="placement.json to write.")] = Path(PLACEMENT_FILE),
     preview: Annotated[Path | None, typer.Option("--preview", help="Top-down PNG (default: OUT with .png).")] = None,
     robot: Annotated[RobotKind, typer.Option("--robot", help="Robot whose start pose to place.")] = RobotKind.uav,
     max_tries: Annotated[int, typer.Option("--max-tries", min=1, help="Tries per human.")] = HUMAN_DEFAULTS.max_tries,
@@ -57,6 +59,8 @@ def place_command(
 ) -> None:
     """Place humans collision-free (FCL), flying objects and the robot start; write placement.json + PNG."""
     from placement.stage import list_packages, place_scene, write_outputs  # heavy: imported on use
+
+    load_meta(environment, "environment")  # the positional argument first: a wrong path is the likeliest mistake
     human_count = parse_range(count, "--count")
     if flying_count is not None:
         object_count = parse_range(flying_count, "--flying-count")

@@ -14,8 +14,9 @@ import numpy as np
 import shapely
 
 from core.errors import InputError
+from core.formats.occupancy import OCCUPANCY_FILE, read_occupancy
 from core.formats.placement import Placement
-from core.rundir import atomic_write_bytes, load_npz_checked
+from core.rundir import atomic_write_bytes
 from placement.world import World
 
 MAX_SIZE_PX = 1000
@@ -60,10 +61,8 @@ def _polygons(geometry: shapely.Geometry) -> list[shapely.Polygon]:
 
 
 def draw_occupancy(canvas: Canvas, occupancy: Path) -> None:
-    grids = load_npz_checked(occupancy, ["map2d", "map2d_origin", "map2d_resolution"])
-    grid, origin, resolution = grids["map2d"], grids["map2d_origin"], float(grids["map2d_resolution"])
-    if grid.ndim != 2 or origin.shape != (2,) or resolution <= 0:
-        raise InputError("map2d must be 2D with a (2,) origin and a positive resolution", occupancy, "map2d")
+    occupancy_map = read_occupancy(occupancy)
+    grid, origin, resolution = occupancy_map.grid, occupancy_map.origin, occupancy_map.resolution
     cells = np.floor((canvas.world_of_pixels() - origin) / resolution).astype(np.int64)
     valid = np.all((cells >= 0) & (cells < grid.shape), axis=-1)
     occupied = np.zeros(valid.shape, dtype=bool)
@@ -80,7 +79,7 @@ def render_preview(world: World, placement: Placement, trace_triangles: list[np.
         for hole in polygon.interiors:
             cv2.fillPoly(canvas.image, [canvas.px(np.asarray(hole.coords)[:, :2])], (255, 255, 255))
         cv2.polylines(canvas.image, [canvas.px(np.asarray(r.coords)[:, :2]) for r in rings], True, OUTLINE_BGR, 1)
-    draw_occupancy(canvas, world.package / "occupancy.npz")
+    draw_occupancy(canvas, world.package / OCCUPANCY_FILE)
     overlay = canvas.image.copy()
     for index, triangles in enumerate(trace_triangles):
         color = PALETTE[index % len(PALETTE)]

@@ -9,7 +9,8 @@ import numpy as np
 
 from core.config import FlyingObjectsConfig, HumansConfig, RobotConfig
 from core.errors import InputError
-from core.formats.asset_meta import load_meta
+from core.formats.asset_meta import META_FILE, load_meta
+from core.formats.manifest import MANIFEST
 from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, write_placement
 from core.geometry import transform_points
 from placement.flying import place_flying_objects
@@ -44,7 +45,7 @@ def list_packages(folder: str | Path, kind: str) -> list[Path]:
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{kind} package folder not found", folder)
-    if (folder / "meta.json").is_file() or (folder / "MANIFEST.json").is_file():
+    if (folder / META_FILE).is_file() or (folder / MANIFEST).is_file():
         candidates = [folder]
     else:
         candidates = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))

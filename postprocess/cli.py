@@ -28,6 +28,6 @@ def view_command(
 
     result = view_run(run, camera=camera, frames=frames, out=out, rerun=rerun, all_boxes=all_boxes)
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
+        console.print(f"warning: {warning}", soft_wrap=True)
     for path in result.written:
         typer.echo(str(path))

@@ -19,10 +19,12 @@ import numpy as np
 from core.errors import GradeError, InputError
 from core.formats.frames import FRAMES_FILE
 from core.formats.imu import IMU_FILE
+from core.formats.occupancy import OCCUPANCY_FILE, OccupancyMap, read_occupancy
+from core.formats.placement import PLACEMENT_FILE, load_placement
 from core.formats.states import STATES_FILE, RobotPath
-from core.recording import GT_DIR, Camera, Recording
-from core.rundir import atomic_write_bytes, load_npz_checked
-from placement import load_placement
+from core.recording import GT_DIR, SCENE_DIR, Camera, Recording
+from core.outputs import output_lock
+from core.rundir import atomic_write_bytes
 from postprocess import DEFAULT_FRAMES
 
 VIEW_DIR = "view"
@@ -39,43 +41,16 @@ def select_frames(count: int, wanted: int) -> list[int]:
 
 
 @dataclass
-class OccupancyMap:
-    grid: np.ndarray  # (nx, ny) uint8 indexed [ix, iy]: 0 free, 1 occupied, 2 outside the floor
-    origin: np.ndarray  # (2,) world XY of the grid's lower-left corner, m
-    resolution: float  # m per cell
-
-    @property
-    def extent(self) -> tuple[float, float, float, float]:
-        """(x_min, x_max, y_min, y_max) of the whole grid, m."""
-        nx, ny = self.grid.shape
-        x0, y0 = (float(v) for v in self.origin)
-        return x0, x0 + nx * self.resolution, y0, y0 + ny * self.resolution
-
-
-@dataclass
 class SceneLayout:
     occupancy: OccupancyMap
     humans: np.ndarray  # (H, 3) start positions of the placed humans, world m
     human_ids: list[str]
 
 
-def read_occupancy(path: Path) -> OccupancyMap:
-    """The 2D map of an environment package's occupancy.npz (asset_converters/environment.py)."""
-    arrays = load_npz_checked(path, ["map2d", "map2d_origin", "map2d_resolution"])
-    grid, origin, resolution = arrays["map2d"], arrays["map2d_origin"], arrays["map2d_resolution"]
-    if grid.ndim != 2:
-        raise InputError(f"expected a 2D grid, got shape {grid.shape}", path, "map2d")
-    if origin.shape != (2,):
-        raise InputError(f"expected shape (2,), got {origin.shape}", path, "map2d_origin")
-    if resolution.size != 1 or not float(resolution) > 0:
-        raise InputError("expected one positive number", path, "map2d_resolution")
-    return OccupancyMap(grid, origin.astype(np.float64), float(resolution))
-
-
 def read_scene_layout(run: Path) -> SceneLayout:
     """The occupancy map and the humans' start positions, through RUN/scene/placement.json."""
-    placement = load_placement(Path(run) / "scene" / "placement.json")  # paths come back absolute
-    occupancy = read_occupancy(Path(placement.environment.path) / "occupancy.npz")
+    placement = load_placement(Path(run) / SCENE_DIR / PLACEMENT_FILE)  # paths come back absolute
+    occupancy = read_occupancy(Path(placement.environment.path) / OCCUPANCY_FILE)
     humans = np.array([(h.x, h.y, h.z) for h in placement.humans], dtype=np.float64).reshape(-1, 3)
     return SceneLayout(occupancy, humans, [h.asset_id for h in placement.humans])
 
@@ -91,11 +66,11 @@ class ViewResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _write_png(path: Path, rgb: np.ndarray) -> Path:
+def _png(path: Path, rgb: np.ndarray) -> bytes:
     ok, encoded = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
     if not ok:
         raise GradeError("OpenCV could not encode the image as PNG", path)
-    return atomic_write_bytes(path, encoded.tobytes())
+    return encoded.tobytes()
 
 
 def _cameras(recording: Recording, camera: str | None) -> list[Camera]:
@@ -105,7 +80,8 @@ def _cameras(recording: Recording, camera: str | None) -> list[Camera]:
         raise InputError(f"no camera {camera!r} in this recording; available: {listed}", recording.path / GT_DIR,
                          "--camera")
     if not available:
-        raise InputError("the recording has no frames: no gt/<camera>/frames.jsonl", recording.path / GT_DIR)
+        raise InputError(f"the recording has no frames: no gt/<camera>/frames.jsonl (run.json status: "
+                         f"{recording.info.status!r})", recording.path / GT_DIR)
     cameras = [recording.camera(name) for name in ([camera] if camera else available)]
     for sequence in cameras:
         if not len(sequence):
@@ -156,22 +132,26 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
     result.warnings += [f"{c.folder / FRAMES_FILE}: skipped the half-written last line" for c in cameras if c.dropped_tail]
     out = Path(out) if out is not None else recording.path / VIEW_DIR
 
+    # Everything is read and drawn first and written last, so a broken recording leaves no partial view.
+    pictures: dict[Path, bytes] = {}
     for sequence in cameras:
-        sheet = _contact_sheet(recording, sequence, frames, all_boxes)
-        result.written.append(_write_png(out / f"contact_sheet_{sequence.name}.png", sheet))
+        path = out / f"contact_sheet_{sequence.name}.png"
+        pictures[path] = _png(path, _contact_sheet(recording, sequence, frames, all_boxes))
 
     robot = _robot_path(recording, result)
     layout = read_scene_layout(recording.path) if robot is not None else None
     if robot is not None:
         camera_xy = {c.name: np.array([f.pose[:2, 3] for f in c]) for c in cameras}
-        result.written.append(atomic_write_bytes(out / "trajectory.png",
-                                                 plot_trajectory(robot, layout, camera_xy, info.name)))
+        pictures[out / "trajectory.png"] = plot_trajectory(robot, layout, camera_xy, info.name)
 
     imus = recording.imu()
     if imus:
-        result.written.append(atomic_write_bytes(out / "imu.png", plot_imu(list(imus.values()), f"{info.name}: IMUs")))
+        pictures[out / "imu.png"] = plot_imu(list(imus.values()), f"{info.name}: IMUs")
     else:
         result.warnings.append(f"{recording.path / GT_DIR / IMU_FILE}: no IMU readings, so no imu.png")
+
+    with output_lock(out, what="view folder"):
+        result.written += [atomic_write_bytes(path, data) for path, data in pictures.items()]
 
     if rerun is not None:
         from postprocess.rerun_export import export_rerun

@@ -34,7 +34,7 @@ def test_demo_config_is_valid_and_small():
 
 
 def test_defaults_follow_the_paper():
-    config = ExperimentConfig()
+    config = ExperimentConfig(robot={"sensors": {"imus": [{"name": "imu"}]}})  # the smallest valid experiment
     assert config.simulation.physics_hz == 240
     assert config.simulation.duration == 60.0 and config.simulation.bootstrap == 1.0
     rates = config.simulation.rates
@@ -254,3 +254,30 @@ def test_every_config_key_is_read_outside_the_schema():
     unread = [key for model in (ExperimentConfig, BatchConfig) for key, name in _fields(model)
               if not re.search(rf"\.{name}\b|[\"']{name}[\"']", text)]
     assert unread == []
+
+
+def test_an_experiment_without_sensors_records_nothing_and_is_refused():
+    with pytest.raises(ValueError, match="at least one sensor"):
+        ExperimentConfig()
+
+
+@pytest.mark.parametrize("override, message", [
+    ("seed=true", "seed"),  # a boolean is not a seed
+    (f"seed={2**31}", str(2**31 - 1)),  # beyond what USD's int attribute stores
+    ("simulation.duration=.inf", "simulation.duration"),
+    ("simulation.duration=.nan", "simulation.duration"),
+    ("simulation.duration=3601", "simulation.duration"),
+    ("recording.depth_npy=1", "recording.depth_npy"),  # booleans are true/false, not 1
+    ("robot.sensors.cameras.0.width=7681;robot.sensors.cameras.0.height=4320", "pixels"),
+])
+def test_values_out_of_what_the_stages_handle_are_refused(override, message):
+    with pytest.raises(ConfigError) as err:
+        load_experiment(CONFIGS / "demo.yaml", override.split(";"))
+    assert message in str(err.value)
+
+
+def test_largest_accepted_values_validate():
+    config = load_experiment(CONFIGS / "demo.yaml", [f"seed={2**31 - 1}", "simulation.duration=3600",
+                                                     "robot.sensors.cameras.0.width=7680",
+                                                     "robot.sensors.cameras.0.height=4320"])
+    assert config.seed == 2**31 - 1 and config.simulation.duration == 3600

@@ -19,6 +19,7 @@ from asset_converters.batch import run_jobs
 from asset_converters.procedural import build_demo_assets, build_environment, demo_jobs
 from asset_converters.procedural.layout import CEILING_HEIGHT
 from core.errors import InputError
+from core.outputs import LOCK_FILE
 from core.rundir import sha256_file
 
 # Small counts keep the module fast; the CLI test below rebuilds exactly these in a subprocess.
@@ -43,7 +44,9 @@ def demo(tmp_path_factory):
 
 
 def file_hashes(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every package file's hash (the --out folder's writer lock is not part of any package)."""
+    return {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != LOCK_FILE}
 
 
 def xy_hull(vertices: np.ndarray) -> shapely.Polygon:

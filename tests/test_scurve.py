@@ -170,7 +170,7 @@ def test_network_save_load_round_trip_and_bad_files(tmp_path, true_network):
     with pytest.raises(InputError, match="file not found"):
         load_network(tmp_path / "none.npz")
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
-    with pytest.raises(InputError, match="not a readable"):
+    with pytest.raises(InputError, match="not an .npz file"):
         load_network(tmp_path / "junk.npz")
     weights = dict(zip(("W1", "b1", "W2", "b2", "W3", "b3"), true_network.weights))
     np.savez(tmp_path / "shape.npz", schema=np.array("grade.s_curve/1"), input_scale=np.array(10.0),

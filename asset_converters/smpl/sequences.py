@@ -84,6 +84,8 @@ def check_poses(raw: np.ndarray, path: Path, field: str = "poses") -> np.ndarray
     if not np.issubdtype(poses.dtype, np.number):
         raise InputError(f"expected numbers, found dtype {poses.dtype}", path, field)
     poses = poses.astype(np.float64)
+    if poses.ndim >= 1 and len(poses) == 0:
+        raise InputError("has no frames", path, field)
     widths = ", ".join(f"{w} ({j} joints)" for w, j in POSE_WIDTHS.items())
     if poses.ndim == 3 and poses.shape[2] == 3 and poses.shape[1] in JOINT_NAMES:
         pass
@@ -92,8 +94,6 @@ def check_poses(raw: np.ndarray, path: Path, field: str = "poses") -> np.ndarray
     else:
         raise InputError(f"shape {poses.shape}: expected (frames, width) with width {widths}, "
                          "or (frames, joints, 3)", path, field)
-    if len(poses) == 0:
-        raise InputError("has no frames", path, field)
     if not np.isfinite(poses).all():
         bad = np.flatnonzero(~np.isfinite(poses).all(axis=(1, 2)))
         raise InputError(f"contains NaN or infinite values (first bad frame {bad[0]})", path, field)

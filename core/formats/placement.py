@@ -24,6 +24,7 @@ from core.rundir import atomic_write_json
 
 PLACEMENT_KIND, PLACEMENT_MAJOR = "placement", 1
 PLACEMENT_SCHEMA = schema_tag(PLACEMENT_KIND, PLACEMENT_MAJOR)
+PLACEMENT_FILE = "placement.json"
 HumanRejection = Literal["outside", "contacts", "penetrates", "inside", "human", "robot"]
 ObjectRejection = Literal["outside", "collision"]
 Vec3 = tuple[float, float, float]

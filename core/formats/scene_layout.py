@@ -32,6 +32,7 @@ from core.formats.asset_meta import PACKAGE_STAGE
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.placement import AnimationSchedule, FlyingMotion
 
+SCENE_FILE = "scene.usda"
 SCENE_ROOT = "/World"
 ENVIRONMENT_PRIM = f"{SCENE_ROOT}/environment"
 HUMANS_PRIM = f"{SCENE_ROOT}/humans"

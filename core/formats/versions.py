@@ -57,3 +57,14 @@ def read_document(path: str | Path, model: type[Model], kind: str, major: int, w
         raise InputError("expected a JSON object", path)
     check_schema(data.get(SCHEMA_FIELD), kind, major, path)
     return validate(model, data, path)
+
+
+def schema_of(path: str | Path) -> str | None:
+    """The `schema` tag of a JSON file, or None when it is unreadable or not a GRADE artifact (used to tell
+    GRADE's folders from others before writing into one)."""
+    try:
+        data = read_json(path)
+    except InputError:
+        return None
+    tag = data.get(SCHEMA_FIELD) if isinstance(data, dict) else None
+    return tag if isinstance(tag, str) and _TAG.fullmatch(tag) else None

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from core.config import MAX_SEED
 from core.errors import GradeError
 from core.progress import console, progress_task
 
@@ -20,7 +21,7 @@ def calibrate_command(
     out: Annotated[Path, typer.Option("--out", help="Network file to write (.npz), for robot.tiago.s_curve.")],
     restarts: Annotated[int, typer.Option("--restarts", min=1, help="Random restarts; the best by validation "
                                                                    "error is kept.")] = 100,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the restarts and the validation split.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, help="Seed of the restarts and the validation split.")] = 0,
     iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Adam steps per restart "
                                                                                 "(default 3000).")] = None,
 ) -> None:

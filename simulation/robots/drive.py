@@ -54,6 +54,8 @@ from simulation.robots.tiago_model import lightweight, physical
 TIAGO_MODELS = {"physical": physical, "lightweight": lightweight}
 TRAJECTORY_COLUMNS = ("time", "x", "y", "yaw", "vx", "vy", "wz")
 COMMAND_SECONDS = 4.0
+# Longest command sequence `grade robot drive` simulates, s: an hour at 1 kHz is 3.6 M trajectory rows in memory.
+MAX_DRIVE_SECONDS = 3600.0
 SPEEDS = np.linspace(0.05, 1.0, 20)  # m/s
 YAW_RATES = np.linspace(0.05, 1.5, 20)  # rad/s
 GLITCH_SECONDS = 0.02  # s: twice the 100 Hz command period
@@ -91,6 +93,10 @@ def read_commands(path: str | Path) -> list[Command]:
         commands = parse_commands(text, path)
     if not commands:
         raise InputError("no commands in the file", path)
+    total = sum(c.seconds for c in commands)
+    if total > MAX_DRIVE_SECONDS:
+        raise InputError(f"the commands last {total:g} s in total, more than the {MAX_DRIVE_SECONDS:g} s a drive "
+                         "may simulate (its trajectory is kept in memory)", path, "seconds")
     return commands
 
 

@@ -1,0 +1,141 @@
+"""Output folders: one writer at a time, and never a folder that holds someone else's files.
+
+Every command that writes a folder (a run, an asset package folder, a view) first `claim`s it: the
+folder must be absent, empty, or already a GRADE output; then an exclusive lock (`.grade.lock`, an
+advisory `flock`) is held for the whole command, so a second writer fails at once with the holder's
+pid and start time (or waits for it with `wait=True`). The lock file stays in the folder afterwards:
+it marks the folder as GRADE's, so an interrupted command's folder is recognised on the next run.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.errors import GradeError
+from core.formats.asset_meta import META_FILE
+from core.formats.manifest import MANIFEST
+from core.formats.run_info import RUN_FILE
+from core.formats.versions import schema_of
+
+LOCK_FILE = ".grade.lock"
+# Files whose `schema` field says the folder was written by GRADE (a run, an asset package, a stage).
+MARKER_FILES = (RUN_FILE, META_FILE, MANIFEST)
+WAIT_POLL_SECONDS = 0.5
+PARTIAL_SUFFIX = ".partial"
+# Hidden names of GRADE's atomic writes in progress (core.rundir): a file's .tmp, a folder's .partial / .old.
+TEMP_SUFFIXES = (".tmp", PARTIAL_SUFFIX, ".old")
+# Partial folders are stale once they are older than this process: a live writer of the same folder
+# would hold its lock, and one of this process made them after it started.
+PROCESS_START = time.time()
+
+
+class BusyError(GradeError):
+    """Another process holds the output folder's lock."""
+
+
+def _is_ours(folder: Path, depth: int = 3) -> bool:
+    """A GRADE output: it holds our lock file or a JSON artifact with a GRADE schema, or it only holds such
+    folders (e.g. a converter's --out: one package per input, `depth` levels down) and our hidden temp files."""
+    if (folder / LOCK_FILE).is_file() or any(
+            (folder / name).is_file() and schema_of(folder / name) for name in MARKER_FILES):
+        return True
+    if depth == 0:
+        return False
+    entries = [e for e in folder.iterdir() if not (e.name.startswith(".") and e.name.endswith(TEMP_SUFFIXES))]
+    return all(e.is_dir() and _is_ours(e, depth - 1) for e in entries)
+
+
+def check_output_folder(folder: str | Path, what: str = "output folder") -> Path:
+    """`folder` if it may be written: absent, empty, or already a GRADE output. Anything else holds
+    files we did not create, so it is refused (nothing is deleted, with or without --force)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise GradeError(f"{what} is an existing file, not a folder; choose another path", folder)
+    if folder.is_dir() and any(folder.iterdir()) and not _is_ours(folder):
+        raise GradeError(
+            f"{what} is not empty and was not written by GRADE (no {', '.join(MARKER_FILES)} or {LOCK_FILE}); "
+            "refusing to write into it so none of its files are replaced or deleted. Choose an "
+            "empty or new folder", folder)
+    return folder
+
+
+def _holder(lock: Path) -> str:
+    try:
+        info = json.loads(lock.read_text(encoding="utf-8"))
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(info["started"])))
+        return f"process {int(info['pid'])} (started {started}, command: {info.get('command', '?')})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"
+
+
+def _acquire(lock: Path, wait: bool, what: str, folder: Path) -> int:
+    """An fd holding the exclusive flock of `lock`."""
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise BusyError(f"{what} is being written by {_holder(lock)}; wait for it to finish, or run "
+                                "again with --wait to queue behind it", folder) from None
+            raise
+        # The holder may have removed the lock file (and its empty folder) while we waited: lock the
+        # file that is there now instead.
+        try:
+            if os.fstat(fd).st_ino == os.stat(lock).st_ino:
+                return fd
+        except FileNotFoundError:
+            folder.mkdir(parents=True, exist_ok=True)
+        os.close(fd)
+
+
+@contextmanager
+def output_lock(folder: str | Path, wait: bool = False, what: str = "output folder") -> Iterator[Path]:
+    """Hold the exclusive writer lock of `folder` (created when needed) for the `with` block.
+
+    The lock is an advisory `flock` on a file opened without truncation, so the holder's pid, start time
+    and command stay readable for the message a second writer prints (the `filelock` package truncates
+    the file on every attempt, which would erase them); the OS releases it if the process dies. A folder
+    this call created and that holds nothing but the lock at the end is removed again."""
+    folder = check_output_folder(folder, what)
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / LOCK_FILE
+    fd = _acquire(lock, wait, what, folder)
+    try:
+        holder = {"pid": os.getpid(), "started": time.time(), "command": " ".join(sys.argv[:3])}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(holder).encode(), 0)
+        yield folder
+    finally:
+        if created and [p.name for p in folder.iterdir()] == [LOCK_FILE]:
+            lock.unlink()
+            folder.rmdir()
+        os.close(fd)  # releases the flock
+
+
+def remove_stale_partials(folder: str | Path) -> list[Path]:
+    """Remove `.*.partial` folders anywhere under `folder` left by an interrupted writer: those older than
+    this process (call it while holding the folder's lock, so no other process is writing them).
+
+    Only hidden folders with GRADE's partial suffix are touched: GRADE's atomic writes make those."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    stale = [p for p in folder.rglob(f".*{PARTIAL_SUFFIX}") if p.is_dir() and p.stat().st_mtime < PROCESS_START]
+    removed = []
+    for entry in sorted(stale, key=lambda p: len(p.parts)):
+        if not any(parent in removed for parent in entry.parents):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
