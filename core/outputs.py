@@ -42,9 +42,9 @@ class BusyError(GradeError):
     """Another process holds the output folder's lock."""
 
 
-def _is_ours(folder: Path, depth: int = 3) -> bool:
+def _is_ours(folder: Path, depth: int = 4) -> bool:
     """A GRADE output: it holds our lock file or a JSON artifact with a GRADE schema, or it only holds such
-    folders (e.g. a converter's --out: one package per input, `depth` levels down) and our hidden temp files."""
+    folders (a converter's --out, an asset cache: packages up to `depth` levels down) and our hidden temp files."""
     if (folder / LOCK_FILE).is_file() or any(
             (folder / name).is_file() and schema_of(folder / name) for name in MARKER_FILES):
         return True
