@@ -28,7 +28,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom
 from pydantic import ValidationError
 
 from core.errors import InputError
-from core.formats.asset_meta import PACKAGE_STAGE
+from core.formats.asset_meta import PACKAGE_STAGE, Kind, load_meta
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.placement import AnimationSchedule, FlyingMotion
 
@@ -124,7 +124,8 @@ def set_robot_kind(prim: Usd.Prim, kind: str) -> None:
 @dataclass(frozen=True)
 class ScenePrim:
     prim_path: str
-    package: Path  # a complete asset package
+    package: Path  # a complete asset package of the kind its group holds
+    asset_id: str  # the package's meta.json id
     pose: np.ndarray  # world <- package frame, 4x4
 
 
@@ -173,8 +174,8 @@ def read_motion(prim: Usd.Prim, scene: Path) -> FlyingMotion:
         raise InputError(f"{MOTION_ATTR} is not a valid flying motion ({exc})", scene, str(prim.GetPath())) from exc
 
 
-def referenced_package(layer: Sdf.Layer, prim_path: str, scene: Path) -> Path:
-    """The package folder a prim references, checked to be a complete package."""
+def referenced_package(layer: Sdf.Layer, prim_path: str, scene: Path, kind: Kind) -> tuple[Path, str]:
+    """The package folder a prim references, checked to be a complete package of `kind`, and its asset id."""
     spec = layer.GetPrimAtPath(prim_path)
     references = spec.referenceList.GetAddedOrExplicitItems() if spec else []
     if not references:
@@ -186,7 +187,10 @@ def referenced_package(layer: Sdf.Layer, prim_path: str, scene: Path) -> Path:
     package = stage_file.parent
     if stage_file.name != PACKAGE_STAGE or stage_status(package) is not StageStatus.COMPLETE:
         raise InputError(f"references {asset_path!r}, which is not a complete asset package", scene, prim_path)
-    return package
+    meta = load_meta(package)
+    if meta.kind != kind:
+        raise InputError(f"references a {meta.kind!r} package ({package}); expected {kind!r}", scene, prim_path)
+    return package, meta.id
 
 
 def _children(layer: Sdf.Layer, group: str) -> list[str]:
@@ -209,14 +213,16 @@ def read_scene_layout(path: str | Path) -> SceneLayout:
     # Check every reference before composing, so a missing package is reported by prim, not as a
     # composition warning.
     human_paths, object_paths = _children(layer, HUMANS_PRIM), _children(layer, OBJECTS_PRIM)
-    packages = {prim_path: referenced_package(layer, prim_path, path)
-                for prim_path in [ENVIRONMENT_PRIM, *human_paths, *object_paths]}
+    kinds: dict[str, Kind] = {ENVIRONMENT_PRIM: "environment", **dict.fromkeys(human_paths, "animated"),
+                              **dict.fromkeys(object_paths, "object")}
+    packages = {prim_path: referenced_package(layer, prim_path, path, kind) for prim_path, kind in kinds.items()}
     stage = Usd.Stage.Open(layer)
     cache = UsdGeom.XformCache(Usd.TimeCode.Default())
 
     def placed(prim_path: str) -> tuple[Usd.Prim, dict]:
         prim = stage.GetPrimAtPath(prim_path)
-        return prim, {"prim_path": prim_path, "package": packages[prim_path], "pose": _pose(cache, prim)}
+        package, asset_id = packages[prim_path]
+        return prim, {"prim_path": prim_path, "package": package, "asset_id": asset_id, "pose": _pose(cache, prim)}
 
     humans = []
     for prim_path in human_paths:

@@ -19,9 +19,9 @@ import numpy as np
 
 from asset_converters import joint_world_transforms, load_animation, posed_meshes, read_meshes
 from core.formats.placement import AnimationSchedule, animation_time, flying_pose
+from core.formats.scene_layout import SceneHuman, SceneObject
 from core.geometry import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from simulation.embedded.merge import MergedMesh, Part, merge_parts
-from simulation.embedded.scene_file import FlyingObjectPrim, PlacedHumanPrim
 from simulation.physics import KinematicBody, human_body, object_body
 from simulation.render import MeshState, RenderMesh
 
@@ -73,7 +73,7 @@ class HumanModel:
 class HumanTrack:
     """One placed human."""
 
-    def __init__(self, prim: PlacedHumanPrim, model: HumanModel, floor_height: float):
+    def __init__(self, prim: SceneHuman, model: HumanModel, floor_height: float):
         self.prim, self.model, self.floor_height = prim, model, floor_height
         self.name = prim.prim_path
         self.body = human_body(_leaf(prim.prim_path))
@@ -111,7 +111,7 @@ def object_parts(package: Path, texture: TextureLoader) -> tuple[list[Part], str
 class ObjectTrack:
     """One flying object: a rigid mesh on its placement motion."""
 
-    def __init__(self, prim: FlyingObjectPrim, mesh: MergedMesh, vertices: np.ndarray, label: str | None):
+    def __init__(self, prim: SceneObject, mesh: MergedMesh, vertices: np.ndarray, label: str | None):
         self.prim, self.mesh, self.vertices, self.label = prim, mesh, vertices, label
         self.name = prim.prim_path
         self.body: KinematicBody = object_body(_leaf(prim.prim_path), prim.package)
