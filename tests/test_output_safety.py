@@ -107,8 +107,11 @@ def test_wait_queues_behind_the_writer_then_finds_the_run_done(tmp_path, assets)
 
 def test_ctrl_c_says_how_to_resume_and_the_rerun_completes(tmp_path, assets):
     run_dir = tmp_path / "run"
+    # A shell starts background jobs (CI's too) with SIGINT ignored, and Python keeps an ignored SIGINT:
+    # give the child the default disposition, as a terminal's foreground process has.
     process = subprocess.Popen(grade_args(run_dir, assets, LONGER), cwd=tmp_path, env=env(), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not (run_dir / ".record.partial" / "gt").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
