@@ -342,3 +342,34 @@ def test_real_ros2_samples_crop_shift_rename(realdata, tmp_path, name):
         headers = [msg.header] if topic != "/test/tf2_msgs/tf_message" else [t.header for t in msg.transforms]
         assert {h.frame_id for h in headers} == {"robot_gt"}
         assert all(0 <= stamp_ns(h) < 60 * NS for h in headers)
+
+
+def test_retime_keeps_the_nearest_message_and_latched_tf_static_survives_the_crop(tmp_path):
+    """Jittered 100 Hz IMU retimed to 50 Hz: the message nearest each tick, filed on the tick, its header
+    keeping the acquisition time; /tf_static (latched, before the window) is kept, at the window start."""
+    store = m.ros1_typestore()
+    builder = m.MessageBuilder(store, ros1=True)
+    rng = generator(3, "tests/bag_tools/retime")
+    jitter = np.rint(rng.uniform(-2e6, 2e6, size=100)).astype(int)  # within +-2 ms of 100 Hz
+    jitter[0] = 0  # a negative jitter would put the first message before the window
+    acquired = [2 * NS + k * 10_000_000 + int(jitter[k]) for k in range(100)]
+    src = tmp_path / "jitter.bag"
+    with Ros1Writer(src) as writer:
+        static = writer.add_connection("/tf_static", m.TF, typestore=store, latching=1)
+        imu = writer.add_connection("/imu", m.IMU, typestore=store)
+        tf = builder.tf(NS, 0, [("base_link", "cam", np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]))])
+        writer.write(static, NS, store.serialize_ros1(tf, m.TF))
+        for k, stamp in enumerate(acquired):
+            msg = builder.imu(builder.header(stamp, "imu", k), np.zeros(3), np.zeros(3))
+            writer.write(imu, stamp, store.serialize_ros1(msg, m.IMU))
+    dst = tmp_path / "retimed.bag"
+    options = BagOptions(start_s=2.0, duration_s=0.5, shift_to_zero=True, rates_hz={"/imu": 50},
+                         rename_frames={"base_link": "robot_gt"})
+    transform_bag(src, dst, options)
+    out = read_back(dst)
+    ticks = [k * 20_000_000 for k in range(25)]
+    assert [bag_ns for bag_ns, _ in out["/imu"]] == [max(t, ROS1_TIME_MIN_NS) for t in ticks]
+    assert [stamp_ns(msg.header) for _, msg in out["/imu"]] == [acquired[2 * k] - 2 * NS for k in range(25)]
+    ((bag_ns, static_msg),) = out["/tf_static"]
+    assert bag_ns == ROS1_TIME_MIN_NS and stamp_ns(static_msg.transforms[0].header) == 0  # 1 s -> before 0
+    assert static_msg.transforms[0].header.frame_id == "robot_gt"
