@@ -1,0 +1,75 @@
+"""Frames per second of motion blur + rolling shutter (postprocess.blur.blur_and_shutter) at 640x480.
+
+Frame: a random-textured room-like view (slanted floor, back wall, two boxes in front, a patch of no
+return), seen by a camera moving at 1.5 m/s and turning at 1 rad/s; 30 sub-poses, exposure 20 ms, readout
+15 ms, depth-aware model, so every row averages 30 poses of its own. The first call (numba compilation or
+cache load) is not measured.
+
+Frame times vary a lot when other processes share the cores, so the median is printed beside the mean,
+with the process CPU time per frame (steadier) and the load average (1 min) before and after.
+
+    .venv/bin/python benchmarks/blur.py [--frames N] [--sub-poses S] [--model depth_aware|homography]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import cv2
+import numpy as np
+
+from core.seeding import generator
+from postprocess import blur
+
+SEED = 0
+WIDTH, HEIGHT = 640, 480
+K = np.array([[525.0, 0, 319.5], [0, 525.0, 239.5], [0, 0, 1]])
+
+
+def frame(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(rgb uint8, depth float32 m) of the benchmark view."""
+    rows = np.arange(HEIGHT, dtype=np.float32)[:, None]
+    depth = np.full((HEIGHT, WIDTH), 6.0, np.float32)  # back wall
+    below = rows > 200  # the floor 1.2 m below the camera, seen from row 200 down
+    depth = np.where(below, np.minimum(6.0, 1.2 * 525.0 / np.maximum(rows - 239.5, 1e-3)), depth)
+    depth[150:330, 80:260] = 2.0
+    depth[220:420, 380:560] = 3.5
+    depth[:40, 500:] = 0  # no return
+    noise = rng.integers(0, 256, (HEIGHT // 4, WIDTH // 4, 3), dtype=np.uint8)
+    rgb = cv2.resize(noise, (WIDTH, HEIGHT), interpolation=cv2.INTER_LINEAR)
+    return rgb, depth.astype(np.float32)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--frames", type=int, default=20)
+    parser.add_argument("--sub-poses", type=int, default=30)
+    parser.add_argument("--model", choices=blur.MODELS, default="depth_aware")
+    args = parser.parse_args()
+    rgb, depth = frame(generator(SEED, "benchmark.blur"))
+    start = np.eye(4)
+    start[:3, :3] = cv2.Rodrigues(np.array([[-0.1], [-0.3], [0.05]]))[0]  # 1 rad/s over the 0.1 s before t = 0
+    start[:3, 3] = [-0.12, 0.03, -0.08]  # 1.5 m/s
+    pose_at = blur.interpolate_pose(np.array([-0.1, 0.0]), np.stack([start, np.eye(4)]))
+
+    def one() -> blur.BlurResult:
+        return blur.blur_and_shutter(rgb, depth, K, pose_at, 0.0, 0.02, 0.015, args.sub_poses, args.model, 2.0)
+
+    one()  # compile or load the kernels
+    load_before = os.getloadavg()[0]
+    times, cpu = [], time.process_time()
+    for _ in range(args.frames):
+        began = time.perf_counter()
+        one()
+        times.append(time.perf_counter() - began)
+    cpu = (time.process_time() - cpu) / args.frames
+    mean, median = float(np.mean(times)), float(np.median(times))
+    print(f"{WIDTH}x{HEIGHT}, {args.sub_poses} sub-poses, {args.model}, blur + rolling shutter: {1 / mean:.1f} fps "
+          f"({mean * 1000:.0f} ms/frame wall, median {median * 1000:.0f} ms, {cpu * 1000:.0f} ms CPU) "
+          f"on {os.cpu_count()} cores; load {load_before:.2f} -> {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
