@@ -68,14 +68,13 @@ def _ray_slopes(A, row, ax, ay):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _source(ax, ay, w, o, inverse, fx, fy, cx, cy):
-    """Source pixel (px, py) in the frame of the output pixel whose ray slopes from centre `o` (3,) are
+def _source(ax, ay, w, ox, oy, oz, inverse, fx, fy, cx, cy):
+    """Source pixel (px, py) in the frame of the output pixel whose ray slopes from centre (ox, oy, oz) are
     (ax, ay), starting from inverse depth `w` and refined once (module docstring); ok False when the ray
     points backwards, the point lies behind the camera or the source is outside [0, W-1) x [0, H-1)
     (so the bilinear taps x+1, y+1 exist; an identity warp keeps the last row and column by the
     out-of-image rule)."""
     height, width = inverse.shape
-    ox, oy, oz = np.float32(o[0]), np.float32(o[1]), np.float32(o[2])
     px = py = _F0
     for refine in range(2):
         s = _F1 - oz * w
@@ -109,9 +108,11 @@ def average_rows(rgb, inverse, fx, fy, cx, cy, A, o):
         ax, ay = np.empty(width, np.float32), np.empty(width, np.float32)
         for k in range(samples):
             _ray_slopes(A[pose_row, k], row, ax, ay)
+            # Scalars, not a view of `o`: a view per pixel would count references atomically across threads.
+            ox, oy, oz = np.float32(o[pose_row, k, 0]), np.float32(o[pose_row, k, 1]), np.float32(o[pose_row, k, 2])
             for col in range(width):
                 here, c = row * stride + 3 * col, 3 * col
-                px, py, ok = _source(ax[col], ay[col], inverse[row, col], o[pose_row, k], inverse, fx, fy, cx, cy)
+                px, py, ok = _source(ax[col], ay[col], inverse[row, col], ox, oy, oz, inverse, fx, fy, cx, cy)
                 if not ok:
                     total[c] += flat[here]
                     total[c + 1] += flat[here + 1]
@@ -142,7 +143,8 @@ def nearest_rows(label, inverse, fx, fy, cx, cy, A, o):
         pose_row = np.int64(row) if A.shape[0] > 1 else np.int64(0)  # prange indices are unsigned
         ax, ay = np.empty(width, np.float32), np.empty(width, np.float32)
         _ray_slopes(A[pose_row], row, ax, ay)
+        ox, oy, oz = np.float32(o[pose_row, 0]), np.float32(o[pose_row, 1]), np.float32(o[pose_row, 2])
         for col in range(width):
-            px, py, ok = _source(ax[col], ay[col], inverse[row, col], o[pose_row], inverse, fx, fy, cx, cy)
+            px, py, ok = _source(ax[col], ay[col], inverse[row, col], ox, oy, oz, inverse, fx, fy, cx, cy)
             out[row, col] = label[int(py + _HALF), int(px + _HALF)] if ok else label[row, col]
     return out
