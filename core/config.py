@@ -425,6 +425,8 @@ class ExperimentConfig(Strict):
     exploration: ExplorationConfig = Field(default_factory=ExplorationConfig)
     simulation: SimulationConfig = Field(default_factory=SimulationConfig)
     recording: RecordingConfig = Field(default_factory=RecordingConfig)
+    postprocess: PostprocessConfig = Field(default_factory=PostprocessConfig,
+                                           description="applied after recording (and by `grade postprocess`)")
 
     @model_validator(mode="after")
     def _rates_divide_physics(self) -> ExperimentConfig:
@@ -555,10 +557,6 @@ class BatchConfig(Strict):
 # Keys that earlier versions declared but no stage applied. They are not in the schema (a setting
 # must do something); a config naming one gets this message instead of a "did you mean" hint.
 NOT_AVAILABLE: dict[type[BaseModel], dict[str, str]] = {
-    ExperimentConfig: {
-        "postprocess": "no stage applies post-processing (IMU noise, depth noise, motion blur, rolling shutter) "
-                       "in this version; remove the section",
-    },
     BatchConfig: {
         "executor": "no stage runs batches in this version (`grade config validate` and `grade config show` "
                     "expand one; run each experiment with `grade generate`); remove the section",

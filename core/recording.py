@@ -31,11 +31,20 @@ from core.formats.humans import (
     read_humans_frame,
     sample_files,
 )
-from core.formats.images import read_image
+from core.formats.images import frame_file, read_image
 from core.formats.imu import IMU_FILE, ImuSeries, read_imu
 from core.formats.instances import INSTANCES_FILE, Instances, read_instances
 from core.formats.lidar import LidarSweep, read_sweep, sweep_files
 from core.formats.manifest import StageStatus, stage_status
+from core.formats.postprocess import (
+    BLUR_FILE,
+    IMU_NOISY_FILE,
+    POSTPROCESS_FILE,
+    BlurFrame,
+    PostprocessRecord,
+    read_blur_log,
+    read_postprocess_record,
+)
 from core.formats.run_info import COMPLETE, RunInfo, read_run_info
 from core.formats.states import STATES_FILE, RobotPath, load_robot_path, load_states
 from core.formats.tum import TUM_FILE, read_tum
@@ -128,6 +137,12 @@ class Frame:
         """(H, W, 2) float32 pixels since the previous frame, NaN undefined."""
         return self.image("flow")
 
+    def processed(self, kind: str) -> np.ndarray | None:
+        """A `grade postprocess` output (rgb_blur, instance_blur, semantic_blur, depth_noisy: core.formats.images),
+        None when it was not made. depth_noisy is float32 metres with 0 = invalid."""
+        path = self.folder / frame_file(kind, self.index)
+        return read_image(path, kind, self.width, self.height) if path.is_file() else None
+
 
 @dataclass(frozen=True)
 class Camera:
@@ -152,6 +167,10 @@ class Camera:
     def poses(self) -> tuple[np.ndarray, np.ndarray]:
         """poses.tum: times (N,) and (N, 4, 4) world <- optical frame."""
         return read_tum(self.folder / TUM_FILE, self._tolerate_truncated_tail)
+
+    def blur_log(self) -> list[BlurFrame]:
+        """blur.jsonl of `grade postprocess` (exposure, readout, sub-poses, boxes of the blurred frames)."""
+        return read_blur_log(self.folder / BLUR_FILE)
 
 
 @dataclass(frozen=True)
@@ -257,10 +276,15 @@ class Recording:
                              self.path / GT_DIR)
         return Lidar(name, sweep_files(self.path / GT_DIR / name))
 
-    def imu(self) -> dict[str, ImuSeries]:
-        """gt/imu.npz by IMU name; empty when the robot has no IMU."""
-        path = self.path / GT_DIR / IMU_FILE
+    def imu(self, noisy: bool = False) -> dict[str, ImuSeries]:
+        """gt/imu.npz by IMU name (with `noisy`, gt/imu_noisy.npz from `grade postprocess`); empty when absent."""
+        path = self.path / GT_DIR / (IMU_NOISY_FILE if noisy else IMU_FILE)
         return read_imu(path) if path.is_file() else {}
+
+    def postprocess_record(self) -> PostprocessRecord | None:
+        """What `grade postprocess` applied (gt/postprocess.json), None when the run is not post-processed."""
+        gt = self.path / GT_DIR
+        return read_postprocess_record(gt) if (gt / POSTPROCESS_FILE).is_file() else None
 
     def states(self) -> dict[str, np.ndarray]:
         """Every array of states.npz (layout: core.formats.states), checkpoints included."""

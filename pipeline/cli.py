@@ -15,7 +15,7 @@ from core.errors import GradeError
 from core.outputs import output_lock
 from core.progress import console
 from placement.cli import place_command
-from postprocess.cli import view_command
+from postprocess.cli import postprocess_command, view_command
 from simulation.robots.cli import robot_app
 
 app = typer.Typer(
@@ -31,6 +31,7 @@ app.add_typer(convert_app, name="convert")
 app.add_typer(robot_app, name="robot")
 app.command("place")(place_command)
 app.command("view")(view_command)
+app.command("postprocess")(postprocess_command)
 
 SetOption = Annotated[
     list[str] | None,

@@ -48,8 +48,9 @@ class GenerateResult:
 
 
 def record_hash(config: ExperimentConfig, scene: Path) -> str:
-    """What a recording depends on: the config (where it is written excepted) and the composed scene."""
-    settings = config.model_dump(mode="json", exclude={"output_dir", "assets_dir"})
+    """What a recording depends on: the config (where it is written and what is applied afterwards excepted)
+    and the composed scene."""
+    settings = config.model_dump(mode="json", exclude={"output_dir", "assets_dir", "postprocess"})
     return content_hash(RECORD_VERSION, settings, (scene.parent / MANIFEST).read_text())
 
 
@@ -74,7 +75,12 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
     run = Path(out or config.output_dir)
     with output_lock(run, wait=wait, what="run folder"):
         remove_stale_partials(run)
-        return _generate_locked(config, run, cache, force)
+        result = _generate_locked(config, run, cache, force)
+        if config.postprocess.enabled:
+            from postprocess.process_run import process_run
+
+            process_run(run, config.postprocess, force=force)
+        return result
 
 
 def _recorded(run: Path, input_hash: str) -> RunInfo | None:

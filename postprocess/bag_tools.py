@@ -32,20 +32,18 @@ from typing import BinaryIO, NamedTuple
 
 import numpy as np
 from rosbags.convert.converter import create_connections_converters
-from rosbags.highlevel import AnyReader, AnyReaderError
+from rosbags.highlevel import AnyReader
 from rosbags.interfaces import Connection, ConnectionExtRosbag1, ConnectionExtRosbag2, QosDurability
 from rosbags.rosbag1 import ReaderError as Ros1ReaderError
 from rosbags.rosbag1 import Writer as Ros1Writer
 from rosbags.rosbag1.reader import Header as Ros1RecordHeader
 from rosbags.rosbag1.reader import RecordType, decompressors, read_bytes, read_uint32
-from rosbags.rosbag2 import ReaderError as Ros2ReaderError
 from rosbags.rosbag2 import Writer as Ros2Writer
-from rosbags.typesys import get_typestore
 from rosbags.typesys.msg import normalize_msgtype
 
 from core.errors import InputError
 from simulation.recording import bag_messages as m
-from simulation.recording.bag_reader import DEFAULT_ROS2_STORE, image_array, stamp_ns
+from simulation.recording.bag_reader import image_array, open_bag, stamp_ns
 from simulation.recording.bags import (
     BAG_FORMATS,
     ROS1_SUFFIX,
@@ -67,7 +65,6 @@ ROS1_MAGIC = b"#ROSBAG V2.0\n"
 RATE_DENOMINATOR_LIMIT = 1_000_000
 SQLITE3_SUFFIX = ".db3"
 # Errors rosbags raises for a bag it cannot read (at open or while reading messages).
-READ_ERRORS = (AnyReaderError, Ros1ReaderError, Ros2ReaderError)
 
 # (output topic, msgtype, message, output bag timestamp ns) -> the message to write, or None to drop it.
 MessageHook = Callable[[str, str, object, int], object | None]
@@ -138,19 +135,6 @@ class ReindexReport:
 
 
 # ---------------------------------------------------------------- shared helpers
-
-
-@contextmanager
-def _open_bag(path: Path) -> Iterator[AnyReader]:
-    """AnyReader on `path`; rosbags' read errors, at open or while reading, become an InputError naming it.
-    ROS 2 bags without type definitions are read with ROS 2 Humble's types, like bag_reader."""
-    if not path.exists():
-        raise InputError("bag not found", path)
-    try:
-        with AnyReader([path], default_typestore=get_typestore(DEFAULT_ROS2_STORE)) as reader:
-            yield reader
-    except (*READ_ERRORS, OSError) as exc:
-        raise InputError(f"not a readable ROS 1 .bag file or ROS 2 bag folder ({exc})", path) from exc
 
 
 @contextmanager
@@ -498,7 +482,7 @@ def transform_bag(src: Path, dst: Path, options: BagOptions, message_hook: Messa
     if not src.exists():
         raise InputError("bag not found", src)
     _check_new_output(src, dst)
-    with _open_bag(src) as reader:
+    with open_bag(src) as reader:
         plan = _plan(reader, src, dst, options)
         # The writer aborts (no index; the temporary folder is removed) when the body raises.
         with _atomic_output(dst) as built, _writer(built, plan.output_format, plan.ros2_storage) as writer:

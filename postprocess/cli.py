@@ -1,4 +1,5 @@
-"""`grade view RUN`: a quick visual check of a recording (registered in pipeline/cli.py)."""
+"""`grade view RUN` (a quick visual check) and `grade postprocess RUN` (sensor noise, blur) of a recording;
+registered in pipeline/cli.py."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from core.config import MAX_SEED, PostprocessConfig
 from core.progress import console
 from postprocess import DEFAULT_FRAMES
 
@@ -31,3 +33,122 @@ def view_command(
         console.print(f"warning: {warning}", soft_wrap=True)
     for path in result.written:
         typer.echo(str(path))
+
+
+def postprocess_settings(base: dict, preset: str | None, imu: bool, depth: str | None, blur: bool,
+                         rolling_shutter: bool, overrides: list[str]) -> PostprocessConfig:
+    """The settings to apply: `base` (the run's own config section), replaced by a preset, with the steps the
+    flags name enabled at their defaults, then `--set` overrides (key paths inside the postprocess section)."""
+    from core.config_io import apply_overrides, validate_model
+    from postprocess.process_run import PRESETS
+
+    data = dict(PRESETS[preset]) if preset is not None else dict(base)
+    for step, wanted in (("imu", imu), ("blur", blur), ("rolling_shutter", rolling_shutter)):
+        if wanted and data.get(step) is None:
+            data[step] = {}
+    if depth is not None:
+        data["depth"] = {**(data.get("depth") or {}), "model": depth}
+    return validate_model(PostprocessConfig, apply_overrides(data, overrides), "--set / flags")
+
+
+def _pairs(values: list[str] | None, option: str, convert=str) -> dict[str, object]:
+    """['A=B', ...] -> {A: convert(B)}, with a ConfigError naming the option for a malformed item."""
+    from core.errors import ConfigError
+
+    pairs = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        try:
+            if not sep or not key:
+                raise ValueError
+            pairs[key] = convert(value)
+        except ValueError:
+            raise ConfigError(f"expected KEY=VALUE, got {item!r}", field=option) from None
+    return pairs
+
+
+def is_bag(path: Path) -> bool:
+    """A ROS 1 bag file (also a killed recording's .bag.active) or a ROS 2 bag folder."""
+    return path.name.endswith((".bag", ".bag.active")) or (path / "metadata.yaml").is_file()
+
+
+def _postprocess_bag(path: Path, out: Path | None, settings: PostprocessConfig, seed: int, crop: bool,
+                     duration: float | None, rates: list[str] | None, drop: list[str] | None,
+                     rename_topics: list[str] | None, rename_frames: list[str] | None,
+                     depth_max: list[str] | None) -> None:
+    from postprocess.bag_tools import BagOptions, reindex_ros1
+    from postprocess.process_bag import process_bag
+
+    if path.name.endswith(".bag.active"):  # a killed ROS 1 recording: index it first
+        indexed = reindex_ros1(path)
+        console.print(f"reindexed {path} -> {indexed.dst} ({sum(indexed.counts.values())} messages, "
+                      f"{indexed.skipped_bytes} bytes of an incomplete record skipped)")
+        path = indexed.dst
+    if out is None:
+        out = path.with_name(path.name.removesuffix(".bag") + "_noisy" + (".bag" if path.suffix == ".bag" else ""))
+    options = BagOptions(crop_to_experiment=crop, duration_s=duration, shift_to_zero=crop,
+                         rates_hz=_pairs(rates, "--rate", float), drop_topics=tuple(drop or ()),
+                         rename_topics=_pairs(rename_topics, "--rename-topic"),
+                         rename_frames=_pairs(rename_frames, "--rename-frame"),
+                         depth_max_m=_pairs(depth_max, "--depth-max", float))
+    report = process_bag(path, out, settings, options, seed)
+    written = sum(t.count_out for t in report.topics.values())
+    console.print(f"wrote {report.dst}: {written} messages on {sum(1 for t in report.topics.values() if t.count_out)} "
+                  "topics")
+
+
+def postprocess_command(
+    path: Annotated[Path, typer.Argument(metavar="RUN|BAG", help="Recording folder, ROS 1 .bag or ROS 2 bag folder.")],
+    imu: Annotated[bool, typer.Option("--imu", help="IMU noise (RotorS model, GRADE's defaults).")] = False,
+    depth: Annotated[str | None, typer.Option("--depth", metavar="MODEL",
+                                              help="Depth noise: realsense, kinect or gaussian.")] = None,
+    blur: Annotated[bool, typer.Option("--blur", help="Motion blur over the exposure (0.02 s).")] = False,
+    rolling_shutter: Annotated[bool, typer.Option("--rolling-shutter", help="Rolling-shutter readout.")] = False,
+    preset: Annotated[str | None, typer.Option("--preset", metavar="NAME",
+                                               help="Settings of a paper: grade-paper.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a setting inside the postprocess "
+                                                                       "section: --set blur.exposure=0.01.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Redo it even if it is up to date.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Bags: the new bag (default: NAME_noisy beside it).")]
+    = None,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, help="Bags: master seed of the noise.")] = 0,
+    crop: Annotated[bool, typer.Option("--crop", help="Bags: from the /starting_experiment marker, time from 0.")]
+    = False,
+    duration: Annotated[float | None, typer.Option("--duration", help="Bags: seconds kept after the start.")] = None,
+    rate: Annotated[list[str] | None, typer.Option("--rate", metavar="TOPIC=HZ",
+                                                   help="Bags: retime a topic to its nominal rate.")] = None,
+    drop: Annotated[list[str] | None, typer.Option("--drop", metavar="TOPIC", help="Bags: leave a topic out.")]
+    = None,
+    rename_topic: Annotated[list[str] | None, typer.Option("--rename-topic", metavar="OLD=NEW")] = None,
+    rename_frame: Annotated[list[str] | None, typer.Option("--rename-frame", metavar="OLD=NEW",
+                                                           help="Bags: TF frame, e.g. base_link=base_link_gt.")]
+    = None,
+    depth_max: Annotated[list[str] | None, typer.Option("--depth-max", metavar="TOPIC=METRES",
+                                                        help="Bags: depth beyond it becomes no return.")] = None,
+) -> None:
+    """Add sensor noise, motion blur and rolling shutter to a recording (new files beside the originals), or
+    crop/retime/rename a ROS 1 or ROS 2 bag and add IMU and depth noise into a new bag (a killed ROS 1
+    recording's .bag.active is reindexed first).
+
+    Without flags or a preset, a run's own `postprocess` config section is applied."""
+    from core.errors import ConfigError
+    from core.outputs import output_lock
+    from core.recording import Recording
+    from postprocess.process_run import PRESETS, process_run
+
+    if preset is not None and preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; available: {', '.join(sorted(PRESETS))}", field="--preset")
+    if is_bag(path):
+        settings = postprocess_settings({}, preset, imu, depth, blur, rolling_shutter, set_ or [])
+        if preset is not None:  # a bag has no camera motion to blur with
+            settings = settings.model_copy(update={"blur": None, "rolling_shutter": None})
+        _postprocess_bag(path, out, settings, seed, crop, duration, rate, drop, rename_topic, rename_frame, depth_max)
+        return
+    recording = Recording.open(path)
+    settings = postprocess_settings(recording.config.get("postprocess") or {}, preset, imu, depth, blur,
+                                    rolling_shutter, set_ or [])
+    with output_lock(path, what="run folder"):
+        result = process_run(path, settings, force=force)
+    state = "up to date" if result.skipped else "done"
+    console.print(f"post-processing {state}: {path / 'gt'}; cameras {', '.join(result.record.cameras) or 'none'}"
+                  + (f"; IMU {result.record.imu_file}" if result.record.imu_file else ""))

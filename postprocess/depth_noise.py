@@ -11,8 +11,8 @@ Each valid pixel of true depth z becomes z + mu(z) + sigma(z) n with n ~ N(0, 1)
 The range cut [min_range, max_range] (inclusive) applies to the TRUE depth, so a pixel is kept or dropped
 by what the sensor looks at, not by its noise draw; noisy values may therefore lie slightly outside it.
 Invalid pixels (input 0, NaN or inf, outside the ranges above, or a noisy depth <= 0, which no camera
-reports) come out as NaN. `to_millimetres_png` turns the result into the uint16 millimetres of the depth
-PNGs (NaN -> 0).
+reports) come out as NaN. core.formats.images.depth_millimetres stores the result as the depth PNGs'
+uint16 millimetres (NaN -> 0).
 
 Randomness: one standard normal per pixel from the caller's generator, drawn for the whole image whatever
 is valid, so one generator state always gives the same bytes.
@@ -25,7 +25,6 @@ from numpy.polynomial import polynomial
 
 from core.config import DepthNoiseConfig
 from core.errors import InputError
-from core.formats.images import depth_millimetres
 
 REALSENSE_MAX_SIGMA_M = 10.0  # the stereo model's error diverges with z^2; GRADE caps it here
 KINECT_SIGMA_M = (0.0012, 0.0019, 0.4)  # sigma = a + b (z - c)^2, Nguyen, Izadi, Lovell (3DIMPVT 2012)
@@ -89,13 +88,3 @@ def apply_depth_noise(depth: np.ndarray, K: np.ndarray, config: DepthNoiseConfig
     draws = rng.standard_normal(z.shape)
     noisy = z + depth_mean_error(z, config) + depth_sigma(z, focal_px, config) * draws
     return np.where(valid & (noisy > 0), noisy, np.nan).astype(np.float32)
-
-
-def to_millimetres_png(depth_m: np.ndarray) -> np.ndarray:
-    """Float metres with NaN (or inf) = invalid -> the depth PNG's uint16 millimetres, 0 = invalid.
-
-    Reuses core.formats.images.depth_millimetres (rounding, saturation at 65.535 m), which expects 0, not
-    NaN, for a missing return.
-    """
-    depth_m = np.asarray(depth_m, dtype=np.float64)
-    return depth_millimetres(np.where(np.isfinite(depth_m), depth_m, 0.0))

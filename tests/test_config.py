@@ -187,22 +187,27 @@ def test_isaac_backend_is_refused_by_validate(tmp_path, monkeypatch, capsys):
     assert "Traceback" not in text
 
 
-def test_postprocess_section_is_refused_by_validate(tmp_path, monkeypatch, capsys):
+def test_postprocess_section_validates_with_grade_defaults(tmp_path):
     data = demo_data()
-    data["postprocess"] = {"imu_noise": {"accel_noise_density": 0.003}, "motion_blur_exposure": 0.01}
-    code, text = validate_cli(monkeypatch, capsys, write(tmp_path, data))
-    assert code == 2
-    assert "postprocess (line" in text
-    assert "no stage applies post-processing" in text and "remove the section" in text
-    assert "unknown key" not in text
+    data["postprocess"] = {"imu": {}, "depth": {"model": "kinect"}, "blur": {"exposure": None}}
+    config = load_experiment(write(tmp_path, data))
+    post = config.postprocess
+    assert post.enabled and post.rolling_shutter is None
+    assert (post.imu.gyro_noise_density, post.imu.accel_random_walk, post.imu.accel_bias_correlation_time) == (
+        3.394e-4, 6e-3, 300.0)
+    assert post.blur.exposure is None and post.blur.max_exposure == 0.1
+    assert not load_experiment(CONFIGS / "demo.yaml").postprocess.enabled  # nothing applied unless asked
 
 
-@pytest.mark.parametrize("override", ["postprocess.depth_noise_std_per_m2=0.001",
-                                      "postprocess.rolling_shutter_readout=0.02"])
-def test_postprocess_override_is_refused_by_validate(override, monkeypatch, capsys):
+@pytest.mark.parametrize("override, message", [
+    ("postprocess.imu.accel_noise_densty=0.003", "did you mean 'accel_noise_density'"),
+    ("postprocess.depth={model: kinect, min_range: 4, max_range: 3}", "min_range"),
+    ("postprocess.blur.sub_poses=1", "postprocess.blur.sub_poses"),
+])
+def test_bad_postprocess_settings_are_refused(override, message, monkeypatch, capsys):
     code, text = validate_cli(monkeypatch, capsys, CONFIGS / "demo.yaml", override)
     assert code == 2
-    assert "postprocess: no stage applies post-processing" in text
+    assert message in text
 
 
 def test_batch_executor_is_refused_by_validate(tmp_path, monkeypatch, capsys):

@@ -9,8 +9,8 @@ import pytest
 
 from core.config import DepthNoiseConfig
 from core.errors import InputError
-from core.formats.images import depth_metres
-from postprocess.depth_noise import apply_depth_noise, to_millimetres_png
+from core.formats.images import depth_metres, depth_millimetres
+from postprocess.depth_noise import apply_depth_noise
 
 SIZE = (400, 400)  # 160,000 pixels: the std of a std estimate is ~0.18 %
 FOCAL_PX = 600.0
@@ -132,9 +132,9 @@ def test_same_seed_same_bytes_other_seed_other_noise():
     assert np.all(np.isnan(first[::7, ::5]))
 
 
-def test_millimetres_png_maps_nan_to_zero_and_round_trips():
+def test_depth_png_stores_nan_as_zero_and_round_trips():
     depth = np.array([[np.nan, 0.0, 1.2346], [2.0, np.inf, 70.0]], dtype=np.float32)
-    stored = to_millimetres_png(depth)
+    stored = depth_millimetres(depth)
     assert stored.dtype == np.uint16
     assert stored.tolist() == [[0, 0, 1235], [2000, 0, 65535]]  # rounded; beyond 65.535 m saturates
     assert depth_metres(stored)[1, 0] == np.float32(2.0)

@@ -10,6 +10,9 @@
 | `normals`   | normals/NNNNNN.npy        | float16 unit normals, world frame                | (H, W, 3) float32             |
 | `flow`      | flow/NNNNNN.npy           | float32 pixels (dx, dy) since the last frame, NaN undefined | (H, W, 2) float32  |
 
+`grade postprocess` adds `rgb_blur`, `instance_blur`, `semantic_blur` and `depth_noisy` (NaN = invalid, stored
+as 0), each stored and decoded like the kind it derives from (core.formats.postprocess).
+
 Depth beyond 65.535 m saturates in the PNG; `depth_npy` keeps it.
 """
 
@@ -26,9 +29,13 @@ FRAME_DIGITS = 6
 MM_PER_M = 1000.0
 MAX_DEPTH_MM = np.iinfo(np.uint16).max
 PNG_COMPRESSION = 3  # OpenCV's 0-9; 3 is fast with most of the size gain
+# Post-processed kinds and the recorded kind each is stored like.
+DERIVED = {"rgb_blur": "rgb", "instance_blur": "instance", "semantic_blur": "semantic", "depth_noisy": "depth"}
 SUFFIX = {"rgb": ".png", "depth": ".png", "instance": ".png", "semantic": ".png",
           "depth_npy": ".npy", "normals": ".npy", "flow": ".npy"}
 CHANNELS = {"rgb": 3, "depth": 1, "instance": 1, "semantic": 1, "depth_npy": 1, "normals": 3, "flow": 2}
+SUFFIX |= {kind: SUFFIX[base] for kind, base in DERIVED.items()}
+CHANNELS |= {kind: CHANNELS[base] for kind, base in DERIVED.items()}
 
 
 def frame_name(index: int, suffix: str) -> str:
@@ -42,8 +49,10 @@ def frame_file(kind: str, index: int) -> str:
 
 
 def depth_millimetres(depth: np.ndarray) -> np.ndarray:
-    """float metres (0 = no return) -> uint16 millimetres, rounded; beyond 65.535 m saturates."""
-    return np.clip(np.rint(depth * MM_PER_M), 0, MAX_DEPTH_MM).astype(np.uint16)
+    """float metres (0, NaN or inf = no return) -> uint16 millimetres, 0 = no return, rounded; beyond 65.535 m
+    saturates."""
+    finite = np.where(np.isfinite(depth), depth, 0.0)
+    return np.clip(np.rint(finite * MM_PER_M), 0, MAX_DEPTH_MM).astype(np.uint16)
 
 
 def depth_metres(millimetres: np.ndarray) -> np.ndarray:
@@ -53,6 +62,7 @@ def depth_metres(millimetres: np.ndarray) -> np.ndarray:
 
 def encode(kind: str, image: np.ndarray) -> np.ndarray:
     """A renderer's array (RGB uint8, depth float metres, ids, normals, flow) as stored for `kind`."""
+    kind = DERIVED.get(kind, kind)
     if kind == "rgb":
         return cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
     if kind == "depth":
@@ -102,6 +112,7 @@ def read_image(path: Path, kind: str, width: int, height: int) -> np.ndarray:
     missing, unreadable or not the size frames.jsonl gives."""
     image = _load(path, kind)
     _check_shape(image, kind, width, height, path)
+    kind = DERIVED.get(kind, kind)
     if kind == "rgb":
         return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
     if kind == "depth":

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 from rosbags.highlevel import AnyReader, AnyReaderError
+from rosbags.rosbag1 import ReaderError as Ros1ReaderError
+from rosbags.rosbag2 import ReaderError as Ros2ReaderError
 from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
@@ -44,21 +46,22 @@ class TopicSummary:
 
 
 @contextmanager
-def _reading(path: Path) -> Iterator[AnyReader]:
-    """Open the bag; rosbags' errors, at open or while reading, become an InputError naming it."""
+def open_bag(path: Path) -> Iterator[AnyReader]:
+    """AnyReader on a ROS 1 .bag or ROS 2 bag folder (ROS 2 bags without type definitions are read with ROS 2
+    Humble's types); rosbags' errors, at open or while reading, become an InputError naming it."""
     path = Path(path)
     if not path.exists():
         raise InputError("bag not found", path)
     try:
         with AnyReader([path], default_typestore=get_typestore(DEFAULT_ROS2_STORE)) as reader:
             yield reader
-    except (AnyReaderError, OSError) as exc:
+    except (AnyReaderError, Ros1ReaderError, Ros2ReaderError, OSError) as exc:
         raise InputError(f"not a readable ROS 1 .bag file or ROS 2 bag folder ({exc})", path) from exc
 
 
 def bag_summary(path: Path) -> dict[str, TopicSummary]:
     """Topic -> type, message count and first/last bag timestamps (ns), counted from the messages."""
-    with _reading(path) as reader:
+    with open_bag(path) as reader:
         summary = {topic: TopicSummary(topic, info.msgtype or "", 0, None, None)
                    for topic, info in reader.topics.items()}
         for connection, timestamp, _ in reader.messages():
@@ -72,7 +75,7 @@ def bag_summary(path: Path) -> dict[str, TopicSummary]:
 
 def read_messages(path: Path, topics: Sequence[str] | None = None) -> Iterator[tuple[str, int, object]]:
     """(topic, bag timestamp ns, deserialised message) in bag (time) order, optionally only `topics`."""
-    with _reading(path) as reader:
+    with open_bag(path) as reader:
         connections = reader.connections
         if topics is not None:
             wanted = set(topics)

@@ -1,0 +1,122 @@
+"""Post-process a ROS bag (ours or a third party's): bag tools, then IMU and depth noise, into a new bag.
+
+Two passes over bag_tools.transform_bag: the first applies the crop/retime/rename options into a temporary
+bag; the noise is then drawn on the series as they will be published (so dt is the output rate), and the
+second pass writes them through a message hook. Every sensor_msgs/Imu topic gets IMU noise from its own
+stream "postprocess/imu/<topic>", every depth image topic (32FC1 metres or 16UC1 millimetres) depth noise
+from "postprocess/depth/<topic>" with the intrinsics of the camera_info beside it. Blur needs the camera's
+motion over the exposure, which a bag has only through its IMU and odometry: it is applied to recordings
+(process_run), not to bags.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from core.config import PostprocessConfig
+from core.errors import InputError
+from core.formats.images import depth_millimetres
+from core.seeding import generator
+from postprocess.bag_tools import BagOptions, BagReport, transform_bag
+from postprocess.depth_noise import apply_depth_noise
+from postprocess.imu_noise import apply_imu_noise
+from simulation.recording.bag_messages import DEPTH_ENCODINGS, MM_PER_M, MessageBuilder
+from simulation.recording.bag_reader import image_array, open_bag, stamp_ns
+
+IMU_TYPE = "sensor_msgs/msg/Imu"
+IMAGE_TYPE = "sensor_msgs/msg/Image"
+CAMERA_INFO_TYPE = "sensor_msgs/msg/CameraInfo"
+
+
+def _imu_noise(bag: Path, settings: PostprocessConfig, seed: int) -> dict[str, list[np.ndarray]]:
+    """Per IMU topic, the noisy (acceleration, angular velocity) rows in message order."""
+    series: dict[str, list[tuple[float, list[float], list[float]]]] = defaultdict(list)
+    with open_bag(bag) as reader:
+        imus = [c for c in reader.connections if c.msgtype == IMU_TYPE]
+        for connection, _, raw in reader.messages(connections=imus):
+            msg = reader.deserialize(raw, connection.msgtype)
+            a, w = msg.linear_acceleration, msg.angular_velocity
+            series[connection.topic].append((stamp_ns(msg.header) * 1e-9, [a.x, a.y, a.z], [w.x, w.y, w.z]))
+    noisy = {}
+    for topic, rows in sorted(series.items()):
+        time = np.array([r[0] for r in rows])
+        result = apply_imu_noise(time, np.array([r[1] for r in rows]), np.array([r[2] for r in rows]),
+                                 settings.imu, generator(seed, f"postprocess/imu/{topic}"))
+        noisy[topic] = [result.linear_acceleration, result.angular_velocity]
+    return noisy
+
+
+def _intrinsics(bag: Path) -> dict[str, np.ndarray]:
+    """Camera namespace (the topic's parent, e.g. /camera) -> K from the first camera_info there."""
+    found: dict[str, np.ndarray] = {}
+    with open_bag(bag) as reader:
+        infos = [c for c in reader.connections if c.msgtype == CAMERA_INFO_TYPE]
+        for connection, _, raw in reader.messages(connections=infos):
+            namespace = connection.topic.rsplit("/", 1)[0]
+            if namespace not in found:
+                msg = reader.deserialize(raw, connection.msgtype)
+                found[namespace] = np.asarray(msg.k if hasattr(msg, "k") else msg.K, dtype=np.float64).reshape(3, 3)
+    return found
+
+
+def _camera_of(topic: str, intrinsics: dict[str, np.ndarray]) -> np.ndarray:
+    """K of the camera a depth topic belongs to: the camera_info whose namespace is the longest prefix."""
+    matches = [ns for ns in intrinsics if topic.startswith(ns + "/")]
+    if not matches:
+        raise InputError(f"no camera_info for depth topic {topic!r}: depth noise needs the intrinsics", field=topic)
+    return intrinsics[max(matches, key=len)]
+
+
+class _NoiseHook:
+    """The message hook of the second pass: noisy IMU rows in order, depth noise per image."""
+
+    def __init__(self, imu_rows: dict[str, list[np.ndarray]], intrinsics: dict[str, np.ndarray],
+                 settings: PostprocessConfig, seed: int, ros1: bool, typestore: object):
+        self.imu_rows, self.intrinsics, self.settings, self.seed = imu_rows, intrinsics, settings, seed
+        self.counts: dict[str, int] = defaultdict(int)
+        self.depth_rngs: dict[str, np.random.Generator] = {}
+        self.builder = MessageBuilder(typestore, ros1)
+
+    def __call__(self, topic: str, msgtype: str, msg: object, timestamp_ns: int) -> object:
+        if msgtype == IMU_TYPE and topic in self.imu_rows:
+            accel, gyro = (rows[self.counts[topic]] for rows in self.imu_rows[topic])
+            self.counts[topic] += 1
+            for vector, values in ((msg.linear_acceleration, accel), (msg.angular_velocity, gyro)):
+                vector.x, vector.y, vector.z = (float(v) for v in values)
+            return msg
+        if msgtype == IMAGE_TYPE and self.settings.depth is not None and msg.encoding in DEPTH_ENCODINGS:
+            rng = self.depth_rngs.setdefault(topic, generator(self.seed, f"postprocess/depth/{topic}"))
+            pixels = image_array(msg)
+            metres = pixels / MM_PER_M if msg.encoding == "16UC1" else pixels
+            noisy = apply_depth_noise(metres.astype(np.float32), _camera_of(topic, self.intrinsics),
+                                      self.settings.depth, rng)
+            stored = depth_millimetres(noisy).astype("<u2") if msg.encoding == "16UC1" else noisy.astype("<f4")
+            return self.builder.image(msg.header, stored, msg.encoding)
+        return msg
+
+
+def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagOptions, seed: int) -> BagReport:
+    """`src` cropped/retimed/renamed by `options`, with the noise `settings` name, written to the new bag `dst`."""
+    if settings.blur is not None or settings.rolling_shutter is not None:
+        raise InputError("motion blur and rolling shutter apply to recordings (they need the camera's motion), "
+                         "not to bags", src, "postprocess")
+    if settings.imu is None and settings.depth is None:
+        return transform_bag(src, dst, options)
+    work = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".partial", dir=dst.parent))
+    try:
+        staged = work / (dst.name if dst.suffix == ".bag" else "staged")
+        report = transform_bag(src, staged, options)
+        imu_rows = _imu_noise(staged, settings, seed) if settings.imu is not None else {}
+        intrinsics = _intrinsics(staged) if settings.depth is not None else {}
+        with open_bag(staged) as reader:
+            typestore, ros1 = reader.typestore, not reader.is2
+        transform_bag(staged, dst, BagOptions(), _NoiseHook(imu_rows, intrinsics, settings, seed, ros1, typestore))
+        return replace(report, dst=dst)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
