@@ -26,6 +26,8 @@ FORMATS = {
     "states.npz": ("core/formats/states.py", "save_states", "load_states"),
     "imu.npz": ("core/formats/imu.py", "save_imu", "read_imu"),
     "humans.json": ("core/formats/humans.py", "write_humans_document", "read_humans_document"),
+    "postprocess.json": ("core/formats/postprocess.py", "write_postprocess_record", "read_postprocess_record"),
+    "blur.jsonl": ("core/formats/postprocess.py", "BlurLogWriter", "read_blur_log"),
 }
 
 
