@@ -258,3 +258,26 @@ def test_scene_with_a_broken_motion_or_wrong_package_names_scene_and_prim(tmp_pa
     with pytest.raises(InputError, match="references a 'object' package") as info:
         read_scene_file(scene)
     assert (info.value.file, info.value.field) == (str(scene), human_prim_path(0, "walker"))
+
+
+def test_occupancy_round_trip_and_malformed_arrays_are_named(tmp_path):
+    from core.formats.occupancy import LEGEND, OUTSIDE, read_occupancy, read_voxels, save_occupancy
+
+    grid = np.zeros((4, 3), np.uint8)
+    grid[0] = OUTSIDE
+    voxels = np.zeros((4, 3, 2), bool)
+    voxels[1, 1, 1] = True
+    arrays = {"map2d": grid, "map2d_origin": np.array([-1.0, 2.0]), "map2d_resolution": np.array(0.05),
+              "voxels": voxels, "voxels_origin": np.array([-1.0, 2.0, 0.0]), "voxel_size": np.array(0.1),
+              "legend": np.array(LEGEND)}
+    path = save_occupancy(tmp_path / "occupancy.npz", arrays)
+    occupancy = read_occupancy(path)
+    np.testing.assert_array_equal(occupancy.grid, grid)
+    assert occupancy.extent == pytest.approx((-1.0, -0.8, 2.0, 2.15))
+    grid3, origin3, size3 = read_voxels(path)
+    np.testing.assert_array_equal(grid3, voxels)
+    assert tuple(origin3) == (-1.0, 2.0, 0.0) and size3 == 0.1
+    save_occupancy(tmp_path / "bad.npz", {**arrays, "map2d_resolution": np.array(-1.0)})
+    with pytest.raises(InputError) as error:
+        read_occupancy(tmp_path / "bad.npz")
+    assert error.value.field == "map2d_resolution"

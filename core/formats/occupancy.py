@@ -51,28 +51,25 @@ def save_occupancy(path: str | Path, arrays: dict[str, np.ndarray]) -> Path:
     return atomic_write_bytes(path, buffer.getvalue())
 
 
+def _grid(path: str | Path, keys: tuple[str, str, str], ndim: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(grid, origin, cell size) of the arrays `keys`, checked: an `ndim`-D grid, an (ndim,) origin, a size > 0."""
+    arrays = load_npz_checked(path, list(keys), keys=keys)
+    grid, origin, size = (arrays[key] for key in keys)
+    if grid.ndim != ndim:
+        raise InputError(f"expected a {ndim}D grid, got shape {grid.shape}", path, keys[0])
+    if origin.shape != (ndim,):
+        raise InputError(f"expected shape ({ndim},), got {origin.shape}", path, keys[1])
+    if size.size != 1 or not float(size) > 0:
+        raise InputError("expected one positive number", path, keys[2])
+    return grid, origin.astype(np.float64), float(size)
+
+
 def read_occupancy(path: str | Path) -> OccupancyMap:
     """The 2D map of an occupancy.npz, checked (InputError naming the file and array otherwise)."""
-    arrays = load_npz_checked(path, list(MAP_ARRAYS), keys=list(MAP_ARRAYS))
-    grid, origin, resolution = arrays["map2d"], arrays["map2d_origin"], arrays["map2d_resolution"]
-    if grid.ndim != 2:
-        raise InputError(f"expected a 2D grid, got shape {grid.shape}", path, "map2d")
-    if origin.shape != (2,):
-        raise InputError(f"expected shape (2,), got {origin.shape}", path, "map2d_origin")
-    if resolution.size != 1 or not float(resolution) > 0:
-        raise InputError("expected one positive number", path, "map2d_resolution")
-    return OccupancyMap(grid, origin.astype(np.float64), float(resolution))
+    return OccupancyMap(*_grid(path, MAP_ARRAYS, 2))
 
 
 def read_voxels(path: str | Path) -> tuple[np.ndarray, np.ndarray, float]:
     """The 3D surface voxels of an occupancy.npz: (grid (nx, ny, nz) bool, origin (3,) m, voxel size m)."""
-    keys = ["voxels", "voxels_origin", "voxel_size"]
-    arrays = load_npz_checked(path, keys, keys=keys)
-    grid, origin, size = arrays["voxels"], arrays["voxels_origin"], arrays["voxel_size"]
-    if grid.ndim != 3:
-        raise InputError(f"expected a 3D grid, got shape {grid.shape}", path, "voxels")
-    if origin.shape != (3,):
-        raise InputError(f"expected shape (3,), got {origin.shape}", path, "voxels_origin")
-    if size.size != 1 or not float(size) > 0:
-        raise InputError("expected one positive number", path, "voxel_size")
-    return grid.astype(bool), origin.astype(np.float64), float(size)
+    grid, origin, size = _grid(path, ("voxels", "voxels_origin", "voxel_size"), 3)
+    return grid.astype(bool), origin, size
