@@ -1,8 +1,9 @@
 """Frames per second of motion blur + rolling shutter (postprocess.blur.blur_and_shutter) at 640x480.
 
 Frame: a random-textured room-like view (slanted floor, back wall, two boxes in front, a patch of no
-return), seen by a camera moving at 1.5 m/s and turning at 1 rad/s; 30 sub-poses, exposure 20 ms, readout
-15 ms, depth-aware model, so every row averages 30 poses of its own. The first call (numba compilation or
+return), seen by a camera moving at 1.5 m/s and turning at 3.2 rad/s, so a pixel's source moves about 40 px
+over the exposure; 30 sub-poses, exposure 20 ms, readout 15 ms, depth-aware model, so every row averages 30
+poses of its own (the path average takes all 30 samples at that motion). The first call (numba compilation or
 cache load) is not measured.
 
 Frame times vary a lot when other processes share the cores, so the median is printed beside the mean,
@@ -50,7 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     rgb, depth = frame(generator(SEED, "benchmark.blur"))
     start = np.eye(4)
-    start[:3, :3] = cv2.Rodrigues(np.array([[-0.1], [-0.3], [0.05]]))[0]  # 1 rad/s over the 0.1 s before t = 0
+    start[:3, :3] = cv2.Rodrigues(np.array([[-0.1], [-0.3], [0.05]]))[0]  # 3.2 rad/s over the 0.1 s before t = 0
     start[:3, 3] = [-0.12, 0.03, -0.08]  # 1.5 m/s
     pose_at = blur.interpolate_pose(np.array([-0.1, 0.0]), np.stack([start, np.eye(4)]))
 

@@ -14,11 +14,16 @@ with blur as well, row r's exposure is [t_r - exposure, t_r].
 
 Models. depth_aware (default) re-renders each sub-pose by reprojecting the frame with its per-pixel depth
 (postprocess.warp: a backward warp, exact for locally fronto-parallel surfaces and for rotations; no-return
-pixels count as infinitely far). homography is GRADE's model, for replication: every pixel is treated as
-lying on the fronto-parallel plane at `plane_distance`, H_i = K (R_i + T_i n^T / d) K^-1 with [R_i | T_i]
-taking frame-camera points into sub-pose i's camera and n = (0, 0, 1). In both, a sample whose source falls
-outside the image keeps the output pixel's original colour (GRADE replicates the border instead). A rolling
-shutter re-renders each row from its own pose(s) by the same reprojection: exact for that row's scene
+pixels count as infinitely far). The average over the sub-poses is taken along each pixel's motion path
+(warp.path_rows): exact reprojection for the first, middle and last sub-pose, the quadratic through those
+three between, sampled about once per pixel of path length (never more than `count` samples) with weights that
+keep the mean uniform in time; pixels whose path crosses a depth step are averaged sub-pose by sub-pose.
+homography is GRADE's model, for replication: every pixel is treated as lying on the fronto-parallel plane at
+`plane_distance`, H_i = K (R_i + T_i n^T / d) K^-1 with [R_i | T_i] taking frame-camera points into sub-pose
+i's camera and n = (0, 0, 1). In both, a sample whose source falls outside the image keeps the output pixel's
+original colour (GRADE replicates the border instead; along a path, decided per sample). A rolling shutter
+re-renders each row from its own pose(s) by the same reprojection (blur and rolling shutter together with the
+homography model: the same path average over the plane's constant inverse depth): exact for that row's scene
 points as far as the frame's depth shows them, approximate where the row's new view sees surfaces the frame
 hid.
 
@@ -29,13 +34,14 @@ object's smear is centred.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import cv2
 import numpy as np
-from scipy.spatial.transform import Rotation, Slerp
+from scipy.spatial.transform import Rotation
 
 from core.config import BlurConfig, RollingShutterConfig
 from postprocess import warp
@@ -73,13 +79,19 @@ def interpolate_pose(times: np.ndarray, poses: np.ndarray) -> PoseCurve:
         raise ValueError(f"need N >= 2 times (N,) and poses (N, 4, 4), got {times.shape} and {poses.shape}")
     if np.any(np.diff(times) <= 0):
         raise ValueError("pose times must increase strictly")
-    slerp = Slerp(times, Rotation.from_matrix(poses[:, :3, :3]))
+    # As scipy's Slerp, without its per-call overhead: R(t) = R_i exp(alpha [d_i]x), d_i the rotation vector
+    # of R_i^T R_{i+1} and alpha the fraction of segment i at t (Rodrigues' formula, batched).
+    rotations = Rotation.from_matrix(poses[:, :3, :3])
+    starts = rotations.as_matrix()
+    steps = (rotations[:-1].inv() * rotations[1:]).as_rotvec()
 
     def pose_at(at: np.ndarray | float) -> np.ndarray:
         at = np.clip(np.asarray(at, np.float64), times[0], times[-1])
         flat = at.reshape(-1)
+        segment = np.clip(np.searchsorted(times, flat) - 1, 0, len(times) - 2)
+        alpha = (flat - times[segment]) / (times[segment + 1] - times[segment])
         out = np.zeros((len(flat), 4, 4))
-        out[:, :3, :3] = slerp(flat).as_matrix()
+        out[:, :3, :3] = _times_exp_so3(starts[segment], steps[segment] * alpha[:, None])
         out[:, :3, 3] = np.stack([np.interp(flat, times, poses[:, axis, 3]) for axis in range(3)], axis=1)
         out[:, 3, 3] = 1
         return out.reshape(at.shape + (4, 4))
@@ -227,20 +239,59 @@ def _intrinsics(K: np.ndarray) -> tuple[float, float, float, float]:
 
 def _reproject(rgb: np.ndarray, inverse: np.ndarray, K: np.ndarray, frame_pose: np.ndarray,
                poses: np.ndarray) -> np.ndarray:
-    """warp.average_rows over `poses` (R, S, 4, 4): R = H (per row) or 1 (all rows)."""
+    """warp.path_rows (the path average, exact pose by pose where needed) over `poses` (R, S, 4, 4): R = H
+    (per row) or 1 (all rows)."""
     A, o = warp.rays(K, frame_pose, poses)
     fx, fy, cx, cy = _intrinsics(K)
-    return warp.average_rows(np.ascontiguousarray(rgb), inverse, fx, fy, cx, cy, A, o)
+    return warp.path_rows(rgb.astype(np.float32), inverse, fx, fy, cx, cy, A, o, _path_weights(poses.shape[1]),
+                          warp.PATH_DENSITY, warp.SMOOTH_TOLERANCE)
+
+
+@functools.lru_cache(maxsize=16)
+def _path_weights(samples: int) -> np.ndarray:
+    weights = warp.path_weights(samples)
+    weights.flags.writeable = False
+    return weights
 
 
 def _mean_poses(poses: np.ndarray) -> np.ndarray:
     """(R, 4, 4) mean of each row of `poses` (R, S, 4, 4): mean translation and the chordal L2 mean rotation
-    (the quaternion maximising sum (q . q_i)^2, as scipy's Rotation.mean, batched over rows)."""
+    (the quaternion maximising sum (q . q_i)^2, as scipy's Rotation.mean, batched over rows). q q^T is linear
+    in the rotation matrix (q = (x, y, z, w): 4 x x = 1 + R00 - R11 - R22, 4 x w = R21 - R12, ...), so the sum
+    over a row needs only the sum of its matrices."""
     rows, samples = poses.shape[:2]
-    quats = Rotation.from_matrix(poses[..., :3, :3].reshape(-1, 3, 3)).as_quat().reshape(rows, samples, 4)
-    _, vectors = np.linalg.eigh(np.einsum("rsi,rsj->rij", quats, quats))
+    R = poses[..., :3, :3].sum(axis=1)  # (R, 3, 3)
+    n = float(samples)
+    m = np.empty((rows, 4, 4))
+    m[:, 0, 0] = n + R[:, 0, 0] - R[:, 1, 1] - R[:, 2, 2]
+    m[:, 1, 1] = n - R[:, 0, 0] + R[:, 1, 1] - R[:, 2, 2]
+    m[:, 2, 2] = n - R[:, 0, 0] - R[:, 1, 1] + R[:, 2, 2]
+    m[:, 3, 3] = n + R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2]
+    m[:, 0, 1] = m[:, 1, 0] = R[:, 0, 1] + R[:, 1, 0]
+    m[:, 0, 2] = m[:, 2, 0] = R[:, 0, 2] + R[:, 2, 0]
+    m[:, 1, 2] = m[:, 2, 1] = R[:, 1, 2] + R[:, 2, 1]
+    m[:, 0, 3] = m[:, 3, 0] = R[:, 2, 1] - R[:, 1, 2]
+    m[:, 1, 3] = m[:, 3, 1] = R[:, 0, 2] - R[:, 2, 0]
+    m[:, 2, 3] = m[:, 3, 2] = R[:, 1, 0] - R[:, 0, 1]
+    _, vectors = np.linalg.eigh(m)
     out = np.zeros((rows, 4, 4))
     out[:, :3, :3] = Rotation.from_quat(vectors[:, :, -1]).as_matrix()
     out[:, :3, 3] = poses[:, :, :3, 3].mean(axis=1)
     out[:, 3, 3] = 1
     return out
+
+
+def _times_exp_so3(start: np.ndarray, rotvecs: np.ndarray) -> np.ndarray:
+    """(N, 3, 3) start @ exp([v]x) for rotations `start` (N, 3, 3) and rotation vectors v `rotvecs` (N, 3), by
+    Rodrigues' formula exp([v]x) = c I + a [v]x + b v v^T (a = sin t / t, b = (1 - cos t) / t^2,
+    c = cos t, t = |v|), elementwise (numpy's stacked 3 x 3 products are slow)."""
+    theta2 = np.einsum("ni,ni->n", rotvecs, rotvecs)
+    small = theta2 < 1e-8
+    theta = np.sqrt(np.where(small, 1.0, theta2))
+    a = np.where(small, 1 - theta2 / 6, np.sin(theta) / theta)[:, None, None]
+    b = np.where(small, 0.5 - theta2 / 24, (1 - np.cos(theta)) / (theta * theta))[:, None, None]
+    c = np.where(small, 1 - theta2 / 2, np.cos(theta))[:, None, None]
+    # Row i of start @ [v]x is start_i x v.
+    crossed = np.cross(start, rotvecs[:, None, :])
+    along = np.einsum("nij,nj->ni", start, rotvecs)[:, :, None] * rotvecs[:, None, :]
+    return c * start + a * crossed + b * along

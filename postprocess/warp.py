@@ -19,10 +19,19 @@ leave cracks where the surface is magnified; the gather has neither and parallel
 Where the frame saw nothing (disocclusions) the gather stretches the neighbouring surface.
 Samples whose source leaves the image (or lies behind P) take the output pixel's own frame colour.
 
-`rays` prepares the per-pose terms; `average_rows` (bilinear, averaging several poses per row) and
-`nearest_rows` (nearest pixel, one pose per row, for label images) are compiled with numba: `parallel`
-splits the rows over the cores (each row is independent, so results do not depend on the thread count);
-`cache` keeps the compiled code in __pycache__.
+Motion blur averages such warps over the poses of an exposure. `average_rows` does so exactly, pose by
+pose (every sample refined); `path_rows`, used for blur, is exact at the ends and interpolated between: over
+an exposure a pixel's source moves along a smooth path, so only the first, middle and last poses get the
+refined source, the path is the quadratic through those three (which follows the arcs of rotations about
+the optical axis), and it is sampled about once per pixel of its length (at most once per pose), weighted
+to keep the uniform-in-time mean. Each sample outside the image takes the output pixel's own colour, as in
+`average_rows`. Pixels whose path crosses a depth step (the middle source's inverse depth off the mean of
+the ends') or whose key sources lie behind the camera fall back to the exact pose-by-pose average.
+
+`rays` prepares the per-pose terms; `average_rows` (bilinear, averaging several poses per row), `path_rows`
+(its path approximation) and `nearest_rows` (nearest pixel, one pose per row, for label images) are
+compiled with numba: `parallel` splits the rows over the cores (each row is independent, so results do not
+depend on the thread count); `cache` keeps the compiled code in __pycache__.
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ from numba import njit, prange
 _F0 = np.float32(0)
 _F1 = np.float32(1)
 _HALF = np.float32(0.5)
+PATH_DENSITY = 1.0  # path samples per pixel of path length (path_rows)
+SMOOTH_TOLERANCE = 0.02  # relative inverse-depth mismatch at the path middle that makes path_rows go pose by pose
 
 
 def inverse_depth(depth: np.ndarray) -> np.ndarray:
@@ -148,3 +159,162 @@ def nearest_rows(label, inverse, fx, fy, cx, cy, A, o):
             px, py, ok = _source(ax[col], ay[col], inverse[row, col], ox, oy, oz, inverse, fx, fy, cx, cy)
             out[row, col] = label[int(py + _HALF), int(px + _HALF)] if ok else label[row, col]
     return out
+
+
+def path_weights(samples: int) -> np.ndarray:
+    """(samples + 1, samples) float32: row n holds the weights of n path samples (n >= 1) placed evenly over
+    the exposure, both ends included (n = 1: one at its middle), such that their weighted sum is the mean
+    over the `samples` sub-pose instants k / (samples - 1) of the samples' piecewise-linear interpolant
+    (hat functions): for n = samples it is the plain mean of the sub-poses."""
+    out = np.zeros((samples + 1, samples), np.float64)
+    taus = np.arange(samples) / (samples - 1) if samples > 1 else np.zeros(1)
+    for n in range(1, samples + 1):
+        if n == 1:
+            out[1, 0] = 1.0
+            continue
+        position = taus * (n - 1)
+        low = np.minimum(np.floor(position).astype(np.int64), n - 2)
+        frac = position - low
+        np.add.at(out[n], low, (1 - frac) / samples)
+        np.add.at(out[n], low + 1, frac / samples)
+    return out.astype(np.float32)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _path_point(ax, ay, w, ox, oy, oz, inverse, fx, fy, cx, cy):
+    """(px, py, w, ok): like `_source`, but the refinement looks the inverse depth up at the nearest pixel
+    inside the image, so a source outside the image still gets a position (for the path through it); w is
+    the inverse depth of that refinement, ok False only when the ray points backwards or the point lies
+    behind the camera."""
+    height, width = inverse.shape
+    px = py = _F0
+    for refine in range(2):
+        s = _F1 - oz * w
+        px = fx * (ox * w + s * ax) + cx
+        py = fy * (oy * w + s * ay) + cy
+        if not (s > _F0 and abs(px) < np.float32(1e6) and abs(py) < np.float32(1e6)):
+            return px, py, w, False
+        if refine == 0:
+            x = min(max(px + _HALF, _F0), np.float32(width - 1))
+            y = min(max(py + _HALF, _F0), np.float32(height - 1))
+            w = inverse[int(y), int(x)]
+    return px, py, w, True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bilinear(image, stride, px, py, weight):
+    """`weight` times the bilinear sample (r, g, b) of `image` (flat float32 RGB, `stride` floats a row) at
+    (px, py), both taps x+1 and y+1 inside."""
+    x0, y0 = int(px), int(py)
+    tx, ty = px - np.float32(x0), py - np.float32(y0)
+    wy1 = weight * ty
+    wy0 = weight - wy1
+    w00, w01 = wy0 - wy0 * tx, wy0 * tx
+    w10, w11 = wy1 - wy1 * tx, wy1 * tx
+    i = y0 * stride + 3 * x0
+    k = i + stride
+    return ((w00 * image[i] + w01 * image[i + 3]) + (w10 * image[k] + w11 * image[k + 3]),
+            (w00 * image[i + 1] + w01 * image[i + 4]) + (w10 * image[k + 1] + w11 * image[k + 4]),
+            (w00 * image[i + 2] + w01 * image[i + 5]) + (w10 * image[k + 2] + w11 * image[k + 5]))
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath={"contract", "reassoc", "nsz", "arcp"})
+def path_rows(image, inverse, fx, fy, cx, cy, A, o, weights, density, tolerance):
+    """(H, W, 3) uint8: per output pixel, the mean over the S poses of its row (`A` (R, S, 3, 3), `o` (R, S, 3),
+    R = H or 1, as in `average_rows`) of the frame sampled along the pixel's motion path, from `image`
+    (H, W, 3) float32 (the frame's colours as floats). Exact at the ends, interpolated between: the refined
+    source (`_path_point`) is computed for poses 0, S // 2 and S - 1 only, and the path is the quadratic in
+    the pose parameter tau = k / (S - 1) through those three points (the segment for S < 3). It is sampled at
+    n = min(S, 1 + ceil(density * L)) instants tau evenly spread over [0, 1], both ends included (n = 1: the
+    middle), L the path length in pixels through the three points, so about `density` samples per pixel
+    moved; `weights` (`path_weights(S)`) weight them so that n = S is the plain mean of the S poses and
+    fewer samples follow the same uniform-in-time average. Each sample is bilinear at its own position, or
+    the pixel's own colour where that position is outside [0, W-1) x [0, H-1) (the rule of `average_rows`,
+    decided per sample). A pixel is instead averaged pose by pose, exactly as `average_rows` does, when a
+    key source points backwards or lies behind its camera, or when its path crosses a depth step: the
+    inverse depth looked up at the middle source differs from the mean of those at the ends by more than
+    `tolerance` times their sum (a slanted plane, linear in the image, passes). Rounded to nearest.
+    Each pixel is independent, so results do not depend on the thread count; `fastmath` allows contraction
+    and reassociation only (no NaN or infinity assumptions), fixed at compile time."""
+    height, width = inverse.shape
+    samples = A.shape[1]
+    flat = image.reshape(-1)
+    stride = 3 * width
+    fx, fy, cx, cy = np.float32(fx), np.float32(fy), np.float32(cx), np.float32(cy)
+    density, tolerance = np.float32(density), np.float32(tolerance)
+    flat_weights = weights.reshape(-1)
+    middle = samples // 2
+    quadratic = samples > 2
+    tau_m = np.float32(middle / (samples - 1)) if quadratic else _F0
+    inv_mm = _F1 / (tau_m * (tau_m - _F1)) if quadratic else _F0
+    scale = _F1 / np.float32(samples)
+    xmax, ymax = np.float32(width - 1), np.float32(height - 1)
+    out = np.empty(height * stride, np.uint8)
+    for row in prange(height):
+        pose_row = np.int64(row) if A.shape[0] > 1 else np.int64(0)  # prange indices are unsigned
+        ax0, ay0 = np.empty(width, np.float32), np.empty(width, np.float32)
+        axm, aym = np.empty(width, np.float32), np.empty(width, np.float32)
+        ax1, ay1 = np.empty(width, np.float32), np.empty(width, np.float32)
+        _ray_slopes(A[pose_row, 0], row, ax0, ay0)
+        _ray_slopes(A[pose_row, middle], row, axm, aym)
+        _ray_slopes(A[pose_row, samples - 1], row, ax1, ay1)
+        # Scalars, not views of `o`: a view per pixel would count references atomically across threads.
+        o0x, o0y, o0z = np.float32(o[pose_row, 0, 0]), np.float32(o[pose_row, 0, 1]), np.float32(o[pose_row, 0, 2])
+        omx, omy, omz = (np.float32(o[pose_row, middle, 0]), np.float32(o[pose_row, middle, 1]),
+                         np.float32(o[pose_row, middle, 2]))
+        o1x, o1y, o1z = (np.float32(o[pose_row, samples - 1, 0]), np.float32(o[pose_row, samples - 1, 1]),
+                         np.float32(o[pose_row, samples - 1, 2]))
+        for col in range(width):
+            here = row * stride + 3 * col
+            w = inverse[row, col]
+            p0x, p0y, w0, ok0 = _path_point(ax0[col], ay0[col], w, o0x, o0y, o0z, inverse, fx, fy, cx, cy)
+            pmx, pmy, wm, okm = _path_point(axm[col], aym[col], w, omx, omy, omz, inverse, fx, fy, cx, cy)
+            p1x, p1y, w1, ok1 = _path_point(ax1[col], ay1[col], w, o1x, o1y, o1z, inverse, fx, fy, cx, cy)
+            smooth = abs(wm - _HALF * (w0 + w1)) <= tolerance * (abs(w0) + abs(w1)) + np.float32(1e-6)
+            r = g = b = _F0
+            if ok0 and okm and ok1 and smooth:
+                dx, dy = p1x - p0x, p1y - p0y
+                qx = qy = _F0
+                if quadratic:
+                    qx = (pmx - p0x - tau_m * dx) * inv_mm
+                    qy = (pmy - p0y - tau_m * dy) * inv_mm
+                length = (np.sqrt((pmx - p0x) ** 2 + (pmy - p0y) ** 2)
+                          + np.sqrt((p1x - pmx) ** 2 + (p1y - pmy) ** 2))
+                n = min(samples, 1 + int(np.ceil(length * density)))
+                # tau_j = first + j step: n evenly spread instants, both ends included (n = 1: the middle).
+                step = _F1 / np.float32(n - 1) if n > 1 else _F0
+                first = _F0 if n > 1 else _HALF
+                offset = n * samples
+                for j in range(n):
+                    tau = first + np.float32(j) * step
+                    bend = tau * (tau - _F1)
+                    px = p0x + tau * dx + qx * bend
+                    py = p0y + tau * dy + qy * bend
+                    weight = flat_weights[offset + j]
+                    if _F0 <= px < xmax and _F0 <= py < ymax:
+                        dr, dg, db = _bilinear(flat, stride, px, py, weight)
+                    else:
+                        dr, dg, db = weight * flat[here], weight * flat[here + 1], weight * flat[here + 2]
+                    r += dr
+                    g += dg
+                    b += db
+            else:
+                for pose in range(samples):
+                    Ak = A[pose_row, pose]
+                    dz = np.float32(Ak[2, 1] * row + Ak[2, 2] + Ak[2, 0] * col)
+                    inv_dz = _F1 / dz if dz > 0 else np.float32(np.nan)
+                    sx = np.float32(Ak[0, 1] * row + Ak[0, 2] + Ak[0, 0] * col) * inv_dz
+                    sy = np.float32(Ak[1, 1] * row + Ak[1, 2] + Ak[1, 0] * col) * inv_dz
+                    px, py, ok = _source(sx, sy, w, np.float32(o[pose_row, pose, 0]), np.float32(o[pose_row, pose, 1]),
+                                         np.float32(o[pose_row, pose, 2]), inverse, fx, fy, cx, cy)
+                    if ok:
+                        dr, dg, db = _bilinear(flat, stride, px, py, scale)
+                    else:
+                        dr, dg, db = scale * flat[here], scale * flat[here + 1], scale * flat[here + 2]
+                    r += dr
+                    g += dg
+                    b += db
+            out[here] = np.uint8(min(r + _HALF, np.float32(255)))
+            out[here + 1] = np.uint8(min(g + _HALF, np.float32(255)))
+            out[here + 2] = np.uint8(min(b + _HALF, np.float32(255)))
+    return out.reshape(height, width, 3)
