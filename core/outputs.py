@@ -1,6 +1,6 @@
 """Output folders: one writer at a time, and never a folder that holds someone else's files.
 
-Every command that writes a folder (a run, an asset package folder, a view) first `claim`s it: the
+Every command that writes a folder (a run, an asset package folder, a view) first checks it: the
 folder must be absent, empty, or already a GRADE output; then an exclusive lock (`.grade.lock`, an
 advisory `flock`) is held for the whole command, so a second writer fails at once with the holder's
 pid and start time (or waits for it with `wait=True`). The lock file stays in the folder afterwards:
@@ -29,7 +29,6 @@ from core.formats.versions import schema_of
 LOCK_FILE = ".grade.lock"
 # Files whose `schema` field says the folder was written by GRADE (a run, an asset package, a stage).
 MARKER_FILES = (RUN_FILE, META_FILE, MANIFEST)
-WAIT_POLL_SECONDS = 0.5
 PARTIAL_SUFFIX = ".partial"
 # Hidden names of GRADE's atomic writes in progress (core.rundir): a file's .tmp, a folder's .partial / .old.
 TEMP_SUFFIXES = (".tmp", PARTIAL_SUFFIX, ".old")
