@@ -1,15 +1,17 @@
 """Frames per second of motion blur + rolling shutter (postprocess.blur.blur_and_shutter) at 640x480.
 
 Frame: a random-textured room-like view (slanted floor, back wall, two boxes in front, a patch of no
-return), seen by a camera moving at 1.5 m/s and turning at 3.2 rad/s, so a pixel's source moves about 40 px
-over the exposure; 30 sub-poses, exposure 20 ms, readout 15 ms, depth-aware model, so every row averages 30
-poses of its own (the path average takes all 30 samples at that motion). The first call (numba compilation or
-cache load) is not measured.
+return); 30 sub-poses, exposure 20 ms, readout 15 ms, depth-aware model, so every row averages up to 30 poses
+of its own. Two camera motions (--motion): `uav-limits`, the UAV at its limits (0.5 m/s while pitching at
+40 deg/s and yawing at 30 deg/s), and `fast`, a hand-held-like 1.5 m/s and 3.2 rad/s, where a pixel's source
+moves about 40 px over the exposure and the path average takes all 30 samples. The cost grows with the motion
+(about one sample per pixel of path). The first call (numba compilation or cache load) is not measured.
 
 Frame times vary a lot when other processes share the cores, so the median is printed beside the mean,
 with the process CPU time per frame (steadier) and the load average (1 min) before and after.
 
     .venv/bin/python benchmarks/blur.py [--frames N] [--sub-poses S] [--model depth_aware|homography]
+                                        [--motion uav-limits|fast|both]
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ from postprocess import blur
 SEED = 0
 WIDTH, HEIGHT = 640, 480
 K = np.array([[525.0, 0, 319.5], [0, 525.0, 239.5], [0, 0, 1]])
+MOTION_SPAN_S = 0.1  # the camera's motion is given as its rotation vector and translation over this span
+MOTIONS = {
+    # pitch 40 deg/s about the optical x axis, yaw 30 deg/s about the optical y axis (down), 0.5 m/s
+    "uav-limits": ((np.radians(40) * MOTION_SPAN_S, np.radians(30) * MOTION_SPAN_S, 0.0), (0.04, 0.0, 0.03)),
+    "fast": ((-0.1, -0.3, 0.05), (-0.12, 0.03, -0.08)),  # 3.2 rad/s, 1.5 m/s
+}
 
 
 def frame(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -48,12 +56,19 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=20)
     parser.add_argument("--sub-poses", type=int, default=30)
     parser.add_argument("--model", choices=blur.MODELS, default="depth_aware")
+    parser.add_argument("--motion", choices=[*MOTIONS, "both"], default="both")
     args = parser.parse_args()
     rgb, depth = frame(generator(SEED, "benchmark.blur"))
+    for name in MOTIONS if args.motion == "both" else [args.motion]:
+        measure(name, rgb, depth, args)
+
+
+def measure(motion: str, rgb: np.ndarray, depth: np.ndarray, args: argparse.Namespace) -> None:
+    rotation, translation = MOTIONS[motion]
     start = np.eye(4)
-    start[:3, :3] = cv2.Rodrigues(np.array([[-0.1], [-0.3], [0.05]]))[0]  # 3.2 rad/s over the 0.1 s before t = 0
-    start[:3, 3] = [-0.12, 0.03, -0.08]  # 1.5 m/s
-    pose_at = blur.interpolate_pose(np.array([-0.1, 0.0]), np.stack([start, np.eye(4)]))
+    start[:3, :3] = cv2.Rodrigues(np.array(rotation, dtype=np.float64).reshape(3, 1))[0]
+    start[:3, 3] = translation
+    pose_at = blur.interpolate_pose(np.array([-MOTION_SPAN_S, 0.0]), np.stack([start, np.eye(4)]))
 
     def one() -> blur.BlurResult:
         return blur.blur_and_shutter(rgb, depth, K, pose_at, 0.0, 0.02, 0.015, args.sub_poses, args.model, 2.0)
@@ -67,7 +82,8 @@ def main() -> None:
         times.append(time.perf_counter() - began)
     cpu = (time.process_time() - cpu) / args.frames
     mean, median = float(np.mean(times)), float(np.median(times))
-    print(f"{WIDTH}x{HEIGHT}, {args.sub_poses} sub-poses, {args.model}, blur + rolling shutter: {1 / mean:.1f} fps "
+    print(f"{motion}: {WIDTH}x{HEIGHT}, {args.sub_poses} sub-poses, {args.model}, blur + rolling shutter: "
+          f"{1 / mean:.1f} fps "
           f"({mean * 1000:.0f} ms/frame wall, median {median * 1000:.0f} ms, {cpu * 1000:.0f} ms CPU) "
           f"on {os.cpu_count()} cores; load {load_before:.2f} -> {os.getloadavg()[0]:.2f}")
 
