@@ -41,7 +41,14 @@ from core.geometry import compose, quat_wxyz_to_matrix
 from core.progress import get_logger, progress_task
 from core.recording import GT_DIR, Camera, Frame, Recording
 from core.seeding import derived_seed, generator
-from postprocess.blur import blur_and_shutter, boxes_from_mask, interpolate_pose, sequence_timing, warp_labels
+from postprocess.blur import (
+    PoseCurve,
+    blur_and_shutter,
+    boxes_from_mask,
+    interpolate_pose,
+    sequence_timing,
+    warp_labels,
+)
 from postprocess.depth_noise import apply_depth_noise
 from postprocess.imu_noise import apply_imu_noise
 
@@ -98,7 +105,7 @@ def _noisy_imus(recording: Recording, settings: PostprocessConfig, seed: int) ->
     return noisy
 
 
-def _robot_pose_at(recording: Recording) -> Callable[[float], np.ndarray]:
+def _robot_pose_at(recording: Recording) -> PoseCurve:
     path = recording.robot_path()
     return interpolate_pose(path.time, compose(quat_wxyz_to_matrix(path.quat_wxyz), path.position))
 
@@ -121,7 +128,7 @@ def _blur_boxes(frame: Frame, instance: np.ndarray) -> list[Box2D]:
     return out
 
 
-def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robot_at: Callable[[float], np.ndarray],
+def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robot_at: PoseCurve,
                     advance: Callable[..., None]) -> CameraPostprocess:
     depth_rng = generator(seed, f"postprocess/depth/{camera.name}")
     moving = settings.blur is not None or settings.rolling_shutter is not None
@@ -152,13 +159,14 @@ def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robo
                 _write(camera, "rgb_blur", frame, result.image)
                 # Labels move with what the blurred image shows: the scene's depth, or GRADE's plane.
                 label_depth = depth if model == "depth_aware" else np.full_like(depth, plane)
-                instance = warp_labels(frame.instance(), label_depth, frame.K, frame.pose, result.mean_poses)
-                _write(camera, "instance_blur", frame, instance)
-                _write(camera, "semantic_blur", frame,
-                       warp_labels(frame.semantic(), label_depth, frame.K, frame.pose, result.mean_poses))
+                warped = {kind: warp_labels(labels, label_depth, frame.K, frame.pose, result.mean_poses)
+                          for kind, labels in (("instance_blur", frame.instance()), ("semantic_blur", frame.semantic()))
+                          if labels is not None}
+                for kind, labels in warped.items():
+                    _write(camera, kind, frame, labels)
+                boxes = _blur_boxes(frame, warped["instance_blur"]) if "instance_blur" in warped else []
                 blur_log.write(BlurFrame(frame=frame.index, time=frame.time, exposure=exposure, readout=readout,
-                                         sub_poses=result.params["sub_pose_transforms"],
-                                         boxes_2d_tight=_blur_boxes(frame, instance)))
+                                         sub_poses=result.params["sub_pose_transforms"], boxes_2d_tight=boxes))
             advance()
     finally:
         if blur_log is not None:
