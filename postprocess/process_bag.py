@@ -4,9 +4,12 @@ Two passes over bag_tools.transform_bag: the first applies the crop/retime/renam
 bag; the noise is then drawn on the series as they will be published (so dt is the output rate), and the
 second pass writes them through a message hook. Every sensor_msgs/Imu topic gets IMU noise from its own
 stream "postprocess/imu/<topic>", every depth image topic (32FC1 metres or 16UC1 millimetres) depth noise
-from "postprocess/depth/<topic>" with the intrinsics of the camera_info beside it. Blur needs the camera's
-motion over the exposure, which a bag has only through its IMU and odometry: it is applied to recordings
-(process_run), not to bags.
+from "postprocess/depth/<topic>" with the intrinsics of the camera_info beside it. With blur or rolling
+shutter, every rgb8/bgr8 image topic is blurred with the camera's motion integrated from the camera IMU and
+the odometry (postprocess.bag_motion), with one exposure and readout per topic drawn by blur.sequence_timing
+from "postprocess/exposure/<topic>", K from the camera_info of its namespace and the (clean) depth image of
+the same namespace whose stamp is nearest, within 1 ms; without one (no depth topic, or none close enough)
+the image is blurred with the homography model's plane at blur.plane_distance instead.
 """
 
 from __future__ import annotations
@@ -23,13 +26,17 @@ from core.config import PostprocessConfig
 from core.errors import InputError
 from core.formats.images import depth_millimetres
 from core.seeding import generator
+from postprocess.bag_motion import BagMotion, CameraMotion
 from postprocess.bag_tools import BagOptions, BagReport, transform_bag
+from postprocess.blur import blur_and_shutter, sequence_timing
 from postprocess.depth_noise import apply_depth_noise
 from postprocess.imu_noise import apply_imu_noise
 from simulation.recording.bag_messages import DEPTH_ENCODINGS, MM_PER_M, MessageBuilder
 from simulation.recording.bag_reader import image_array, open_bag, stamp_ns
 
 IMU_TYPE = "sensor_msgs/msg/Imu"
+RGB_ENCODINGS = ("rgb8", "bgr8")
+DEPTH_PAIR_NS = 1_000_000  # a depth image pairs with an RGB image within 1 ms
 IMAGE_TYPE = "sensor_msgs/msg/Image"
 CAMERA_INFO_TYPE = "sensor_msgs/msg/CameraInfo"
 
@@ -82,6 +89,7 @@ class _NoiseHook:
         self.counts: dict[str, int] = defaultdict(int)
         self.depth_rngs: dict[str, np.random.Generator] = {}
         self.builder = MessageBuilder(typestore, ros1)
+        self.blur: _Blur | None = None
 
     def __call__(self, topic: str, msgtype: str, msg: object, timestamp_ns: int) -> object:
         if msgtype == IMU_TYPE and topic in self.imu_rows:
@@ -98,25 +106,99 @@ class _NoiseHook:
                                       self.settings.depth, rng)
             stored = depth_millimetres(noisy).astype("<u2") if msg.encoding == "16UC1" else noisy.astype("<f4")
             return self.builder.image(msg.header, stored, msg.encoding)
+        if msgtype == IMAGE_TYPE and self.blur is not None and msg.encoding in RGB_ENCODINGS:
+            return self.blur(topic, msg)
         return msg
+
+
+class _Depths:
+    """The depth images of one camera namespace, read in stamp order alongside the RGB images (a few kept)."""
+
+    def __init__(self, reader: object, connections: list) -> None:
+        self.reader = reader
+        self.messages = iter(reader.messages(connections=connections)) if connections else iter(())
+        self.window: list[tuple[int, object]] = []
+        self.done = False
+
+    def nearest(self, t_ns: int) -> object | None:
+        while not self.done and (not self.window or self.window[-1][0] <= t_ns + DEPTH_PAIR_NS):
+            item = next(self.messages, None)
+            if item is None:
+                self.done = True
+                break
+            connection, _, raw = item
+            msg = self.reader.deserialize(raw, connection.msgtype)
+            self.window.append((stamp_ns(msg.header), msg))
+        self.window = [(t, m) for t, m in self.window if t >= t_ns - DEPTH_PAIR_NS]
+        close = [(abs(t - t_ns), i) for i, (t, _) in enumerate(self.window) if abs(t - t_ns) <= DEPTH_PAIR_NS]
+        return self.window[min(close)[1]][1] if close else None
+
+
+class _Blur:
+    """Blurs one RGB image message with the camera's motion from the bag's IMU and odometry."""
+
+    def __init__(self, reader: object, motion: BagMotion, intrinsics: dict[str, np.ndarray],
+                 settings: PostprocessConfig, seed: int, builder: MessageBuilder) -> None:
+        self.reader, self.motion, self.intrinsics, self.settings, self.seed = reader, motion, intrinsics, settings, seed
+        self.builder = builder
+        self.timing: dict[str, tuple[float, float]] = {}
+        self.cameras: dict[str, CameraMotion] = {}
+        self.depths: dict[str, _Depths] = {}
+
+    def _depths(self, namespace: str) -> _Depths:
+        if namespace not in self.depths:
+            connections = [c for c in self.reader.connections if c.msgtype == IMAGE_TYPE
+                           and c.topic.startswith(namespace + "/") and "depth" in c.topic]
+            self.depths[namespace] = _Depths(self.reader, connections)
+        return self.depths[namespace]
+
+    def __call__(self, topic: str, msg: object) -> object:
+        blur, shutter = self.settings.blur, self.settings.rolling_shutter
+        if topic not in self.timing:
+            self.timing[topic] = sequence_timing(blur, shutter, generator(self.seed, f"postprocess/exposure/{topic}"))
+        exposure, readout = self.timing[topic]
+        frame = msg.header.frame_id
+        if frame not in self.cameras:
+            self.cameras[frame] = self.motion.camera(frame)
+        matches = [ns for ns in self.intrinsics if topic.startswith(ns + "/")]
+        if not matches:
+            raise InputError(f"no camera_info for image topic {topic!r}: blur needs the intrinsics", field=topic)
+        namespace = max(matches, key=len)
+        t_ns = stamp_ns(msg.header)
+        depth_msg = self._depths(namespace).nearest(t_ns)
+        model = blur.model if blur is not None else "depth_aware"
+        depth = None
+        if depth_msg is not None:
+            pixels = image_array(depth_msg)
+            depth = (pixels / MM_PER_M if depth_msg.encoding == "16UC1" else pixels).astype(np.float32)
+        else:
+            model = "homography"
+        t_end = t_ns * 1e-9
+        curve = self.cameras[frame].pose_curve(t_end, exposure + readout)
+        result = blur_and_shutter(image_array(msg), depth if model == "depth_aware" else None,
+                                  self.intrinsics[namespace], curve, t_end, exposure, readout,
+                                  blur.sub_poses if blur is not None else 1, model,
+                                  blur.plane_distance if blur is not None else 1.0)
+        return self.builder.image(msg.header, np.ascontiguousarray(result.image, np.uint8), msg.encoding)
 
 
 def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagOptions, seed: int) -> BagReport:
     """`src` cropped/retimed/renamed by `options`, with the noise `settings` name, written to the new bag `dst`."""
-    if settings.blur is not None or settings.rolling_shutter is not None:
-        raise InputError("motion blur and rolling shutter apply to recordings (they need the camera's motion), "
-                         "not to bags", src, "postprocess")
-    if settings.imu is None and settings.depth is None:
+    moving = settings.blur is not None or settings.rolling_shutter is not None
+    if settings.imu is None and settings.depth is None and not moving:
         return transform_bag(src, dst, options)
     work = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".partial", dir=dst.parent))
     try:
         staged = work / (dst.name if dst.suffix == ".bag" else "staged")
         report = transform_bag(src, staged, options)
         imu_rows = _imu_noise(staged, settings, seed) if settings.imu is not None else {}
-        intrinsics = _intrinsics(staged) if settings.depth is not None else {}
+        intrinsics = _intrinsics(staged) if settings.depth is not None or moving else {}
+        motion = BagMotion.read(staged, source=src) if moving else None
         with open_bag(staged) as reader:
-            typestore, ros1 = reader.typestore, not reader.is2
-        transform_bag(staged, dst, BagOptions(), _NoiseHook(imu_rows, intrinsics, settings, seed, ros1, typestore))
+            hook = _NoiseHook(imu_rows, intrinsics, settings, seed, not reader.is2, reader.typestore)
+            if motion is not None:
+                hook.blur = _Blur(reader, motion, intrinsics, settings, seed, hook.builder)
+            transform_bag(staged, dst, BagOptions(), hook)
         return replace(report, dst=dst)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -147,7 +147,9 @@ def test_real_ros2_sample_passes_through_noise(realdata, tmp_path):
         assert not np.array_equal(_imu_values(source, topic), _imu_values(out, topic))
 
 
-def test_blur_on_a_bag_is_a_clear_error(run, tmp_path):
-    result = run_grade("postprocess", str(run / "bags" / "demo"), "--blur", "--out", str(tmp_path / "x"))
-    assert result.returncode == 2 and "not to bags" in result.stderr and "Traceback" not in result.stderr
+def test_blur_on_a_bag_without_the_camera_imu_is_a_clear_error(run, tmp_path):
+    source = run / "bags" / "demo"
+    result = run_grade("postprocess", str(source), "--blur", "--drop", "/imu_camera", "--out", str(tmp_path / "x"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "/imu_camera" in result.stderr and str(source) in result.stderr, result.stderr
     assert not (tmp_path / "x").exists()
