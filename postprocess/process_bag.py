@@ -185,8 +185,13 @@ class _Blur:
 def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagOptions, seed: int) -> BagReport:
     """`src` cropped/retimed/renamed by `options`, with the noise `settings` name, written to the new bag `dst`."""
     moving = settings.blur is not None or settings.rolling_shutter is not None
+    ros1_out = options.output_format == "ros1" or (options.output_format is None and src.suffix == ".bag")
+    if ros1_out != (dst.suffix == ".bag"):  # readers tell the formats apart by the suffix
+        raise InputError(f"a {'ROS 1' if ros1_out else 'ROS 2'} bag is written to "
+                         f"{'a NAME.bag file' if ros1_out else 'a folder not named .bag'}", dst, "--out")
     if settings.imu is None and settings.depth is None and not moving:
         return transform_bag(src, dst, options)
+    dst.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".partial", dir=dst.parent))
     try:
         staged = work / (dst.name if dst.suffix == ".bag" else "staged")

@@ -153,3 +153,9 @@ def test_blur_on_a_bag_without_the_camera_imu_is_a_clear_error(run, tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "/imu_camera" in result.stderr and str(source) in result.stderr, result.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_bag_output_name_must_match_its_format(run, tmp_path):
+    result = run_grade("postprocess", str(run / "bags" / "demo.bag"), "--imu", "--out", str(tmp_path / "noisy"))
+    assert result.returncode == 2 and "--out" in result.stderr and "NAME.bag" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "noisy").exists()
