@@ -75,7 +75,7 @@ def is_bag(path: Path) -> bool:
 def _postprocess_bag(path: Path, out: Path | None, settings: PostprocessConfig, seed: int, crop: bool,
                      duration: float | None, rates: list[str] | None, drop: list[str] | None,
                      rename_topics: list[str] | None, rename_frames: list[str] | None,
-                     depth_max: list[str] | None) -> None:
+                     depth_max: list[str] | None, imu_topic: str, odom_topic: str) -> None:
     from postprocess.bag_tools import BagOptions, reindex_ros1
     from postprocess.process_bag import process_bag
 
@@ -91,7 +91,7 @@ def _postprocess_bag(path: Path, out: Path | None, settings: PostprocessConfig, 
                          rename_topics=_pairs(rename_topics, "--rename-topic"),
                          rename_frames=_pairs(rename_frames, "--rename-frame"),
                          depth_max_m=_pairs(depth_max, "--depth-max", float))
-    report = process_bag(path, out, settings, options, seed)
+    report = process_bag(path, out, settings, options, seed, imu_topic, odom_topic)
     written = sum(t.count_out for t in report.topics.values())
     console.print(f"wrote {report.dst}: {written} messages on {sum(1 for t in report.topics.values() if t.count_out)} "
                   "topics")
@@ -125,6 +125,10 @@ def postprocess_command(
     = None,
     depth_max: Annotated[list[str] | None, typer.Option("--depth-max", metavar="TOPIC=METRES",
                                                         help="Bags: depth beyond it becomes no return.")] = None,
+    imu_topic: Annotated[str, typer.Option("--imu-topic", help="Bags, blur: the camera's IMU (sensor_msgs/Imu).")]
+    = "/imu_camera",
+    odom_topic: Annotated[str, typer.Option("--odom-topic", help="Bags, blur: the odometry (nav_msgs/Odometry).")]
+    = "/odom",
 ) -> None:
     """Add sensor noise, motion blur and rolling shutter to a recording (new files beside the originals), or
     crop/retime/rename a ROS 1 or ROS 2 bag and add IMU and depth noise into a new bag (a killed ROS 1
@@ -142,7 +146,8 @@ def postprocess_command(
         settings = postprocess_settings({}, preset, imu, depth, blur, rolling_shutter, set_ or [])
         if preset is not None:  # a bag has no camera motion to blur with
             settings = settings.model_copy(update={"blur": None, "rolling_shutter": None})
-        _postprocess_bag(path, out, settings, seed, crop, duration, rate, drop, rename_topic, rename_frame, depth_max)
+        _postprocess_bag(path, out, settings, seed, crop, duration, rate, drop, rename_topic, rename_frame, depth_max,
+                         imu_topic, odom_topic)
         return
     recording = Recording.open(path)
     settings = postprocess_settings(recording.config.get("postprocess") or {}, preset, imu, depth, blur,

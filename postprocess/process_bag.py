@@ -26,7 +26,7 @@ from core.config import PostprocessConfig
 from core.errors import InputError
 from core.formats.images import depth_millimetres
 from core.seeding import generator
-from postprocess.bag_motion import BagMotion, CameraMotion
+from postprocess.bag_motion import CAMERA_IMU_TOPIC, ODOMETRY_TOPIC, BagMotion, CameraMotion
 from postprocess.bag_tools import BagOptions, BagReport, transform_bag
 from postprocess.blur import blur_and_shutter, sequence_timing
 from postprocess.depth_noise import apply_depth_noise
@@ -182,8 +182,10 @@ class _Blur:
         return self.builder.image(msg.header, np.ascontiguousarray(result.image, np.uint8), msg.encoding)
 
 
-def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagOptions, seed: int) -> BagReport:
-    """`src` cropped/retimed/renamed by `options`, with the noise `settings` name, written to the new bag `dst`."""
+def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagOptions, seed: int,
+                imu_topic: str = CAMERA_IMU_TOPIC, odom_topic: str = ODOMETRY_TOPIC) -> BagReport:
+    """`src` cropped/retimed/renamed by `options`, with the noise `settings` name, written to the new bag `dst`;
+    blur integrates the camera IMU `imu_topic` and the odometry `odom_topic` (names in the output bag)."""
     moving = settings.blur is not None or settings.rolling_shutter is not None
     ros1_out = options.output_format == "ros1" or (options.output_format is None and src.suffix == ".bag")
     if ros1_out != (dst.suffix == ".bag"):  # readers tell the formats apart by the suffix
@@ -198,7 +200,7 @@ def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagO
         report = transform_bag(src, staged, options)
         imu_rows = _imu_noise(staged, settings, seed) if settings.imu is not None else {}
         intrinsics = _intrinsics(staged) if settings.depth is not None or moving else {}
-        motion = BagMotion.read(staged, source=src) if moving else None
+        motion = BagMotion.read(staged, imu_topic, odom_topic, source=src) if moving else None
         with open_bag(staged) as reader:
             hook = _NoiseHook(imu_rows, intrinsics, settings, seed, not reader.is2, reader.typestore)
             if motion is not None:

@@ -92,3 +92,15 @@ def test_bag_without_the_camera_imu_or_tf_is_a_clear_error(run, tmp_path, drop, 
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and all(w in result.stderr for w in words), result.stderr
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_camera_imu_under_another_name_is_named_by_option(run, tmp_path):  # noqa: F811
+    source = run / "bags" / "demo"
+    renamed = ["--rename-topic", "/imu_camera=/cam/imu"]
+    refused = run_grade("postprocess", str(source), "--blur", *renamed, "--out", str(tmp_path / "a"))
+    assert refused.returncode == 2 and "/imu_camera" in refused.stderr and "Traceback" not in refused.stderr
+    named = run_grade("postprocess", str(source), "--blur", *renamed, "--imu-topic", "/cam/imu",
+                      "--out", str(tmp_path / "b"))
+    assert named.returncode == 0, named.stderr
+    assert _images(tmp_path / "b", "/camera/rgb/image_raw")
