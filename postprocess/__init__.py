@@ -17,8 +17,17 @@ _EXPORTS = {
     "export_rerun": "rerun_export", "process_run": "process_run", "process_bag": "process_bag",
 }
 __all__ = [
-    "DEFAULT_FRAMES", "ViewResult", "export_rerun", "plot_imu", "plot_trajectory", "read_scene_layout",
-    "process_bag", "process_run", "render_contact_sheet", "select_frames", "view_run",
+    "DEFAULT_FRAMES",
+    "ViewResult",
+    "export_rerun",
+    "plot_imu",
+    "plot_trajectory",
+    "process_bag",
+    "process_run",
+    "read_scene_layout",
+    "render_contact_sheet",
+    "select_frames",
+    "view_run",
 ]
 
 

@@ -22,8 +22,8 @@ from core.formats.imu import IMU_FILE
 from core.formats.occupancy import OCCUPANCY_FILE, OccupancyMap, read_occupancy
 from core.formats.placement import PLACEMENT_FILE, load_placement
 from core.formats.states import STATES_FILE, RobotPath
-from core.recording import GT_DIR, SCENE_DIR, Camera, Recording
 from core.outputs import output_lock
+from core.recording import GT_DIR, SCENE_DIR, Camera, Recording
 from core.rundir import atomic_write_bytes
 from postprocess import DEFAULT_FRAMES
 

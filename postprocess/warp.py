@@ -59,10 +59,32 @@ def rays(K: np.ndarray, frame_pose: np.ndarray, poses: np.ndarray) -> tuple[np.n
     """Per pose of `poses` (..., 4, 4): the matrix A (..., 3, 3) taking a pixel (col, row, 1) to its ray
     direction in the frame camera, and the pose's centre o (..., 3) in the frame camera (metres), float64."""
     K = np.asarray(K, np.float64)
-    relative = np.linalg.inv(np.asarray(frame_pose, np.float64)) @ np.asarray(poses, np.float64)  # frame <- pose
+    poses = np.asarray(poses, np.float64)
     k_inv = np.array([[1 / K[0, 0], 0, -K[0, 2] / K[0, 0]], [0, 1 / K[1, 1], -K[1, 2] / K[1, 1]], [0, 0, 1]])
     # Analytic inverse: np.linalg.inv's last-bit differences would move identity warps off the pixel centres.
-    return np.ascontiguousarray(relative[..., :3, :3] @ k_inv), np.ascontiguousarray(relative[..., :3, 3])
+    A, o = _compose_rays(np.linalg.inv(np.asarray(frame_pose, np.float64)), poses.reshape(-1, 4, 4), k_inv)
+    return A.reshape(poses.shape[:-2] + (3, 3)), o.reshape(poses.shape[:-2] + (3,))
+
+
+@njit(cache=True, nogil=True)
+def _compose_rays(frame_inv, poses, k_inv):
+    """`rays` for poses (N, 4, 4): (frame_inv @ pose)[:3, :3] @ k_inv and (frame_inv @ pose)[:3, 3], as a
+    compiled loop (numpy's stacked small products cost more than the arithmetic, and a BLAS call for
+    them would leave its threads spinning against the warp kernels' on a small machine)."""
+    count = len(poses)
+    A, o = np.empty((count, 3, 3)), np.empty((count, 3))
+    rotation = np.empty((3, 3))
+    for n in range(count):
+        for i in range(3):
+            for k in range(3):
+                rotation[i, k] = (frame_inv[i, 0] * poses[n, 0, k] + frame_inv[i, 1] * poses[n, 1, k]
+                                  + frame_inv[i, 2] * poses[n, 2, k])
+            o[n, i] = (frame_inv[i, 0] * poses[n, 0, 3] + frame_inv[i, 1] * poses[n, 1, 3]
+                       + frame_inv[i, 2] * poses[n, 2, 3] + frame_inv[i, 3])
+        for i in range(3):
+            for k in range(3):
+                A[n, i, k] = rotation[i, 0] * k_inv[0, k] + rotation[i, 1] * k_inv[1, k] + rotation[i, 2] * k_inv[2, k]
+    return A, o
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -10,13 +10,24 @@ import trimesh
 from pxr import Usd, UsdGeom, UsdSkel
 
 from asset_converters import (
-    Animation, Light, Material, SceneMesh, SkinnedMesh, SourceInfo, load_animation, load_meta, posed_meshes,
-    read_meshes, write_animated_package, write_environment_package, write_object_package,
+    Animation,
+    Light,
+    Material,
+    SceneMesh,
+    SkinnedMesh,
+    SourceInfo,
+    load_animation,
+    load_meta,
+    posed_meshes,
+    read_meshes,
+    write_animated_package,
+    write_environment_package,
+    write_object_package,
 )
 from asset_converters.animated import TRACE_TOLERANCE, joint_world_transforms
-from core.geometry import axis_angle_to_quat_wxyz
 from core.errors import InputError
 from core.formats.manifest import StageStatus, stage_status
+from core.geometry import axis_angle_to_quat_wxyz
 
 
 def bending_bar(frames: int = 12) -> Animation:
@@ -111,7 +122,7 @@ def test_environment_package_polygon_occupancy_and_labels(tmp_path):
     np.testing.assert_allclose(env.bounds[1], [4, 4, 2.5])
     grids = np.load(out / "occupancy.npz")
     res, origin = float(grids["map2d_resolution"]), grids["map2d_origin"]
-    cell = lambda x, y: tuple(((np.array([x, y]) - origin) / res).astype(int))  # noqa: E731
+    cell = lambda x, y: tuple(((np.array([x, y]) - origin) / res).astype(int))
     assert grids["map2d"][cell(3.0, 1.24)] == 1  # table edge
     assert grids["map2d"][cell(1.0, 1.0)] == 0  # free floor
     assert grids["map2d"][cell(3.0, 3.0)] == 2  # outside the L

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +19,8 @@ import yaml
 
 from asset_converters.procedural import build_demo_assets
 from tests.conftest import CONFIGS
-from tests.test_view import environment_package, write_run
 from tests.smpl_fixtures import build_model, save_npz
+from tests.test_view import environment_package, write_run
 
 pytestmark = pytest.mark.slow
 

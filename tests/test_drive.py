@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import run_grade
+
 from core.errors import InputError
 from simulation.robots.drive import (
     COMMAND_SECONDS,

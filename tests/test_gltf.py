@@ -24,8 +24,8 @@ from asset_converters import load_meta, posed_meshes, read_meshes
 from asset_converters.animated import TRACE_TOLERANCE, joint_world_transforms, skin_vertices
 from asset_converters.gltf import convert_animated_gltf, load_gltf_animation, read_gltf, sample_sampler
 from asset_converters.mesh import MeshOptions, convert_mesh_file
-from core.geometry import Y_UP_TO_Z_UP
 from core.errors import InputError
+from core.geometry import Y_UP_TO_Z_UP
 
 FLOAT, UBYTE, USHORT = 5126, 5121, 5123
 

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import shapely
 import trimesh
-from pydantic import ValidationError
 from conftest import run_grade
 from PIL import Image
+from pydantic import ValidationError
 
 from asset_converters import (
     Animation,
@@ -31,10 +31,10 @@ from asset_converters import (
 )
 from asset_converters.front3d import convert_house
 from asset_converters.procedural import build_demo_assets
-from core.geometry import axis_angle_to_quat_wxyz
 from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from core.errors import ConfigError, InputError
 from core.formats.manifest import MANIFEST, write_manifest
+from core.geometry import axis_angle_to_quat_wxyz
 from placement import (
     ROBOT_VOLUMES,
     AnimationSchedule,

@@ -6,16 +6,15 @@ from typing import get_args
 
 import numpy as np
 import pytest
+from conftest import CONFIGS, run_grade
 from pxr import Usd, UsdGeom
 
 from asset_converters import load_meta, read_meshes
 from core.config import EnvironmentConfig, FlyingObjectsConfig, HumansConfig
 from core.config_io import load_experiment
-from pipeline.prepare import CONVERTERS, ROLE_FOLDERS, prepare
 from core.formats.manifest import MANIFEST
+from pipeline.prepare import CONVERTERS, ROLE_FOLDERS, prepare
 from placement import load_placement
-
-from conftest import CONFIGS, run_grade
 
 
 @pytest.mark.slow

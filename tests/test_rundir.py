@@ -43,10 +43,9 @@ def test_atomic_write_failure_keeps_old_content(tmp_path):
 
 def test_atomic_directory_commits_only_on_success(tmp_path):
     out = tmp_path / "pkg"
-    with pytest.raises(ValueError):
-        with atomic_directory(out) as tmp:
-            (tmp / "f.txt").write_text("half")
-            raise ValueError("interrupted")
+    with pytest.raises(ValueError), atomic_directory(out) as tmp:
+        (tmp / "f.txt").write_text("half")
+        raise ValueError("interrupted")
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []
     with atomic_directory(out) as tmp:

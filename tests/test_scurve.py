@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import run_grade
+
 from core.errors import InputError
 from core.seeding import generator
 from simulation.robots.calibration import calibrate, fit_network, read_recording, step_responses

@@ -20,10 +20,10 @@ from asset_converters.animated import TRACE_TOLERANCE
 from asset_converters.smpl import convert_sequence, forward, load_body_model, read_sequence
 from asset_converters.smpl.body_model import SMPL_JOINT_NAMES, find_body_model
 from asset_converters.smpl.sequences import MotionSequence, detected_up, resample
-from core.geometry import Y_UP_TO_Z_UP
 from asset_converters.usd_io import get_semantic_label
 from core.errors import InputError
 from core.formats.manifest import StageStatus, stage_status
+from core.geometry import Y_UP_TO_Z_UP
 from core.seeding import generator
 
 AMASS = "amass/dmpl_sample.npz"
