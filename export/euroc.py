@@ -1,0 +1,159 @@
+"""EuRoC/ASL sequences (`grade export euroc`): one folder per recording and camera in the layout of the EuRoC
+MAV dataset, so visual-inertial pipelines (ORB-SLAM3, OpenVINS, Kalibr) and evo read it unchanged.
+
+    <sequence>/mav0/cam0/data.csv, data/<ns>.png, sensor.yaml     the camera's images (colour PNGs as recorded)
+    <sequence>/mav0/imu0/data.csv, sensor.yaml                     gyro and accelerometer, sensor frame
+    <sequence>/mav0/state_groundtruth_estimate0/data.csv           the camera's pose, velocity, zero biases
+
+The body frame B is the camera's optical frame (z forward, x right, y down), so the ground truth equals the
+recording's camera poses at the camera's frame times: cam0's T_BS is the identity and imu0's is the IMU's pose
+in the optical frame, known when the IMU sits on the camera's link. Timestamps are simulation time in integer
+nanoseconds (rounded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Sequence as Seq
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from core.config import CameraConfig, ImuConfig, Mount
+from core.errors import InputError
+from core.formats.imu import ImuSeries
+from core.geometry import compose, matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from core.progress import track
+from core.recording import Camera, Recording
+from export.common import ExportFolder, Sequence, export_folder, open_sequences
+from export.tum import camera_config, check_images, image_file, sequence_folder
+from simulation.embedded.sensors import BODY_TO_OPTICAL
+from simulation.robots.mjcf import rpy_quat
+
+NS_PER_S = 1e9
+CAMERA_HEADER = "#timestamp [ns],filename"
+IMU_HEADER = ("#timestamp [ns],w_RS_S_x [rad s^-1],w_RS_S_y [rad s^-1],w_RS_S_z [rad s^-1],"
+              "a_RS_S_x [m s^-2],a_RS_S_y [m s^-2],a_RS_S_z [m s^-2]")
+STATE_HEADER = ("#timestamp, p_RS_R_x [m], p_RS_R_y [m], p_RS_R_z [m], q_RS_w [], q_RS_x [], q_RS_y [], q_RS_z [], "
+                "v_RS_R_x [m s^-1], v_RS_R_y [m s^-1], v_RS_R_z [m s^-1], b_w_RS_S_x [rad s^-1], "
+                "b_w_RS_S_y [rad s^-1], b_w_RS_S_z [rad s^-1], b_a_RS_S_x [m s^-2], b_a_RS_S_y [m s^-2], "
+                "b_a_RS_S_z [m s^-2]")
+
+
+@dataclass(frozen=True)
+class EurocOptions:
+    imu: str | None = None  # the IMU for imu0; None: the one on the camera's link, else the first
+    processed: bool = False  # rgb_blur images and the noisy IMU (gt/imu_noisy.npz) of `grade postprocess`
+
+
+def nanoseconds(times: np.ndarray | float) -> np.ndarray:
+    """Simulation seconds -> integer nanoseconds, rounded (a truncated 1/30 s would drift a nanosecond)."""
+    return np.rint(np.asarray(times, dtype=np.float64) * NS_PER_S).astype(np.int64)
+
+
+def _csv(header: str, rows: Iterable[Iterable[object]]) -> bytes:
+    """Comma-separated lines; floats as Python writes them (the shortest text that reads back exactly)."""
+    return (header + "\n" + "".join(",".join(map(str, row)) + "\n" for row in rows)).encode()
+
+
+def _mount_matrix(mount: Mount) -> np.ndarray:
+    """link <- sensor frame of a mount, as the simulation places it (simulation.physics.sensors)."""
+    return compose(quat_wxyz_to_matrix(rpy_quat(mount.rpy_deg)), mount.translation)
+
+
+def _t_bs(matrix: np.ndarray) -> dict[str, object]:
+    return {"cols": 4, "rows": 4, "data": [float(v) for v in matrix.reshape(-1)]}
+
+
+def _sensor_yaml(data: dict[str, object]) -> bytes:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120).encode()
+
+
+def choose_imu(recording: Recording, camera: CameraConfig, options: EurocOptions) -> ImuSeries | None:
+    """The IMU exported as imu0: `options.imu`, else the one mounted on the camera's link, else the first;
+    None when the robot has no IMU (the sequence is then visual only)."""
+    clean = recording.imu()
+    series = recording.imu(noisy=True) if options.processed else clean
+    if options.processed and clean and not series:
+        raise InputError("--processed needs the noisy IMU: post-process the run with `grade postprocess RUN --imu`",
+                         recording.path)
+    if options.imu is not None:
+        if options.imu not in series:
+            raise InputError(f"no IMU {options.imu!r} in this recording; available: {', '.join(series) or 'none'}",
+                             recording.path)
+        return series[options.imu]
+    on_link = [i.name for i in recording.experiment_config().robot.sensors.imus
+               if i.mount.link == camera.mount.link and i.name in series]
+    return series[on_link[0]] if on_link else next(iter(series.values()), None)
+
+
+def _imu_config(recording: Recording, name: str) -> ImuConfig:
+    return next(i for i in recording.experiment_config().robot.sensors.imus if i.name == name)
+
+
+def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options: EurocOptions) -> tuple[int, int]:
+    """One camera of one recording as an EuRoC sequence: images first (each atomic, kept on a rerun), then the
+    csv and yaml files. Returns (frames, IMU samples)."""
+    recording = sequence.recording
+    camera: Camera = recording.camera(name)
+    config = camera_config(recording, name)
+    root = f"{sequence_folder(sequence, name)}/mav0"
+    stamps = nanoseconds([frame.time for frame in camera])
+    for frame, ns in zip(track(camera.frames, f"EuRoC {sequence_folder(sequence, name)}"), stamps, strict=True):
+        folder.copy_image(image_file(frame, "rgb", options.processed), f"{root}/cam0/data/{ns}.png")
+    folder.write_bytes(f"{root}/cam0/data.csv", _csv(CAMERA_HEADER, ((ns, f"{ns}.png") for ns in stamps)))
+    K = camera[0].K
+    folder.write_bytes(f"{root}/cam0/sensor.yaml", _sensor_yaml({
+        "sensor_type": "camera",
+        "comment": f"GRADE camera {name} ({'rgb_blur' if options.processed else 'rgb'}); body frame B = its "
+                   "optical frame (z forward, x right, y down)",
+        "T_BS": _t_bs(np.eye(4)), "rate_hz": config.rate_hz, "resolution": [camera[0].width, camera[0].height],
+        "camera_model": "pinhole", "intrinsics": [float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2])],
+        "distortion_model": "radial-tangential", "distortion_coefficients": [0.0, 0.0, 0.0, 0.0]}))
+
+    poses = np.stack([frame.pose for frame in camera])
+    times = np.array([frame.time for frame in camera])
+    positions, quaternions = poses[:, :3, 3], matrix_to_quat_wxyz(poses[:, :3, :3])
+    velocities = np.gradient(positions, times, axis=0) if len(times) > 1 else np.zeros_like(positions)
+    state = np.hstack([positions, quaternions, velocities, np.zeros((len(times), 6))])
+    folder.write_bytes(f"{root}/state_groundtruth_estimate0/data.csv",
+                       _csv(STATE_HEADER, ([ns, *row] for ns, row in zip(stamps, state.tolist(), strict=True))))
+
+    imu = choose_imu(recording, config, options)
+    if imu is None:
+        return len(camera), 0
+    values = np.hstack([imu.angular_velocity, imu.linear_acceleration]).tolist()
+    folder.write_bytes(f"{root}/imu0/data.csv",
+                       _csv(IMU_HEADER, ([ns, *row] for ns, row in zip(nanoseconds(imu.time), values, strict=True))))
+    imu_config = _imu_config(recording, imu.name)
+    sensor: dict[str, object] = {"sensor_type": "imu", "comment": f"GRADE IMU {imu.name} "
+                                 f"({'noisy, grade postprocess' if options.processed else 'noise-free'})"}
+    if imu_config.mount.link == config.mount.link:  # fixed to the camera: optical <- IMU from the two mounts
+        optical = _mount_matrix(config.mount) @ BODY_TO_OPTICAL
+        sensor["T_BS"] = _t_bs(np.linalg.inv(optical) @ _mount_matrix(imu_config.mount))
+    else:
+        sensor["comment"] += (f"; mounted on {imu_config.mount.link}, not on the camera's link "
+                              f"{config.mount.link}, so T_BS is not a fixed transform and is left out")
+    sensor["rate_hz"] = imu_config.rate_hz
+    folder.write_bytes(f"{root}/imu0/sensor.yaml", _sensor_yaml(sensor))
+    return len(camera), len(imu.time)
+
+
+def export_euroc(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None,
+                 options: EurocOptions = EurocOptions()) -> dict[str, int]:
+    """Export each run's cameras as EuRoC/ASL sequences into `out`; rerunning the same call after an
+    interruption finishes the job. Returns what was written (sequences, frames, IMU samples)."""
+    sequences = open_sequences(runs, cameras)
+    for sequence in sequences:  # everything checked before the export folder is touched
+        for name in sequence.cameras:
+            check_images(sequence.recording, sequence.recording.camera(name), ("rgb",), options.processed)
+            choose_imu(sequence.recording, camera_config(sequence.recording, name), options)
+    recorded = {"cameras": list(cameras or []), "imu": options.imu, "processed": options.processed}
+    with export_folder(out, "euroc", recorded, sequences) as folder:
+        written = [_export_camera(folder, s, name, options) for s in sequences for name in s.cameras]
+        counts = {"sequences": len(written), "frames": sum(f for f, _ in written),
+                  "imu samples": sum(n for _, n in written)}
+        folder.finish(counts, [])
+    return counts

@@ -1,0 +1,166 @@
+"""TUM RGB-D sequences (`grade export tum`): one folder per recording and camera, laid out as the TUM RGB-D
+benchmark's, so RGB-D SLAM systems and evaluation tools (ORB-SLAM's TUM loaders, evo) read it unchanged.
+
+    <sequence>/rgb/<t>.png          the recorded (or, with `processed`, motion-blurred) colour image
+    <sequence>/depth/<t>.png        uint16 metres x 5000 (the benchmark's factor), 0 = invalid
+    <sequence>/rgb.txt, depth.txt   `timestamp filename`, one line per frame
+    <sequence>/associations.txt     `t_rgb rgb/<t>.png t_depth depth/<t>.png` (both rendered at the same time)
+    <sequence>/groundtruth.txt      `timestamp tx ty tz qx qy qz qw`: world <- the camera's optical frame
+    <sequence>/camera.yaml          pinhole intrinsics, resolution, depth factor, rate
+
+Timestamps are simulation seconds with 6 decimals, as in the benchmark and in the recording's poses.tum.
+The helpers for choosing a sequence folder and a frame's image files are shared with the EuRoC export.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence as Seq
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+import yaml
+
+from core.config import CameraConfig
+from core.errors import ConfigError, InputError
+from core.formats.images import PNG_COMPRESSION
+from core.formats.tum import tum_line
+from core.progress import track
+from core.recording import Camera, Frame, Recording
+from export.common import ExportFolder, Sequence, export_folder, open_sequences
+
+DEPTH_FACTOR = 5000.0  # TUM RGB-D: uint16 value = metres x 5000
+MAX_DEPTH_VALUE = np.iinfo(np.uint16).max
+# The `grade postprocess` output each image kind is replaced by with `processed`, and the flag that makes it.
+PROCESSED = {"rgb": "rgb_blur", "depth": "depth_noisy"}
+POSTPROCESS_FLAG = {"rgb": "--blur", "depth": "--depth MODEL"}
+
+
+def sequence_folder(sequence: Sequence, camera: str) -> str:
+    """The sequence's folder in the export: its name, with `_<camera>` when it exports several cameras (each
+    camera is a sequence of its own: one image stream and one ground-truth trajectory per folder)."""
+    return f"{sequence.name}_{camera}" if len(sequence.cameras) > 1 else sequence.name
+
+
+def image_file(frame: Frame, kind: str, processed: bool) -> Path | None:
+    """The file of `frame`'s `kind` ("rgb" or "depth") to export: the recorded one, or with `processed` its
+    `grade postprocess` version; None when there is none."""
+    if not processed:
+        return frame.path(kind) or (frame.path("depth_npy") if kind == "depth" else None)
+    path = frame.processed_path(PROCESSED[kind])
+    return path if path.is_file() else None
+
+
+def check_images(recording: Recording, camera: Camera, kinds: Seq[str], processed: bool) -> None:
+    """Every frame has each image `kind` to export: checked before the export folder is touched, so a run
+    without them fails with what to do and leaves nothing behind."""
+    if not len(camera):
+        raise InputError(f"camera {camera.name!r} recorded no frames", camera.folder)
+    for frame in camera:
+        for kind in kinds:
+            if image_file(frame, kind, processed) is not None:
+                continue
+            if processed:
+                raise InputError(f"camera {camera.name!r} frame {frame.index} has no {PROCESSED[kind]}: --processed "
+                                 f"needs the run post-processed with `grade postprocess RUN {POSTPROCESS_FLAG[kind]}`",
+                                 recording.path)
+            raise InputError(f"camera {camera.name!r} recorded no {kind} images (robot.sensors.cameras[].outputs)",
+                             camera.folder)
+
+
+def camera_config(recording: Recording, camera: str) -> CameraConfig:
+    """The camera's settings in the run's config (rate, mount)."""
+    for config in recording.experiment_config().robot.sensors.cameras:
+        if config.name == camera:
+            return config
+    raise InputError(f"camera {camera!r} has ground truth but is not in the run's config", recording.path)
+
+
+def stamp(time: float) -> str:
+    """A TUM timestamp: simulation seconds with 6 decimals, as `tum_line` writes them."""
+    return f"{time:.6f}"
+
+
+def tum_depth(depth: np.ndarray, depth_min: float, depth_max: float | None) -> np.ndarray:
+    """Metres (0 or non-finite = no return) -> TUM's uint16 (x 5000, rounded), 0 = invalid: also depths outside
+    [depth_min, depth_max] and those beyond 13.107 m, which the uint16 cannot hold (0 rather than a wrong,
+    saturated depth)."""
+    finite = np.where(np.isfinite(depth), depth, 0.0)
+    value = np.rint(finite * DEPTH_FACTOR)
+    keep = (finite > 0) & (finite >= depth_min) & (value <= MAX_DEPTH_VALUE)
+    if depth_max is not None:
+        keep &= finite <= depth_max
+    return np.where(keep, value, 0).astype(np.uint16)
+
+
+def _png(image: np.ndarray) -> bytes:
+    ok, data = cv2.imencode(".png", image, [cv2.IMWRITE_PNG_COMPRESSION, PNG_COMPRESSION])
+    if not ok:
+        raise InputError("could not encode the depth image as PNG")
+    return data.tobytes()
+
+
+@dataclass(frozen=True)
+class TumOptions:
+    processed: bool = False  # rgb_blur and depth_noisy instead of the recorded images
+    depth_min: float = 0.0  # m; nearer depth becomes 0 (invalid)
+    depth_max: float | None = None  # m; farther depth becomes 0
+
+    def check(self) -> None:
+        if self.depth_min < 0:
+            raise ConfigError(f"must be >= 0, got {self.depth_min}", field="--depth-min")
+        if self.depth_max is not None and self.depth_max <= self.depth_min:
+            raise ConfigError(f"must be greater than --depth-min ({self.depth_min}), got {self.depth_max}",
+                              field="--depth-max")
+
+
+def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options: TumOptions) -> int:
+    """One camera of one recording as a TUM sequence; images first (each atomic, kept on a rerun), then the
+    lists, which name only images already in place."""
+    camera, root = sequence.recording.camera(name), sequence_folder(sequence, name)
+    rgb, depth = [], []
+    for frame in track(camera.frames, f"TUM {root}"):
+        t = stamp(frame.time)
+        rgb_name, depth_name = f"rgb/{t}.png", f"depth/{t}.png"
+        folder.copy_image(image_file(frame, "rgb", options.processed), f"{root}/{rgb_name}")
+        if not folder.path(f"{root}/{depth_name}").is_file():
+            metres = frame.processed(PROCESSED["depth"]) if options.processed else frame.depth()
+            folder.write_bytes(f"{root}/{depth_name}", _png(tum_depth(metres, options.depth_min, options.depth_max)))
+        rgb.append(f"{t} {rgb_name}\n")
+        depth.append(f"{t} {depth_name}\n")
+    title = f"# sequence {sequence.name}, camera {name}, simulation time\n"
+    folder.write_bytes(f"{root}/rgb.txt", ("# color images\n" + title + "# timestamp filename\n"
+                                           + "".join(rgb)).encode())
+    folder.write_bytes(f"{root}/depth.txt", ("# depth maps (uint16, metres x 5000, 0 = invalid)\n" + title
+                                             + "# timestamp filename\n" + "".join(depth)).encode())
+    folder.write_bytes(f"{root}/associations.txt", "".join(r.rstrip("\n") + " " + d for r, d in zip(rgb, depth,
+                                                                                                  strict=True)).encode())
+    folder.write_bytes(f"{root}/groundtruth.txt", (
+        "# ground truth trajectory: world <- camera optical frame (z forward, x right, y down)\n" + title
+        + "# timestamp tx ty tz qx qy qz qw\n" + "".join(tum_line(f.time, f.pose) for f in camera)).encode())
+    first = camera[0]
+    intrinsics = {"camera": name, "model": "pinhole", "width": first.width, "height": first.height,
+                  "fx": float(first.K[0, 0]), "fy": float(first.K[1, 1]), "cx": float(first.K[0, 2]),
+                  "cy": float(first.K[1, 2]), "depth_factor": DEPTH_FACTOR,
+                  "rate_hz": camera_config(sequence.recording, name).rate_hz}
+    folder.write_bytes(f"{root}/camera.yaml", yaml.safe_dump(intrinsics, sort_keys=False).encode())
+    return len(camera)
+
+
+def export_tum(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None,
+               options: TumOptions = TumOptions()) -> dict[str, int]:
+    """Export each run's cameras as TUM RGB-D sequences into `out`; rerunning the same call after an
+    interruption finishes the job. Returns what was written (sequences, frames)."""
+    options.check()
+    sequences = open_sequences(runs, cameras)
+    for sequence in sequences:
+        for name in sequence.cameras:
+            check_images(sequence.recording, sequence.recording.camera(name), ("rgb", "depth"), options.processed)
+    recorded = {"cameras": list(cameras or []), "processed": options.processed, "depth_min": options.depth_min,
+                "depth_max": options.depth_max}
+    with export_folder(out, "tum", recorded, sequences) as folder:
+        frames = sum(_export_camera(folder, s, name, options) for s in sequences for name in s.cameras)
+        counts = {"sequences": sum(len(s.cameras) for s in sequences), "frames": frames}
+        folder.finish(counts, [])
+    return counts
