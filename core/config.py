@@ -330,6 +330,8 @@ class RecordingConfig(Strict):
     depth_encoding: Literal["32FC1", "16UC1"] = Field("32FC1", description="32FC1 metres or 16UC1 millimetres")
     depth_npy: StrictBool = Field(False, description="also save float32 depth in metres as .npy")
     human_vertices: StrictBool = Field(False, description="save posed human vertices per frame (large)")
+    class_map: Path | None = Field(None, description="YAML file overriding the global semantic class map "
+                                                     "(default: NYU40 + GRADE's extras; README 'Semantic classes')")
     checkpoint_period: PositiveFloat = Field(1.0, description="s between full simulator states in states.npz "
                                                               "(replay can start at any of them)")
 
@@ -498,6 +500,8 @@ class ExperimentConfig(Strict):
         objects.paths = [p if p.is_absolute() else fix(p) for p in objects.paths]
         if data.robot.tiago.s_curve is not None and not data.robot.tiago.s_curve.is_absolute():
             data.robot.tiago.s_curve = fix(data.robot.tiago.s_curve)
+        if data.recording.class_map is not None and not data.recording.class_map.is_absolute():
+            data.recording.class_map = fix(data.recording.class_map)
         return data
 
     def input_paths(self) -> dict[str, Path]:
@@ -515,6 +519,8 @@ class ExperimentConfig(Strict):
             found[f"flying_objects.paths.{i}"] = p
         if self.robot.tiago.s_curve is not None:
             found["robot.tiago.s_curve"] = self.robot.tiago.s_curve
+        if self.recording.class_map is not None:
+            found["recording.class_map"] = self.recording.class_map
         return found
 
 

@@ -22,13 +22,14 @@ from pathlib import Path
 
 from core.errors import GradeError
 from core.formats.asset_meta import META_FILE
+from core.formats.export import EXPORT_FILE
 from core.formats.manifest import MANIFEST
 from core.formats.run_info import RUN_FILE
 from core.formats.versions import schema_of
 
 LOCK_FILE = ".grade.lock"
 # Files whose `schema` field says the folder was written by GRADE (a run, an asset package, a stage).
-MARKER_FILES = (RUN_FILE, META_FILE, MANIFEST)
+MARKER_FILES = (RUN_FILE, META_FILE, MANIFEST, EXPORT_FILE)
 PARTIAL_SUFFIX = ".partial"
 # Hidden names of GRADE's atomic writes in progress (core.rundir): a file's .tmp, a folder's .partial / .old.
 TEMP_SUFFIXES = (".tmp", PARTIAL_SUFFIX, ".old")

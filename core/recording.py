@@ -140,8 +140,12 @@ class Frame:
     def processed(self, kind: str) -> np.ndarray | None:
         """A `grade postprocess` output (rgb_blur, instance_blur, semantic_blur, depth_noisy: core.formats.images),
         None when it was not made. depth_noisy is float32 metres with 0 = invalid."""
-        path = self.folder / frame_file(kind, self.index)
+        path = self.processed_path(kind)
         return read_image(path, kind, self.width, self.height) if path.is_file() else None
+
+    def processed_path(self, kind: str) -> Path:
+        """Where the `grade postprocess` output `kind` of this frame is (it may not have been made)."""
+        return self.folder / frame_file(kind, self.index)
 
 
 @dataclass(frozen=True)

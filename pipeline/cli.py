@@ -14,6 +14,7 @@ from core.config_io import dump_yaml, expand_batch, load_batch, load_experiment,
 from core.errors import GradeError
 from core.outputs import output_lock
 from core.progress import console
+from export.cli import export_app
 from placement.cli import place_command
 from postprocess.cli import postprocess_command, view_command
 from simulation.robots.cli import robot_app
@@ -29,6 +30,7 @@ config_app = typer.Typer(help="Validate and inspect experiment and batch configs
 app.add_typer(config_app, name="config")
 app.add_typer(convert_app, name="convert")
 app.add_typer(robot_app, name="robot")
+app.add_typer(export_app, name="export")
 app.command("place")(place_command)
 app.command("view")(view_command)
 app.command("postprocess")(postprocess_command)

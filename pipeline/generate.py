@@ -18,6 +18,7 @@ from pathlib import Path
 
 from core.config import ExperimentConfig
 from core.errors import InputError
+from core.formats.class_map import read_class_map
 from core.formats.humans import HUMANS_DIR
 from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
 from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info, write_run_info
@@ -32,7 +33,7 @@ log = get_logger("generate")
 
 RECORD_OUTPUTS = (STATES_FILE, BAGS_DIR, GT_DIR, HUMANS_DIR, RUN_FILE)
 PARTIAL = ".record.partial"
-RECORD_VERSION = "record/1"
+RECORD_VERSION = "record/2"  # 2: semantic ids from the global class map
 PROGRESS_EVERY = 24  # physics steps between progress updates
 # The named random streams of a run (core.seeding), listed with their seeds in run.json; the lights'
 # streams are "simulation/randomization/lights/<epoch>", one per re-randomisation period.
@@ -48,10 +49,11 @@ class GenerateResult:
 
 
 def record_hash(config: ExperimentConfig, scene: Path) -> str:
-    """What a recording depends on: the config (where it is written and what is applied afterwards excepted)
-    and the composed scene."""
+    """What a recording depends on: the config (where it is written and what is applied afterwards excepted),
+    the class map it labels with (the file's contents, not its path) and the composed scene."""
     settings = config.model_dump(mode="json", exclude={"output_dir", "assets_dir", "postprocess"})
-    return content_hash(RECORD_VERSION, settings, (scene.parent / MANIFEST).read_text())
+    classes = read_class_map(config.recording.class_map).model_dump(mode="json")
+    return content_hash(RECORD_VERSION, settings, classes, (scene.parent / MANIFEST).read_text())
 
 
 def _install(partial: Path, run: Path) -> None:

@@ -63,10 +63,11 @@ class InstanceInfo:
     semantic_id: int
     asset_id: str  # the asset package's id
     kind: str  # "environment" | "human" | "object"
+    label: str | None = None  # the asset's own label, which the class map resolved to semantic_class
 
     def as_dict(self) -> dict:
         return {"prim_path": self.prim_path, "semantic_class": self.semantic_class, "semantic_id": self.semantic_id,
-                "asset_id": self.asset_id, "kind": self.kind}
+                "asset_id": self.asset_id, "kind": self.kind, "label": self.label}
 
 
 @dataclass(frozen=True)

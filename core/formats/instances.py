@@ -1,8 +1,9 @@
 """`gt/<camera>/instances.json` (schema "grade.instances/1"): what the ids in a camera's images stand for.
 
 `instances` maps each instance id (the value of a pixel in instance/NNNNNN.png, a JSON object key)
-to its prim path in scene.usda, semantic class and id (None / 0: unlabelled), asset id and kind
-(environment, human, object); `semantic_classes` maps every class name to its global semantic id.
+to its prim path in scene.usda, semantic class and id (None / 0: unlabelled; from the global class map,
+core.formats.class_map), asset id, kind (environment, human, object) and the asset's own label that the
+class map resolved; `semantic_classes` maps each class present to its global semantic id.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class InstanceEntry(BaseModel):
     semantic_id: int
     asset_id: str
     kind: Literal["environment", "human", "object"]
+    label: str | None = None  # the asset's own label (a 3D-FUTURE category, a model name) behind semantic_class
 
 
 class Instances(BaseModel):

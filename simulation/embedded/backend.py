@@ -18,6 +18,7 @@ import numpy as np
 
 from asset_converters import joint_world_transforms
 from core.config import ExperimentConfig
+from core.formats.class_map import read_class_map
 from core.errors import ConfigError, InputError
 from core.formats.placement import animation_time
 from simulation.backend import ActorStates, HumanInfo, ImuReading, InstanceInfo, LidarScan
@@ -62,7 +63,8 @@ class EmbeddedBackend:
         if scene_file.robot_kind != config.robot.kind:
             raise ConfigError(f"the scene {scene_file.path} was placed for robot {scene_file.robot_kind!r}, "
                               f"not {config.robot.kind!r}", field="robot.kind")
-        self.scene: EmbeddedScene = load_scene(scene_file, self._randomizer.roughness)
+        self.scene: EmbeddedScene = load_scene(scene_file, self._randomizer.roughness,
+                                               read_class_map(config.recording.class_map))
         imus = [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None
         frames = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]
         frames += [SensorMount.from_config(sensors.lidar.name, sensors.lidar.mount)] if sensors.lidar else []

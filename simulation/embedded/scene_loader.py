@@ -6,7 +6,8 @@
 - Physics inputs: the environment's convex collision pieces, a capsule per human and a convex hull per
   flying object as kinematic bodies.
 - Instances (instances.json) and semantic classes: instance ids number environment meshes, then humans,
-  then flying objects, from 1; semantic ids number the scene's classes in sorted order, from 1.
+  then flying objects, from 1; semantic ids come from the global class map (core.formats.class_map), which
+  resolves each asset label to a class, so every run speaks the same ids.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pxr import Usd, UsdGeom, UsdLux
 from asset_converters import Light, read_meshes
 from core.errors import InputError
 from core.formats.asset_meta import load_meta
+from core.formats.class_map import DEFAULT_CLASS_MAP, UNLABELLED_ID, ClassMap, Kind
 from core.formats.scene_layout import ENVIRONMENT_PRIM, scene_prim_path
 from simulation.backend import InstanceInfo
 from simulation.embedded.actors import HumanModel, HumanTrack, ObjectTrack, object_parts
@@ -98,8 +100,10 @@ class _Textures:
         return self._images[path]
 
 
-def load_scene(scene: SceneFile, roughness: RoughnessDraw = None) -> EmbeddedScene:
-    """Load the packages of a scene file (`read_scene_file` has checked every reference)."""
+def load_scene(scene: SceneFile, roughness: RoughnessDraw = None,
+               class_map: ClassMap = DEFAULT_CLASS_MAP) -> EmbeddedScene:
+    """Load the packages of a scene file (`read_scene_file` has checked every reference), labelled with
+    `class_map`."""
     textures = _Textures()
     env = scene.environment
     floor = load_meta(env.package).environment.floor_height
@@ -119,9 +123,11 @@ def load_scene(scene: SceneFile, roughness: RoughnessDraw = None) -> EmbeddedSce
             raise InputError("the object package has no meshes", scene.path, prim.prim_path)
         objects.append(ObjectTrack(prim, merge_parts(parts), np.concatenate([p.vertices for p in parts]), label))
 
-    labels = {m.semantic_label for m in env_meshes} | {h.model.animation.semantic_label for h in humans}
-    labels |= {o.label for o in objects}
-    classes = {label: i for i, label in enumerate(sorted(label for label in labels if label), start=1)}
+    labelled: list[tuple[str | None, Kind]] = [(m.semantic_label, "environment") for m in env_meshes]
+    labelled += [(h.model.animation.semantic_label, "human") for h in humans]
+    labelled += [(o.label, "object") for o in objects]
+    resolved = [class_map.resolve(label, kind) for label, kind in labelled]
+    classes = {name: class_map.classes[name] for name in sorted(set(resolved) - {None}, key=class_map.classes.get)}
     count = len(env_meshes) + len(humans) + len(objects)
     if count > MAX_INSTANCE_ID:
         raise InputError(f"{count} instances exceed the {MAX_INSTANCE_ID} ids of uint16 instance images", scene.path)
@@ -131,18 +137,19 @@ def load_scene(scene: SceneFile, roughness: RoughnessDraw = None) -> EmbeddedSce
     static = []
     for instance_id, (mesh, r) in enumerate(zip(env_meshes, rough), start=1):
         name = scene_prim_path(ENVIRONMENT_PRIM, mesh.prim_path)
-        semantic = classes.get(mesh.semantic_label, 0)
+        semantic = classes.get(resolved[instance_id - 1], UNLABELLED_ID)
         material = RenderMaterial(tuple(mesh.base_color), textures(mesh.texture) if mesh.texture else None, float(r))
         static.append(RenderMesh(name, mesh.vertices, mesh.faces, instance_id, semantic, material,
                                  mesh.uvs if mesh.texture else None))
-        instances[instance_id] = InstanceInfo(name, mesh.semantic_label, semantic, env.asset_id, "environment")
+        instances[instance_id] = InstanceInfo(name, resolved[instance_id - 1], semantic, env.asset_id, "environment",
+                                              mesh.semantic_label)
     dynamic = []
     for instance_id, actor in enumerate([*humans, *objects], start=len(static) + 1):
-        label = actor.model.animation.semantic_label if isinstance(actor, HumanTrack) else actor.label
-        semantic = classes.get(label, 0)
+        label, kind = labelled[instance_id - 1]
+        name = resolved[instance_id - 1]
+        semantic = classes.get(name, UNLABELLED_ID)
         dynamic.append(actor.render_mesh(instance_id, semantic))
-        kind = "human" if isinstance(actor, HumanTrack) else "object"
-        instances[instance_id] = InstanceInfo(actor.name, label, semantic, actor.prim.asset_id, kind)
+        instances[instance_id] = InstanceInfo(actor.name, name, semantic, actor.prim.asset_id, kind, label)
 
     lights = tuple(light_from_part(light) for light in read_lights(env.package / "asset.usdc"))
     render = RenderScene(static, dynamic, lights)

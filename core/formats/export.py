@@ -1,0 +1,55 @@
+"""`export.json` (schema "grade.export/1"): what an export folder (`grade export FORMAT RUN... --out OUT`) holds.
+
+Written first with `complete: false`, rewritten with `complete: true` when every file is in place. A rerun
+with the same format, options and sequences resumes (files already written are kept); anything else is
+refused, so one folder never mixes two exports. Each sequence names the run folder it came from and that
+run's record hash (run.json `asset_hashes` + config), so an export can be traced back to its recordings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.formats.versions import read_document, schema_tag
+from core.rundir import atomic_write_json
+
+EXPORT_KIND, EXPORT_MAJOR = "export", 1
+EXPORT_SCHEMA = schema_tag(EXPORT_KIND, EXPORT_MAJOR)
+EXPORT_FILE = "export.json"
+
+
+class ExportedSequence(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str  # unique within the export: the run folder's name, suffixed _2, _3, ... on a clash
+    run: str  # the run folder, absolute
+    cameras: list[str]
+    split: str | None = None  # train / val / test, for formats that split by sequence
+
+
+class ExportDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: str = Field(EXPORT_SCHEMA, alias="schema")
+    format: str
+    options: dict[str, Any]
+    sequences: list[ExportedSequence]
+    complete: bool = False
+    dropped_frames: list[str] = []  # "<sequence>/<camera>/<frame>: reason", frames left out by the filters
+    counts: dict[str, int] = {}  # images, annotations, ... as the format reports them
+
+    def same_job(self, other: ExportDocument) -> bool:
+        """Whether `other` asks for the same export (format, options, sequences): then a rerun resumes."""
+        keys = {"format", "options", "sequences"}
+        return self.model_dump(mode="json", include=keys) == other.model_dump(mode="json", include=keys)
+
+
+def write_export_document(folder: Path, document: ExportDocument) -> Path:
+    return atomic_write_json(Path(folder) / EXPORT_FILE, document.model_dump(mode="json", by_alias=True))
+
+
+def read_export_document(folder: Path) -> ExportDocument:
+    return read_document(Path(folder) / EXPORT_FILE, ExportDocument, EXPORT_KIND, EXPORT_MAJOR, EXPORT_FILE)

@@ -1,0 +1,125 @@
+"""`grade export {coco,yolo,tum,euroc} RUN... --out DIR`: the export commands, registered in pipeline/cli.py.
+Each command opens the recordings, holds the output folder and hands the work to its exporter module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from core.progress import console
+
+export_app = typer.Typer(help="Export recordings: COCO / YOLO training sets, TUM RGB-D / EuRoC sequences.",
+                         no_args_is_help=True)
+
+Runs = Annotated[list[Path], typer.Argument(metavar="RUN...", help="Recording folders (each holds run.json).")]
+Out = Annotated[Path, typer.Option("--out", help="Export folder (new, empty, or an interrupted export to resume).")]
+Cameras = Annotated[list[str] | None, typer.Option(
+    "--camera", help="Export only this camera (repeatable; default: every camera of each run).")]
+
+
+def report(summary: dict[str, int], out: Path) -> None:
+    """One line: what was written where."""
+    console.print(", ".join(f"{value} {key}" for key, value in summary.items()) + f" -> {out}", soft_wrap=True)
+
+
+ProcessedSensors = Annotated[bool, typer.Option(
+    "--processed", help="Use `grade postprocess` outputs: blurred RGB, noisy depth, noisy IMU (fails if not made).")]
+
+
+@export_app.command("tum")
+def tum_command(
+    runs: Runs,
+    out: Out,
+    camera: Cameras = None,
+    processed: ProcessedSensors = False,
+    depth_min: Annotated[float, typer.Option("--depth-min", metavar="M", min=0.0,
+                                             help="Depth nearer than this becomes 0 (invalid).")] = 0.0,
+    depth_max: Annotated[float | None, typer.Option("--depth-max", metavar="M", min=0.0,
+                                                    help="Depth farther than this becomes 0 (invalid).")] = None,
+) -> None:
+    """TUM RGB-D sequences: rgb/, depth/ (uint16, metres x 5000), rgb.txt, depth.txt, associations.txt,
+    groundtruth.txt (the camera's optical frame, simulation time) and camera.yaml; one folder per run and
+    camera."""
+    from export.tum import TumOptions, export_tum
+
+    report(export_tum(runs, out, camera, TumOptions(processed, depth_min, depth_max)), out)
+
+
+@export_app.command("euroc")
+def euroc_command(
+    runs: Runs,
+    out: Out,
+    camera: Cameras = None,
+    imu: Annotated[str | None, typer.Option(
+        "--imu", metavar="NAME", help="IMU for imu0 (default: the one on the camera's link, else the first).")] = None,
+    processed: ProcessedSensors = False,
+) -> None:
+    """EuRoC/ASL sequences: mav0/cam0 (images, data.csv, sensor.yaml), imu0 and state_groundtruth_estimate0
+    (the camera's optical-frame poses, nanosecond simulation time); one folder per run and camera."""
+    from export.euroc import EurocOptions, export_euroc
+
+    report(export_euroc(runs, out, camera, EurocOptions(imu, processed)), out)
+
+
+def _filters(min_box: int, max_aspect: float, min_visible: float, bad_frames: bool):
+    from export.annotate import Filters
+
+    return Filters(min_box=min_box, max_aspect=max_aspect, min_visible=min_visible, bad_frames=bad_frames)
+
+
+Categories = Annotated[str, typer.Option(
+    "--categories", help="coco (COCO's 80 classes and ids, person = 1), nyu40 (the global class map) or a YAML "
+                         "file of categories (README 'Exporting training sets').")]
+Processed = Annotated[bool, typer.Option(
+    "--processed", help="Export the post-processed images (rgb_blur with its blur-aware labels) instead of the "
+                        "clean ones; needs `grade postprocess RUN --blur` first.")]
+MinBox = Annotated[int, typer.Option("--min-box", min=1, help="Drop instances whose box is narrower or lower (px).")]
+MaxAspect = Annotated[float, typer.Option("--max-aspect", min=1.0, help="Drop instances whose box is more elongated.")]
+MinVisible = Annotated[float, typer.Option(
+    "--min-visible", min=0.0, max=1.0, help="Drop instances less visible than this (1 - occlusion ratio).")]
+BadFrames = Annotated[bool, typer.Option(
+    "--bad-frame-filter/--no-bad-frame-filter", help="Drop frames that are mostly dark and near, or very near "
+                                                     "(GRADE's filter); export.json lists them.")]
+Seed = Annotated[int, typer.Option("--seed", min=0, help="Seed of the split by sequence.")]
+
+
+@export_app.command("coco")
+def coco_command(runs: Runs, out: Out, camera: Cameras = None, categories: Categories = "coco",
+                 processed: Processed = False,
+                 split: Annotated[str | None, typer.Option(
+                     "--split", help="Split by sequence, e.g. train=0.8,val=0.2 (default: one instances.json).")]
+                 = None,
+                 keypoints: Annotated[bool, typer.Option(
+                     "--keypoints/--no-keypoints", help="COCO person keypoints from the recorded skeletons.")] = True,
+                 min_box: MinBox = 3, max_aspect: MaxAspect = 100.0, min_visible: MinVisible = 0.0,
+                 bad_frames: BadFrames = True, seed: Seed = 0) -> None:
+    """COCO instances (boxes, RLE masks, person keypoints) of one or many recordings."""
+    from export.coco import export_coco
+    from export.common import open_sequences, parse_split
+
+    fractions = parse_split(split) if split is not None else None
+    counts = export_coco(open_sequences(runs, camera), out, categories, _filters(min_box, max_aspect, min_visible,
+                                                                                 bad_frames),
+                         processed, fractions, seed, keypoints)
+    report(counts, out)
+
+
+@export_app.command("yolo")
+def yolo_command(runs: Runs, out: Out, camera: Cameras = None,
+                 task: Annotated[str, typer.Option("--task", help="detect (boxes) or segment (polygons).")]
+                 = "detect",
+                 categories: Categories = "coco", processed: Processed = False,
+                 split: Annotated[str, typer.Option(
+                     "--split", help="Split by sequence (a sequence is never on two sides), seeded.")]
+                 = "train=0.8,val=0.2",
+                 min_box: MinBox = 3, max_aspect: MaxAspect = 100.0, min_visible: MinVisible = 0.0,
+                 bad_frames: BadFrames = True, seed: Seed = 0) -> None:
+    """YOLO detection or segmentation training set (data.yaml, images/, labels/) of one or many recordings."""
+    from export.common import open_sequences, parse_split
+    from export.yolo import export_yolo
+
+    counts = export_yolo(open_sequences(runs, camera), out, task, categories,
+                         _filters(min_box, max_aspect, min_visible, bad_frames), processed, parse_split(split), seed)
+    report(counts, out)

@@ -1,0 +1,157 @@
+"""What every exporter shares: the recordings as named sequences, the split by sequence, and the export
+folder's life cycle (lock, export.json, resume, atomic image copies).
+
+A sequence is one recording (run folder); its cameras are exported as separate image streams but always
+land on the same side of a split, so no scene is seen in training and validation both.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator, Sequence as Seq
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import ConfigError, GradeError, InputError
+from core.formats.export import (
+    EXPORT_FILE,
+    ExportDocument,
+    ExportedSequence,
+    read_export_document,
+    write_export_document,
+)
+from core.outputs import output_lock
+from core.recording import Recording
+from core.rundir import DIRECTORY_MODE, atomic_write_bytes
+from core.seeding import generator
+
+SPLITS = ("train", "val", "test")
+DEFAULT_SPLIT = {"train": 0.8, "val": 0.2}  # GRADE's 80/20
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """One recording to export, with the name it has inside the export."""
+
+    name: str
+    recording: Recording
+    cameras: list[str]
+    split: str | None = None
+
+    def entry(self) -> ExportedSequence:
+        return ExportedSequence(name=self.name, run=str(self.recording.path.resolve()), cameras=self.cameras,
+                                split=self.split)
+
+
+def open_sequences(runs: Seq[Path], cameras: Seq[str] | None = None) -> list[Sequence]:
+    """Each run opened with `Recording.open` (complete runs only), named after its folder (`_2`, `_3`, ... on
+    a clash), with the cameras to export: `cameras` (each must exist in every run), else all of the run's."""
+    if not runs:
+        raise ConfigError("name at least one recording (a run folder written by `grade generate`)", field="RUN")
+    sequences, used = [], set()
+    for run in runs:
+        recording = Recording.open(run)
+        chosen = list(cameras) if cameras else recording.cameras
+        for camera in chosen:
+            recording.camera(camera)  # InputError listing the cameras it has
+        if not chosen:
+            raise InputError("the recording has no camera ground truth (gt/<camera>/frames.jsonl)", run)
+        name, suffix = Path(run).resolve().name, 2
+        while name in used:
+            name, suffix = f"{Path(run).resolve().name}_{suffix}", suffix + 1
+        used.add(name)
+        sequences.append(Sequence(name, recording, chosen))
+    return sequences
+
+
+def parse_split(text: str) -> dict[str, float]:
+    """'train=0.8,val=0.2' -> fractions by split name (train, val, test), summing to 1."""
+    fractions: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, value = item.strip().partition("=")
+        try:
+            fraction = float(value)
+        except ValueError:
+            fraction = -1.0
+        if not sep or name not in SPLITS or name in fractions or not 0 <= fraction <= 1:
+            raise ConfigError(f"expected NAME=FRACTION items with NAME one of {', '.join(SPLITS)} and FRACTION "
+                              f"in [0, 1], got {item!r}", field="--split")
+        fractions[name] = fraction
+    if abs(sum(fractions.values()) - 1) > 1e-6:
+        raise ConfigError(f"the fractions must sum to 1, got {sum(fractions.values()):g}", field="--split")
+    return fractions
+
+
+def assign_splits(sequences: list[Sequence], fractions: dict[str, float], seed: int) -> list[Sequence]:
+    """Each sequence on one side: a seeded shuffle of the sequences, cut by `fractions` (rounded so each
+    split with a positive fraction gets at least one sequence while there are enough; with a single
+    sequence, everything goes to the first split, train)."""
+    order = generator(seed, "export.split").permutation(len(sequences))
+    names = [name for name in SPLITS if fractions.get(name, 0) > 0]
+    counts = np.floor(np.array([fractions[n] for n in names]) * len(sequences)).astype(int)
+    for i in range(len(names)):  # give empty splits one sequence, taken from the largest, while possible
+        if counts[i] == 0 and counts.max() > 1:
+            counts[i], counts[int(np.argmax(counts))] = 1, counts.max() - 1
+    counts[0] += len(sequences) - counts.sum()
+    labels = np.repeat(names, counts)
+    out = list(sequences)
+    for position, index in enumerate(order):
+        s = sequences[index]
+        out[index] = Sequence(s.name, s.recording, s.cameras, str(labels[position]))
+    return out
+
+
+class ExportFolder:
+    """An export folder held for writing: export.json first (complete: false), files, export.json last."""
+
+    def __init__(self, root: Path, document: ExportDocument):
+        self.root, self.document = root, document
+
+    def path(self, relative: str | Path) -> Path:
+        return self.root / relative
+
+    def copy_image(self, source: Path, relative: str | Path) -> Path:
+        """`source` placed at `relative`, atomically; kept when already there with the same size (a resumed
+        export). Hard-linked when on the same file system (recordings are never modified in place), else
+        copied."""
+        target = self.root / relative
+        if target.is_file() and target.stat().st_size == source.stat().st_size:
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True, mode=DIRECTORY_MODE)
+        temporary = target.with_name(f".{target.name}.tmp")
+        temporary.unlink(missing_ok=True)
+        try:
+            os.link(source, temporary)
+        except OSError:
+            shutil.copyfile(source, temporary)
+        os.replace(temporary, target)
+        return target
+
+    def write_bytes(self, relative: str | Path, data: bytes) -> Path:
+        return atomic_write_bytes(self.root / relative, data)
+
+    def finish(self, counts: dict[str, int], dropped: list[str]) -> None:
+        self.document = self.document.model_copy(update={"complete": True, "counts": counts,
+                                                          "dropped_frames": dropped})
+        write_export_document(self.root, self.document)
+
+
+@contextmanager
+def export_folder(out: Path, fmt: str, options: dict[str, Any], sequences: list[Sequence]) -> Iterator[ExportFolder]:
+    """Lock `out` (one writer), refuse a folder holding another export, record the job, yield the folder.
+    The caller writes its files and calls `finish`; an interrupted export is resumed by the same command."""
+    document = ExportDocument(format=fmt, options=options, sequences=[s.entry() for s in sequences])
+    with output_lock(out, what="export folder") as root:
+        if (root / EXPORT_FILE).is_file():
+            previous = read_export_document(root)
+            if not previous.same_job(document):
+                raise GradeError(f"the folder holds another export ({previous.format} of "
+                                 f"{', '.join(s.name for s in previous.sequences)}, other options); choose a new "
+                                 "--out, or rerun that export's exact command to resume it", root / EXPORT_FILE)
+        write_export_document(root, document)
+        yield ExportFolder(root, document)

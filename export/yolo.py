@@ -1,0 +1,104 @@
+"""YOLO (Ultralytics layout) detection or segmentation training sets from one or many recordings.
+
+    data.yaml                                     path, the splits' image folders, names {index: category}
+    images/<split>/<sequence>_<camera>_NNNNNN.png
+    labels/<split>/<sequence>_<camera>_NNNNNN.txt one line per object (none for a frame without objects)
+    export.json                                   the job, counts and the frames the bad-frame filter dropped
+
+detect lines are `class cx cy w h`, segment lines `class x1 y1 x2 y2 ...`, all normalised by the image size.
+Class indices number the export's categories (export.categories) in category-id order from 0. Boxes are the
+mask's pixel bounds in continuous coordinates (pixel col spans [col, col + 1)). A segment is the outer
+contour of each connected part of the mask through its boundary pixels' centres; several parts are joined
+into one polygon by zero-width bridges (out to each part and back), as YOLO allows one polygon per line.
+Sequences are split whole (export.common.assign_splits, seeded), so no sequence is on two sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import cv2
+import numpy as np
+import yaml
+from pycocotools import mask as mask_utils
+
+from core.errors import ConfigError
+from core.progress import get_logger
+from export.annotate import Filters, FrameLabels, ObjectLabel, compress, label_frame
+from export.categories import Categories
+from export.coco import FrameJob, frame_jobs, labelled_frames
+from export.common import DEFAULT_SPLIT, Sequence, assign_splits, export_folder
+
+TASKS = ("detect", "segment")
+DATA_FILE = "data.yaml"
+log = get_logger("export.yolo")
+
+
+def box_line(index: int, obj: ObjectLabel, width: int, height: int) -> str:
+    x0, y0, x1, y1 = obj.box
+    cx, cy = (x0 + x1 + 1) / 2 / width, (y0 + y1 + 1) / 2 / height
+    return f"{index} {cx:.6f} {cy:.6f} {(x1 - x0 + 1) / width:.6f} {(y1 - y0 + 1) / height:.6f}"
+
+
+def polygon(mask: np.ndarray) -> np.ndarray:
+    """(N, 2) pixel-centre polygon (x + 0.5, y + 0.5) of a binary mask's outer contours, parts joined by
+    zero-width bridges (module docstring)."""
+    contours, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    parts = [c.reshape(-1, 2) for c in sorted(contours, key=len, reverse=True)]
+    joined = np.concatenate([np.vstack([p, p[:1]]) if len(parts) > 1 else p for p in parts])
+    return joined.astype(np.float64) + 0.5
+
+
+def segment_line(index: int, rle: dict, width: int, height: int) -> str:
+    points = polygon(mask_utils.decode(rle)) / (width, height)
+    return f"{index} " + " ".join(f"{v:.6f}" for v in points.reshape(-1))
+
+
+def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", categories: str = "coco",
+                filters: Filters = Filters(), processed: bool = False, split: dict[str, float] | None = None,
+                seed: int = 0) -> dict[str, int]:
+    """Write a YOLO export of `sequences` into `out` (module docstring); returns the counts it reports."""
+    if task not in TASKS:
+        raise ConfigError(f"unknown task {task!r}; one of {', '.join(TASKS)}", field="--task")
+    chosen = Categories.load(categories)
+    index = {c.id: i for i, c in enumerate(sorted(chosen.categories, key=lambda c: c.id))}
+    split = split or DEFAULT_SPLIT
+    sequences = assign_splits(sequences, split, seed)
+    if len(sequences) == 1 and len(split) > 1:
+        log.warning("one sequence: all of it is in %s; export more runs to get the other splits (a sequence is "
+                     "never split)", sequences[0].split)
+    options = {"task": task, "categories": categories, "filters": asdict(filters), "processed": processed,
+               "split": split, "seed": seed}
+
+    def label(job: FrameJob) -> FrameLabels:
+        return label_frame(job.frame, job.camera.instances, chosen, filters, processed)
+
+    with export_folder(out, "yolo", options, sequences) as folder:
+        counts = {"images": 0, "labels": 0, "dropped frames": 0}
+        dropped = []
+        for job, labels in labelled_frames(frame_jobs(sequences), label, "YOLO export"):
+            if labels.dropped is not None:
+                dropped.append(f"{job.sequence.name}/{job.camera.name}/{job.frame.index:06d}: {labels.dropped}")
+                continue
+            stem = f"{job.sequence.split}/{job.sequence.name}_{job.camera.name}_{job.frame.index:06d}"
+            folder.copy_image(labels.image, f"images/{stem}.png")
+            if task == "detect":
+                lines = [box_line(index[o.category.id], o, labels.width, labels.height) for o in labels.objects]
+            else:
+                rles = compress([o.counts for o in labels.objects], labels.height, labels.width)
+                lines = [segment_line(index[o.category.id], rle, labels.width, labels.height)
+                         for o, rle in zip(labels.objects, rles, strict=True)]
+            folder.write_bytes(f"labels/{stem}.txt", "".join(f"{line}\n" for line in lines).encode())
+            counts["images"] += 1
+            counts["labels"] += len(lines)
+        counts["dropped frames"] = len(dropped)
+        for name in split:  # every split data.yaml names exists, even when no sequence fell in it
+            for kind in ("images", "labels"):
+                folder.path(f"{kind}/{name}").mkdir(parents=True, exist_ok=True)
+        data = {"path": str(folder.root.resolve()),
+                **{name: f"images/{name}" for name in split if split[name] > 0},
+                "names": {index[c.id]: c.name for c in chosen.categories}}
+        folder.write_bytes(DATA_FILE, yaml.safe_dump(data, sort_keys=False).encode())
+        folder.finish(counts, dropped)
+    return counts
