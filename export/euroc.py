@@ -26,7 +26,7 @@ from core.errors import InputError
 from core.formats.imu import ImuSeries
 from core.geometry import compose, matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from core.progress import track
-from core.recording import Camera, Recording
+from core.recording import Recording
 from export.common import ExportFolder, Sequence, export_folder, open_sequences
 from export.tum import camera_config, check_images, image_file, sequence_folder
 from simulation.embedded.sensors import BODY_TO_OPTICAL
@@ -97,7 +97,7 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     """One camera of one recording as an EuRoC sequence: images first (each atomic, kept on a rerun), then the
     csv and yaml files. Returns (frames, IMU samples)."""
     recording = sequence.recording
-    camera: Camera = recording.camera(name)
+    camera = recording.camera(name)
     config = camera_config(recording, name)
     root = f"{sequence_folder(sequence, name)}/mav0"
     stamps = nanoseconds([frame.time for frame in camera])

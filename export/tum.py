@@ -97,7 +97,7 @@ def tum_depth(depth: np.ndarray, depth_min: float, depth_max: float | None) -> n
 def _png(image: np.ndarray) -> bytes:
     ok, data = cv2.imencode(".png", image, [cv2.IMWRITE_PNG_COMPRESSION, PNG_COMPRESSION])
     if not ok:
-        raise InputError("could not encode the depth image as PNG")
+        raise OSError("could not encode a depth image as PNG")
     return data.tobytes()
 
 
@@ -119,26 +119,24 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     """One camera of one recording as a TUM sequence; images first (each atomic, kept on a rerun), then the
     lists, which name only images already in place."""
     camera, root = sequence.recording.camera(name), sequence_folder(sequence, name)
-    rgb, depth = [], []
-    for frame in track(camera.frames, f"TUM {root}"):
-        t = stamp(frame.time)
-        rgb_name, depth_name = f"rgb/{t}.png", f"depth/{t}.png"
-        folder.copy_image(image_file(frame, "rgb", options.processed), f"{root}/{rgb_name}")
-        if not folder.path(f"{root}/{depth_name}").is_file():
+    stamps = [stamp(frame.time) for frame in camera]
+    for frame, t in zip(track(camera.frames, f"TUM {root}"), stamps, strict=True):
+        folder.copy_image(image_file(frame, "rgb", options.processed), f"{root}/rgb/{t}.png")
+        if not folder.path(f"{root}/depth/{t}.png").is_file():
             metres = frame.processed(PROCESSED["depth"]) if options.processed else frame.depth()
-            folder.write_bytes(f"{root}/{depth_name}", _png(tum_depth(metres, options.depth_min, options.depth_max)))
-        rgb.append(f"{t} {rgb_name}\n")
-        depth.append(f"{t} {depth_name}\n")
+            folder.write_bytes(f"{root}/depth/{t}.png", _png(tum_depth(metres, options.depth_min, options.depth_max)))
     title = f"# sequence {sequence.name}, camera {name}, simulation time\n"
-    folder.write_bytes(f"{root}/rgb.txt", ("# color images\n" + title + "# timestamp filename\n"
-                                           + "".join(rgb)).encode())
-    folder.write_bytes(f"{root}/depth.txt", ("# depth maps (uint16, metres x 5000, 0 = invalid)\n" + title
-                                             + "# timestamp filename\n" + "".join(depth)).encode())
-    folder.write_bytes(f"{root}/associations.txt", "".join(r.rstrip("\n") + " " + d for r, d in zip(rgb, depth,
-                                                                                                  strict=True)).encode())
-    folder.write_bytes(f"{root}/groundtruth.txt", (
-        "# ground truth trajectory: world <- camera optical frame (z forward, x right, y down)\n" + title
-        + "# timestamp tx ty tz qx qy qz qw\n" + "".join(tum_line(f.time, f.pose) for f in camera)).encode())
+    lists = {
+        "rgb.txt": "# color images\n" + title + "# timestamp filename\n" + "".join(f"{t} rgb/{t}.png\n" for t in stamps),
+        "depth.txt": "# depth maps (uint16, metres x 5000, 0 = invalid)\n" + title + "# timestamp filename\n"
+                     + "".join(f"{t} depth/{t}.png\n" for t in stamps),
+        "associations.txt": "".join(f"{t} rgb/{t}.png {t} depth/{t}.png\n" for t in stamps),
+        "groundtruth.txt": "# ground truth trajectory: world <- camera optical frame (z forward, x right, y down)\n"
+                           + title + "# timestamp tx ty tz qx qy qz qw\n"
+                           + "".join(tum_line(frame.time, frame.pose) for frame in camera),
+    }
+    for file, text in lists.items():
+        folder.write_bytes(f"{root}/{file}", text.encode())
     first = camera[0]
     intrinsics = {"camera": name, "model": "pinhole", "width": first.width, "height": first.height,
                   "fx": float(first.K[0, 0]), "fy": float(first.K[1, 1]), "cx": float(first.K[0, 2]),
