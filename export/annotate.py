@@ -76,6 +76,17 @@ def image_path(frame: Frame, processed: bool) -> Path:
     return path
 
 
+def check_frames(frames: list[Frame], processed: bool) -> None:
+    """InputError for the first frame whose RGB or instance image is missing, before anything is written."""
+    for frame in frames:
+        image_path(frame, processed)
+        kind = PROCESSED_KINDS["instance"] if processed else CLEAN_KINDS["instance"]
+        path = frame.processed_path(kind) if processed else frame.path(kind)
+        if path is None or not path.is_file():
+            raise InputError(f"frame {frame.index} has no {kind} image (the camera must record instance masks"
+                             f"{'; run `grade postprocess RUN --blur` first' if processed else ''})", frame.folder)
+
+
 def _instance_image(frame: Frame, processed: bool) -> np.ndarray:
     image = frame.processed(PROCESSED_KINDS["instance"]) if processed else frame.instance()
     if image is None:

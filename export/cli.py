@@ -89,7 +89,7 @@ Seed = Annotated[int, typer.Option("--seed", min=0, help="Seed of the split by s
 def coco_command(runs: Runs, out: Out, camera: Cameras = None, categories: Categories = "coco",
                  processed: Processed = False,
                  split: Annotated[str | None, typer.Option(
-                     "--split", help="Split by sequence, e.g. train=0.8,val=0.2 (default: one instances.json).")]
+                     "--split", help="Split by sequence, e.g. train=0.8,val=0.2 (default: one instances_all.json).")]
                  = None,
                  keypoints: Annotated[bool, typer.Option(
                      "--keypoints/--no-keypoints", help="COCO person keypoints from the recorded skeletons.")] = True,

@@ -3,7 +3,7 @@
 Layout of the export folder:
 
     images/<sequence>/<camera>/NNNNNN.png      the frames (hard links to the recording where possible)
-    annotations/instances.json                 or instances_<split>.json per split (--split)
+    annotations/instances_all.json             or instances_<split>.json per split (--split)
     export.json                                the job, counts and the frames the bad-frame filter dropped
 
 Every image entry carries COCO's id, file_name, width and height plus `sequence`, `camera`, `frame` and
@@ -26,12 +26,13 @@ from typing import Any
 
 from core.progress import track
 from core.recording import Camera, Frame
-from export.annotate import FrameLabels, Filters, compress, label_frame
-from export.categories import Categories
+from export.annotate import FrameLabels, Filters, check_frames, compress, label_frame
+from export.categories import COCO_KEYPOINTS, Categories
 from export.common import ExportFolder, Sequence, assign_splits, export_folder
 from export.keypoints import SkeletonTrack, project_keypoints
 
 ANNOTATIONS_DIR = "annotations"
+UNLABELLED = {"keypoints": [0] * 3 * len(COCO_KEYPOINTS), "num_keypoints": 0}  # a person without a skeleton
 IMAGES_DIR = "images"
 
 
@@ -90,9 +91,9 @@ def coco_annotations(folder: ExportFolder, sequences: list[Sequence], categories
             entry = {"id": annotation_id, "image_id": image_id, "category_id": obj.category.id,
                      "bbox": [x0, y0, x1 - x0 + 1, y1 - y0 + 1], "area": float(obj.area), "segmentation": rle,
                      "iscrowd": 0, "instance_id": obj.instance_id}
-            if obj.category.is_person and truth is not None:
-                entry |= truth.keypoints(skeleton, job.camera.instances.instances[obj.instance_id].prim_path,
-                                         obj.instance_id)
+            if obj.category.is_person and keypoints:
+                prim = job.camera.instances.instances[obj.instance_id].prim_path
+                entry |= truth.keypoints(skeleton, prim, obj.instance_id) if truth is not None else UNLABELLED
             document["annotations"].append(entry)
     return documents, dropped
 
@@ -106,7 +107,7 @@ class _KeypointTruth:
     def keypoints(self, skeleton: SkeletonTrack, prim_path: str, instance_id: int) -> dict[str, Any]:
         found = skeleton.keypoints_world(prim_path, self.frame.time)
         if found is None:
-            return {}
+            return UNLABELLED
         flat = project_keypoints(*found, self.frame.pose, self.frame.K, self.depth, self.instance, instance_id)
         return {"keypoints": flat, "num_keypoints": sum(1 for v in flat[2::3] if v > 0)}
 
@@ -125,13 +126,14 @@ def export_coco(sequences: list[Sequence], out: Path, categories: str = "coco", 
         sequences = assign_splits(sequences, split, seed)
     options = {"categories": categories, "filters": asdict(filters), "processed": processed, "split": split,
                "seed": seed, "keypoints": keypoints}
+    check_frames([job.frame for job in frame_jobs(sequences)], processed)
     with export_folder(out, "coco", options, sequences) as folder:
         documents, dropped = coco_annotations(folder, sequences, chosen, filters, processed, keypoints)
         if not documents:
             documents[None if split is None else "train"] = _empty(chosen)
         for name, document in sorted(documents.items(), key=lambda kv: kv[0] or ""):
-            file = f"instances_{name}.json" if name else "instances.json"
-            folder.write_bytes(f"{ANNOTATIONS_DIR}/{file}", json.dumps(document, separators=(",", ":")).encode())
+            folder.write_bytes(f"{ANNOTATIONS_DIR}/instances_{name or 'all'}.json",
+                               json.dumps(document, separators=(",", ":")).encode())
         counts = {"images": sum(len(d["images"]) for d in documents.values()),
                   "annotations": sum(len(d["annotations"]) for d in documents.values()),
                   "dropped frames": len(dropped)}

@@ -88,16 +88,19 @@ def parse_split(text: str) -> dict[str, float]:
 
 
 def assign_splits(sequences: list[Sequence], fractions: dict[str, float], seed: int) -> list[Sequence]:
-    """Each sequence on one side: a seeded shuffle of the sequences, cut by `fractions` (rounded so each
-    split with a positive fraction gets at least one sequence while there are enough; with a single
-    sequence, everything goes to the first split, train)."""
+    """Each sequence on one side: a seeded shuffle of the sequences, cut by `fractions` (largest-remainder
+    rounding, then each split with a positive fraction gets at least one sequence while there are enough;
+    a single sequence goes to the largest split)."""
     order = generator(seed, "export.split").permutation(len(sequences))
     names = [name for name in SPLITS if fractions.get(name, 0) > 0]
-    counts = np.floor(np.array([fractions[n] for n in names]) * len(sequences)).astype(int)
+    exact = np.array([fractions[n] for n in names]) * len(sequences)
+    counts = np.floor(exact).astype(int)
+    for i in np.argsort(-(exact - counts), kind="stable")[:len(sequences) - counts.sum()]:  # largest remainders
+        counts[i] += 1
     for i in range(len(names)):  # give empty splits one sequence, taken from the largest, while possible
         if counts[i] == 0 and counts.max() > 1:
-            counts[i], counts[int(np.argmax(counts))] = 1, counts.max() - 1
-    counts[0] += len(sequences) - counts.sum()
+            counts[int(np.argmax(counts))] -= 1
+            counts[i] = 1
     labels = np.repeat(names, counts)
     out = list(sequences)
     for position, index in enumerate(order):

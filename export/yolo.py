@@ -1,6 +1,6 @@
 """YOLO (Ultralytics layout) detection or segmentation training sets from one or many recordings.
 
-    data.yaml                                     path, the splits' image folders, names {index: category}
+    data.yaml                                     the splits' image folders, names {index: category}
     images/<split>/<sequence>_<camera>_NNNNNN.png
     labels/<split>/<sequence>_<camera>_NNNNNN.txt one line per object (none for a frame without objects)
     export.json                                   the job, counts and the frames the bad-frame filter dropped
@@ -8,8 +8,10 @@
 detect lines are `class cx cy w h`, segment lines `class x1 y1 x2 y2 ...`, all normalised by the image size.
 Class indices number the export's categories (export.categories) in category-id order from 0. Boxes are the
 mask's pixel bounds in continuous coordinates (pixel col spans [col, col + 1)). A segment is the outer
-contour of each connected part of the mask through its boundary pixels' centres; several parts are joined
-into one polygon by zero-width bridges (out to each part and back), as YOLO allows one polygon per line.
+contour of each connected part of the mask, its vertices the boundary pixels' indices (col, row), so that
+filling it with OpenCV, as Ultralytics and supervision do, gives the mask back (whole for simply connected
+parts; holes are filled); several parts are joined into one polygon by zero-width bridges (out to each part
+and back), as YOLO allows one polygon per line.
 Sequences are split whole (export.common.assign_splits, seeded), so no sequence is on two sides.
 """
 
@@ -25,7 +27,7 @@ from pycocotools import mask as mask_utils
 
 from core.errors import ConfigError
 from core.progress import get_logger
-from export.annotate import Filters, FrameLabels, ObjectLabel, compress, label_frame
+from export.annotate import Filters, FrameLabels, ObjectLabel, check_frames, compress, label_frame
 from export.categories import Categories
 from export.coco import FrameJob, frame_jobs, labelled_frames
 from export.common import DEFAULT_SPLIT, Sequence, assign_splits, export_folder
@@ -42,12 +44,12 @@ def box_line(index: int, obj: ObjectLabel, width: int, height: int) -> str:
 
 
 def polygon(mask: np.ndarray) -> np.ndarray:
-    """(N, 2) pixel-centre polygon (x + 0.5, y + 0.5) of a binary mask's outer contours, parts joined by
-    zero-width bridges (module docstring)."""
+    """(N, 2) polygon (pixel indices x, y) of a binary mask's outer contours, parts joined by zero-width
+    bridges (module docstring)."""
     contours, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     parts = [c.reshape(-1, 2) for c in sorted(contours, key=len, reverse=True)]
     joined = np.concatenate([np.vstack([p, p[:1]]) if len(parts) > 1 else p for p in parts])
-    return joined.astype(np.float64) + 0.5
+    return joined.astype(np.float64)
 
 
 def segment_line(index: int, rle: dict, width: int, height: int) -> str:
@@ -74,10 +76,12 @@ def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", cate
     def label(job: FrameJob) -> FrameLabels:
         return label_frame(job.frame, job.camera.instances, chosen, filters, processed)
 
+    jobs = frame_jobs(sequences)
+    check_frames([job.frame for job in jobs], processed)
     with export_folder(out, "yolo", options, sequences) as folder:
         counts = {"images": 0, "labels": 0, "dropped frames": 0}
         dropped = []
-        for job, labels in labelled_frames(frame_jobs(sequences), label, "YOLO export"):
+        for job, labels in labelled_frames(jobs, label, "YOLO export"):
             if labels.dropped is not None:
                 dropped.append(f"{job.sequence.name}/{job.camera.name}/{job.frame.index:06d}: {labels.dropped}")
                 continue
@@ -96,8 +100,8 @@ def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", cate
         for name in split:  # every split data.yaml names exists, even when no sequence fell in it
             for kind in ("images", "labels"):
                 folder.path(f"{kind}/{name}").mkdir(parents=True, exist_ok=True)
-        data = {"path": str(folder.root.resolve()),
-                **{name: f"images/{name}" for name in split if split[name] > 0},
+        # No `path`: Ultralytics then resolves the splits against data.yaml's folder, so the export can move.
+        data = {**{name: f"images/{name}" for name in split if split[name] > 0},
                 "names": {index[c.id]: c.name for c in chosen.categories}}
         folder.write_bytes(DATA_FILE, yaml.safe_dump(data, sort_keys=False).encode())
         folder.finish(counts, dropped)
