@@ -48,6 +48,9 @@ class Filters:
     near_only_fraction: float = 0.40
 
 
+DEFAULT_FILTERS = Filters()
+
+
 @dataclass(frozen=True)
 class ObjectLabel:
     instance_id: int

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +163,7 @@ class Categories:
 def _words(label: str | None) -> list[str]:
     """The label's words and its runs of two words ("potted_plant", "teddy_bear"), longest first."""
     words = [w for w in re.split("_", snake(label or "")) if w]
-    pairs = [f"{a}_{b}" for a, b in zip(words, words[1:], strict=False)]
+    pairs = [f"{a}_{b}" for a, b in pairwise(words)]
     return pairs + words
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from core.progress import track
 from core.recording import Camera, Frame
-from export.annotate import FrameLabels, Filters, check_frames, compress, label_frame
+from export.annotate import DEFAULT_FILTERS, Filters, FrameLabels, check_frames, compress, label_frame
 from export.categories import COCO_KEYPOINTS, Categories
 from export.common import ExportFolder, Sequence, assign_splits, export_folder
 from export.keypoints import SkeletonTrack, project_keypoints
@@ -117,7 +117,7 @@ def _empty(categories: Categories) -> dict[str, Any]:
             "annotations": [], "categories": categories.coco()}
 
 
-def export_coco(sequences: list[Sequence], out: Path, categories: str = "coco", filters: Filters = Filters(),
+def export_coco(sequences: list[Sequence], out: Path, categories: str = "coco", filters: Filters = DEFAULT_FILTERS,
                 processed: bool = False, split: dict[str, float] | None = None, seed: int = 0,
                 keypoints: bool = True) -> dict[str, int]:
     """Write a COCO export of `sequences` into `out` (module docstring); returns the counts it reports."""

@@ -27,7 +27,7 @@ from pycocotools import mask as mask_utils
 
 from core.errors import ConfigError
 from core.progress import get_logger
-from export.annotate import Filters, FrameLabels, ObjectLabel, check_frames, compress, label_frame
+from export.annotate import DEFAULT_FILTERS, Filters, FrameLabels, ObjectLabel, check_frames, compress, label_frame
 from export.categories import Categories
 from export.coco import FrameJob, frame_jobs, labelled_frames
 from export.common import DEFAULT_SPLIT, Sequence, assign_splits, export_folder
@@ -58,7 +58,7 @@ def segment_line(index: int, rle: dict, width: int, height: int) -> str:
 
 
 def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", categories: str = "coco",
-                filters: Filters = Filters(), processed: bool = False, split: dict[str, float] | None = None,
+                filters: Filters = DEFAULT_FILTERS, processed: bool = False, split: dict[str, float] | None = None,
                 seed: int = 0) -> dict[str, int]:
     """Write a YOLO export of `sequences` into `out` (module docstring); returns the counts it reports."""
     if task not in TASKS:

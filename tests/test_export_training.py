@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import supervision as sv
 import yaml
-from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 from scipy import ndimage
