@@ -19,9 +19,12 @@ when more than `near_only_fraction` are closer than `near_depth` (a camera press
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import cv2
 import numpy as np
 from pycocotools import mask as mask_utils
 
@@ -67,6 +70,8 @@ class FrameLabels:
     height: int
     objects: list[ObjectLabel]
     dropped: str | None  # the reason the frame is left out, None when kept
+    instance: np.ndarray  # the instance image the labels come from
+    clean_depth: np.ndarray | None  # the recorded depth, when it was read (for keypoint visibility)
 
 
 def image_path(frame: Frame, processed: bool) -> Path:
@@ -99,16 +104,19 @@ def _instance_image(frame: Frame, processed: bool) -> np.ndarray:
     return image
 
 
-def bad_frame_reason(rgb: np.ndarray, depth: np.ndarray | None, filters: Filters) -> str | None:
-    """GRADE's bad-frame rule (module docstring) for one frame; None when the frame is fine."""
+def bad_frame_reason(rgb: Callable[[], np.ndarray], depth: np.ndarray | None, filters: Filters) -> str | None:
+    """GRADE's bad-frame rule (module docstring) for one frame; None when the frame is fine. `rgb` loads the
+    image, only needed (and called) when the frame is near enough for darkness to matter."""
     if depth is None:
         return None
-    valid = np.isfinite(depth) & (depth > 0)
-    near = float(np.count_nonzero(valid & (depth < filters.near_depth))) / depth.size
+    near = float(np.count_nonzero((depth > 0) & (depth < filters.near_depth))) / depth.size  # NaN compares False
     if near > filters.near_only_fraction:
         return f"{near:.0%} of the pixels are closer than {filters.near_depth} m"
-    dark = float(np.count_nonzero((rgb <= filters.dark_level).all(axis=2))) / depth.size
-    if dark > filters.dark_fraction and near > filters.near_fraction:
+    if near <= filters.near_fraction:
+        return None
+    level = filters.dark_level
+    dark = cv2.countNonZero(cv2.inRange(rgb(), (0, 0, 0), (level, level, level))) / depth.size
+    if dark > filters.dark_fraction:
         return f"{dark:.0%} of the pixels are dark and {near:.0%} closer than {filters.near_depth} m"
     return None
 
@@ -134,6 +142,8 @@ def run_length_counts(instance: np.ndarray, ids: list[int]) -> dict[int, list[in
 
 def compress(counts: list[list[int]], height: int, width: int) -> list[dict]:
     """COCO's compressed RLE ({"size": [h, w], "counts": str}) of uncompressed counts, by pycocotools."""
+    if not counts:
+        return []  # pycocotools fails on an empty list
     encoded = mask_utils.frPyObjects([{"size": [height, width], "counts": c} for c in counts], height, width)
     return [{"size": [height, width], "counts": e["counts"].decode("ascii")} for e in encoded]
 
@@ -143,12 +153,14 @@ def label_frame(frame: Frame, instances: Instances, categories: Categories, filt
     """The objects of `frame` that pass `filters`, or the reason the frame is dropped."""
     image = image_path(frame, processed)
     instance = _instance_image(frame, processed)
+    clean_depth = None
     if filters.bad_frames:
         depth = frame.processed(PROCESSED_KINDS["depth"]) if processed else frame.depth()
-        rgb = frame.processed(PROCESSED_KINDS["rgb"]) if processed else frame.rgb()
+        clean_depth = None if processed else depth
+        rgb = functools.partial(frame.processed, PROCESSED_KINDS["rgb"]) if processed else frame.rgb
         reason = bad_frame_reason(rgb, depth, filters)
         if reason is not None:
-            return FrameLabels(image, frame.width, frame.height, [], reason)
+            return FrameLabels(image, frame.width, frame.height, [], reason, instance, clean_depth)
     occlusion = {box.instance_id: box.occlusionRatio for box in frame.boxes_2d_tight if not box.empty}
     stats = PixelStats.of_rows(instance, 0)
     kept: list[tuple[int, Category, tuple[int, int, int, int], int]] = []
@@ -167,4 +179,4 @@ def label_frame(frame: Frame, instances: Instances, categories: Categories, filt
         kept.append((i, category, (x0, y0, x1, y1), int(stats.counts[i])))
     counts = run_length_counts(instance, [k[0] for k in kept])
     objects = [ObjectLabel(i, category, box, area, counts[i]) for i, category, box, area in kept]
-    return FrameLabels(image, frame.width, frame.height, objects, None)
+    return FrameLabels(image, frame.width, frame.height, objects, None, instance, clean_depth)

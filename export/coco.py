@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core.progress import track
 from core.recording import Camera, Frame
@@ -31,6 +31,7 @@ from export.categories import COCO_KEYPOINTS, Categories
 from export.common import ExportFolder, Sequence, assign_splits, export_folder
 from export.keypoints import SkeletonTrack, project_keypoints
 
+T = TypeVar("T")
 ANNOTATIONS_DIR = "annotations"
 UNLABELLED = {"keypoints": [0] * 3 * len(COCO_KEYPOINTS), "num_keypoints": 0}  # a person without a skeleton
 IMAGES_DIR = "images"
@@ -54,8 +55,8 @@ def frame_jobs(sequences: list[Sequence]) -> list[FrameJob]:
             for f in s.recording.camera(c)]
 
 
-def labelled_frames(jobs: list[FrameJob], label: Callable[[FrameJob], FrameLabels],
-                    description: str) -> Iterator[tuple[FrameJob, FrameLabels]]:
+def labelled_frames(jobs: list[FrameJob], label: Callable[[FrameJob], T],
+                    description: str) -> Iterator[tuple[FrameJob, T]]:
     """Each job with its labels, in order, decoded on a thread per core (PNG decoding releases the GIL)."""
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         yield from track(zip(jobs, pool.map(label, jobs), strict=True), description, total=len(jobs))
@@ -64,16 +65,31 @@ def labelled_frames(jobs: list[FrameJob], label: Callable[[FrameJob], FrameLabel
 def coco_annotations(folder: ExportFolder, sequences: list[Sequence], categories: Categories, filters: Filters,
                      processed: bool, keypoints: bool) -> tuple[dict[str | None, dict[str, Any]], list[str]]:
     """Copy the frames into `folder` and build one COCO document per split (key None without splits), with
-    the frames the bad-frame filter dropped."""
+    the frames the bad-frame filter dropped. Frames are labelled, encoded and given keypoints on the worker
+    threads; this thread numbers them."""
     skeletons = {s.name: SkeletonTrack(h) for s in sequences if keypoints and (h := s.recording.humans()) is not None}
 
-    def label(job: FrameJob) -> FrameLabels:
-        return label_frame(job.frame, job.camera.instances, categories, filters, processed)
+    def annotate(job: FrameJob) -> tuple[FrameLabels, list[dict[str, Any]]]:
+        labels = label_frame(job.frame, job.camera.instances, categories, filters, processed)
+        rles = compress([o.counts for o in labels.objects], labels.height, labels.width)
+        entries = []
+        truth = None
+        for obj, rle in zip(labels.objects, rles, strict=True):
+            x0, y0, x1, y1 = obj.box
+            entry = {"category_id": obj.category.id, "bbox": [x0, y0, x1 - x0 + 1, y1 - y0 + 1],
+                     "area": float(obj.area), "segmentation": rle, "iscrowd": 0, "instance_id": obj.instance_id}
+            if obj.category.is_person and keypoints:
+                truth = truth or _KeypointTruth(job.frame, labels, processed)
+                prim = job.camera.instances.instances[obj.instance_id].prim_path
+                entry |= truth.keypoints(skeletons.get(job.sequence.name), prim, obj.instance_id)
+            entries.append(entry)
+        return labels, entries
 
     documents: dict[str | None, dict[str, Any]] = {}
     dropped: list[str] = []
     annotation_id = 0
-    for image_id, (job, labels) in enumerate(labelled_frames(frame_jobs(sequences), label, "COCO export"), start=1):
+    jobs = frame_jobs(sequences)
+    for image_id, (job, (labels, entries)) in enumerate(labelled_frames(jobs, annotate, "COCO export"), start=1):
         if labels.dropped is not None:
             dropped.append(f"{job.sequence.name}/{job.camera.name}/{job.frame.index:06d}: {labels.dropped}")
             continue
@@ -82,30 +98,23 @@ def coco_annotations(folder: ExportFolder, sequences: list[Sequence], categories
         document["images"].append({"id": image_id, "file_name": job.file_name, "width": labels.width,
                                    "height": labels.height, "sequence": job.sequence.name,
                                    "camera": job.camera.name, "frame": job.frame.index, "time": job.frame.time})
-        rles = compress([o.counts for o in labels.objects], labels.height, labels.width)
-        skeleton = skeletons.get(job.sequence.name)
-        truth = _KeypointTruth(job.frame) if skeleton is not None else None
-        for obj, rle in zip(labels.objects, rles, strict=True):
+        for entry in entries:
             annotation_id += 1
-            x0, y0, x1, y1 = obj.box
-            entry = {"id": annotation_id, "image_id": image_id, "category_id": obj.category.id,
-                     "bbox": [x0, y0, x1 - x0 + 1, y1 - y0 + 1], "area": float(obj.area), "segmentation": rle,
-                     "iscrowd": 0, "instance_id": obj.instance_id}
-            if obj.category.is_person and keypoints:
-                prim = job.camera.instances.instances[obj.instance_id].prim_path
-                entry |= truth.keypoints(skeleton, prim, obj.instance_id) if truth is not None else UNLABELLED
-            document["annotations"].append(entry)
+            document["annotations"].append({"id": annotation_id, "image_id": image_id, **entry})
     return documents, dropped
 
 
 class _KeypointTruth:
-    """The clean depth and instance images of a frame, read once for all its people."""
+    """The clean depth and instance images of a frame (those the labels read when they are clean), read once
+    for all its people."""
 
-    def __init__(self, frame: Frame):
-        self.frame, self.depth, self.instance = frame, frame.depth(), frame.instance()
+    def __init__(self, frame: Frame, labels: FrameLabels, processed: bool):
+        self.frame = frame
+        self.instance = frame.instance() if processed else labels.instance
+        self.depth = labels.clean_depth if labels.clean_depth is not None else frame.depth()
 
-    def keypoints(self, skeleton: SkeletonTrack, prim_path: str, instance_id: int) -> dict[str, Any]:
-        found = skeleton.keypoints_world(prim_path, self.frame.time)
+    def keypoints(self, skeleton: SkeletonTrack | None, prim_path: str, instance_id: int) -> dict[str, Any]:
+        found = skeleton.keypoints_world(prim_path, self.frame.time) if skeleton is not None else None
         if found is None:
             return UNLABELLED
         flat = project_keypoints(*found, self.frame.pose, self.frame.K, self.depth, self.instance, instance_id)

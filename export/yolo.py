@@ -23,11 +23,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 import yaml
-from pycocotools import mask as mask_utils
 
 from core.errors import ConfigError
 from core.progress import get_logger
-from export.annotate import DEFAULT_FILTERS, Filters, FrameLabels, ObjectLabel, check_frames, compress, label_frame
+from export.annotate import DEFAULT_FILTERS, Filters, FrameLabels, ObjectLabel, check_frames, label_frame
 from export.categories import Categories
 from export.coco import FrameJob, frame_jobs, labelled_frames
 from export.common import DEFAULT_SPLIT, Sequence, assign_splits, export_folder
@@ -52,8 +51,10 @@ def polygon(mask: np.ndarray) -> np.ndarray:
     return joined.astype(np.float64)
 
 
-def segment_line(index: int, rle: dict, width: int, height: int) -> str:
-    points = polygon(mask_utils.decode(rle)) / (width, height)
+def segment_line(index: int, obj: ObjectLabel, instance: np.ndarray) -> str:
+    """The object's polygon line, traced inside its box (the rest of the image holds none of its pixels)."""
+    x0, y0, x1, y1 = obj.box
+    points = (polygon(instance[y0:y1 + 1, x0:x1 + 1] == obj.instance_id) + (x0, y0)) / instance.shape[::-1]
     return f"{index} " + " ".join(f"{v:.6f}" for v in points.reshape(-1))
 
 
@@ -73,26 +74,24 @@ def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", cate
     options = {"task": task, "categories": categories, "filters": asdict(filters), "processed": processed,
                "split": split, "seed": seed}
 
-    def label(job: FrameJob) -> FrameLabels:
-        return label_frame(job.frame, job.camera.instances, chosen, filters, processed)
+    def label(job: FrameJob) -> tuple[FrameLabels, list[str]]:
+        """The frame's labels and its label-file lines, made on a worker thread."""
+        labels = label_frame(job.frame, job.camera.instances, chosen, filters, processed)
+        if task == "detect":
+            return labels, [box_line(index[o.category.id], o, labels.width, labels.height) for o in labels.objects]
+        return labels, [segment_line(index[o.category.id], o, labels.instance) for o in labels.objects]
 
     jobs = frame_jobs(sequences)
     check_frames([job.frame for job in jobs], processed)
     with export_folder(out, "yolo", options, sequences) as folder:
         counts = {"images": 0, "labels": 0, "dropped frames": 0}
         dropped = []
-        for job, labels in labelled_frames(jobs, label, "YOLO export"):
+        for job, (labels, lines) in labelled_frames(jobs, label, "YOLO export"):
             if labels.dropped is not None:
                 dropped.append(f"{job.sequence.name}/{job.camera.name}/{job.frame.index:06d}: {labels.dropped}")
                 continue
             stem = f"{job.sequence.split}/{job.sequence.name}_{job.camera.name}_{job.frame.index:06d}"
             folder.copy_image(labels.image, f"images/{stem}.png")
-            if task == "detect":
-                lines = [box_line(index[o.category.id], o, labels.width, labels.height) for o in labels.objects]
-            else:
-                rles = compress([o.counts for o in labels.objects], labels.height, labels.width)
-                lines = [segment_line(index[o.category.id], rle, labels.width, labels.height)
-                         for o, rle in zip(labels.objects, rles, strict=True)]
             folder.write_bytes(f"labels/{stem}.txt", "".join(f"{line}\n" for line in lines).encode())
             counts["images"] += 1
             counts["labels"] += len(lines)

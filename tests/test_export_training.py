@@ -239,13 +239,18 @@ def test_category_file_and_filters(runs, tmp_path):
 def test_bad_frame_filter_is_grades_rule():
     filters = Filters()
     rgb, depth = np.full((10, 10, 3), 100, np.uint8), np.full((10, 10), 2.0, np.float32)
-    assert bad_frame_reason(rgb, depth, filters) is None
+    assert bad_frame_reason(lambda: rgb, depth, filters) is None
     depth[:5] = 0.2  # 50% near: dropped on nearness alone
-    assert "closer than 0.3 m" in bad_frame_reason(rgb, depth, filters)
+    assert "closer than 0.3 m" in bad_frame_reason(lambda: rgb, depth, filters)
     depth[:] = 2.0
     depth[:2] = 0.2  # 20% near ...
-    assert bad_frame_reason(rgb, depth, filters) is None
+    assert bad_frame_reason(lambda: rgb, depth, filters) is None
     rgb[5:7] = (15, 10, 0)  # ... and 20% dark: dropped
-    assert "dark" in bad_frame_reason(rgb, depth, filters)
+    assert "dark" in bad_frame_reason(lambda: rgb, depth, filters)
     rgb[5:7] = (16, 10, 0)  # one channel above the dark level: not dark
-    assert bad_frame_reason(rgb, depth, filters) is None
+    assert bad_frame_reason(lambda: rgb, depth, filters) is None
+    depth[:] = 2.0
+    depth[:1] = 0.2  # 10% near is not more than 10%: the image is not even read
+    assert bad_frame_reason(lambda: pytest.fail("read the image"), depth, filters) is None
+    depth[:] = np.nan  # no return anywhere is not near
+    assert bad_frame_reason(lambda: rgb, depth, filters) is None
