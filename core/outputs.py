@@ -139,3 +139,19 @@ def remove_stale_partials(folder: str | Path) -> list[Path]:
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
     return removed
+
+
+def install_outputs(partial: str | Path, folder: str | Path, names: tuple[str, ...]) -> None:
+    """Move the finished outputs `names` from the `partial` folder into `folder`, replacing older ones (which
+    the caller's earlier run wrote), then remove `partial`."""
+    partial, folder = Path(partial), Path(folder)
+    for name in names:
+        source, target = partial / name, folder / name
+        if not source.exists():
+            continue
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+        os.replace(source, target)
+    shutil.rmtree(partial, ignore_errors=True)

@@ -45,7 +45,7 @@ from core.formats.postprocess import (
     read_blur_log,
     read_postprocess_record,
 )
-from core.formats.run_info import COMPLETE, RunInfo, read_run_info
+from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info
 from core.formats.states import STATES_FILE, RobotPath, load_robot_path, load_states
 from core.formats.tum import TUM_FILE, read_tum
 
@@ -55,6 +55,8 @@ ASSETS_DIR = "assets"
 SCENE_DIR = "scene"
 GT_DIR = "gt"
 BAGS_DIR = "bags"
+# What recording a run writes (generate, replay): installed together from a partial folder, listed in MANIFEST.json.
+RECORD_OUTPUTS = (STATES_FILE, BAGS_DIR, GT_DIR, HUMANS_DIR, RUN_FILE)
 ROS1_SUFFIX = ".bag"
 ROS2_METADATA = "metadata.yaml"
 

@@ -17,6 +17,7 @@ from core.progress import console
 from export.cli import export_app
 from placement.cli import place_command
 from postprocess.cli import postprocess_command, view_command
+from replay.cli import replay_command
 from simulation.robots.cli import robot_app
 
 app = typer.Typer(
@@ -34,6 +35,7 @@ app.add_typer(export_app, name="export")
 app.command("place")(place_command)
 app.command("view")(view_command)
 app.command("postprocess")(postprocess_command)
+app.command("replay")(replay_command)
 
 SetOption = Annotated[
     list[str] | None,

@@ -10,7 +10,6 @@ the same config and seed give the same recording).
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,19 +18,16 @@ from pathlib import Path
 from core.config import ExperimentConfig
 from core.errors import InputError
 from core.formats.class_map import read_class_map
-from core.formats.humans import HUMANS_DIR
 from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
 from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info, write_run_info
-from core.formats.states import STATES_FILE
-from core.outputs import output_lock, remove_stale_partials
+from core.outputs import install_outputs, output_lock, remove_stale_partials
 from core.progress import console, get_logger, make_progress
-from core.recording import BAGS_DIR, GT_DIR
+from core.recording import RECORD_OUTPUTS
 from core.rundir import Stopwatch, content_hash
 from core.seeding import derived_seeds
 
 log = get_logger("generate")
 
-RECORD_OUTPUTS = (STATES_FILE, BAGS_DIR, GT_DIR, HUMANS_DIR, RUN_FILE)
 PARTIAL = ".record.partial"
 RECORD_VERSION = "record/2"  # 2: semantic ids from the global class map
 PROGRESS_EVERY = 24  # physics steps between progress updates
@@ -54,20 +50,6 @@ def record_hash(config: ExperimentConfig, scene: Path) -> str:
     settings = config.model_dump(mode="json", exclude={"output_dir", "assets_dir", "postprocess"})
     classes = read_class_map(config.recording.class_map).model_dump(mode="json")
     return content_hash(RECORD_VERSION, settings, classes, (scene.parent / MANIFEST).read_text())
-
-
-def _install(partial: Path, run: Path) -> None:
-    """Move the finished recording's outputs into the run folder, replacing older ones."""
-    for name in RECORD_OUTPUTS:
-        source, target = partial / name, run / name
-        if not source.exists():
-            continue
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
-        os.replace(source, target)
-    shutil.rmtree(partial, ignore_errors=True)
 
 
 def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | None = None,
@@ -128,7 +110,7 @@ def _generate_locked(config: ExperimentConfig, run: Path, cache: Path | None, fo
         info.error = None if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
         _keep_first_error(write_run_info, run, info)
         raise
-    _install(partial, run)
+    install_outputs(partial, run, RECORD_OUTPUTS)
     info.status, info.sim_time_end, info.frame_counts, info.mission = COMPLETE, end_time, counts, mission
     info.wall_seconds = {"prepare": round(prepare_seconds, 3), "simulate_and_record": round(simulate_seconds, 3),
                          "total": round(total.seconds(), 3)}

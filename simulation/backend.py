@@ -168,13 +168,26 @@ class Backend(Protocol):
     def set_state(self, state: dict[str, np.ndarray], source: str = "state") -> None:
         """Restore a state from get_state; the next frames and IMU readings match the original run bit for bit."""
 
+    def step_state(self) -> dict[str, np.ndarray]:
+        """The compact state logged at every step (states.npz `step.<key>`) for teleport replay."""
 
-def load_backend(config: ExperimentConfig, scene: str | Path) -> Backend:
-    """The backend named by `config.simulation.backend`, with `scene` (scene.usda) loaded."""
+    def teleport(self, step: int, state: dict[str, np.ndarray], previous: dict[str, np.ndarray] | None = None,
+                 source: str = "state") -> None:
+        """Put the scene at step `step` of a log: the robot in `state` (a step_state), humans and objects where
+        they are at that time, lights as the randomization sets them then. With `previous` (step - 1's
+        state) the IMUs are evaluated for the step that led here first, so imu() reads what was recorded."""
+
+    def set_lights(self, intensity: np.ndarray, color: np.ndarray) -> None:
+        """Render the lights, in scene order, with these intensities (L,) and linear RGB colours (L, 3)."""
+
+
+def load_backend(config: ExperimentConfig, scene: str | Path, hidden: frozenset[str] = frozenset()) -> Backend:
+    """The backend named by `config.simulation.backend`, with `scene` (scene.usda) loaded, without the
+    humans and flying objects whose prim paths are `hidden`."""
     kind = config.simulation.backend
     if kind == "embedded":
         from simulation.embedded import EmbeddedBackend
 
-        return EmbeddedBackend(config, scene)
+        return EmbeddedBackend(config, scene, hidden)
     raise ConfigError(f"backend {kind!r} is not available in this installation (use 'embedded')",
                       field="simulation.backend")

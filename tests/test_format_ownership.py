@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-PACKAGES = ("core", "asset_converters", "placement", "simulation", "postprocess", "export", "pipeline", "benchmarks")
+PACKAGES = ("core", "asset_converters", "placement", "simulation", "postprocess", "export", "replay", "pipeline", "benchmarks")
 # File name -> the one module allowed to spell it (model, writer, reader), with its writer and reader.
 FORMATS = {
     "meta.json": ("core/formats/asset_meta.py", "write_meta", "read_meta"),
@@ -30,6 +30,7 @@ FORMATS = {
     "blur.jsonl": ("core/formats/postprocess.py", "BlurLogWriter", "read_blur_log"),
     "export.json": ("core/formats/export.py", "write_export_document", "read_export_document"),
     "classes.yaml": ("core/formats/class_map.py", "write_class_map", "read_class_map"),
+    "replay.json": ("core/formats/replay_report.py", "write_replay_report", "read_replay_report"),
 }
 
 

@@ -48,6 +48,7 @@ class RunInfo(BaseModel):
     config: dict[str, Any]
     versions: dict[str, str] = Field(default_factory=package_versions)
     asset_hashes: dict[str, str] = {}
+    replay_of: dict[str, Any] | None = None  # a replay's parent run, mode, window and overrides
     sim_time_start: float = 0.0
     sim_time_end: float | None = None
     frame_counts: dict[str, int] = {}

@@ -87,6 +87,44 @@ def add_package_reference(stage: Usd.Stage, prim_path: str, package: str | Path,
     return prim
 
 
+def copy_scene(source: str | Path, target: str | Path) -> Path:
+    """scene.usda copied to `target` (atomically) with every package reference rewritten relative to its new
+    folder, so the copy loads the same packages (a replay's scene/ beside its recording)."""
+    source, target = Path(source).absolute(), Path(target).absolute()
+    layer = Sdf.Layer.FindOrOpen(str(source))
+    if layer is None:
+        raise InputError("cannot open the scene", source)
+    copy = Sdf.Layer.CreateAnonymous(".usda")
+    copy.TransferContent(layer)
+
+    def rebase(reference: Sdf.Reference) -> Sdf.Reference:
+        if not reference.assetPath:
+            return reference
+        absolute = (source.parent / reference.assetPath).resolve()
+        asset = Path(os.path.relpath(absolute, target.parent)).as_posix()
+        return Sdf.Reference(asset if asset.startswith(".") else f"./{asset}", reference.primPath,
+                             reference.layerOffset, reference.customData)
+
+    def visit(path: Sdf.Path) -> None:
+        spec = copy.GetPrimAtPath(path)
+        if spec is not None and path.IsPrimPath():
+            references = spec.referenceList
+            for items in (references.explicitItems, references.prependedItems, references.appendedItems):
+                if len(items):
+                    rebased = [rebase(r) for r in items]
+                    items.clear()
+                    for r in rebased:
+                        items.append(r)
+
+    copy.Traverse(Sdf.Path.absoluteRootPath, visit)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.tmp.usda")
+    if not copy.Export(str(temporary)):
+        raise InputError("cannot write the scene copy", temporary)
+    os.replace(temporary, target)
+    return target
+
+
 def set_xyz_yaw(prim: Usd.Prim, x: float, y: float, z: float, yaw: float) -> None:
     """Pose a prim as translate (x, y, z), then rotateZ by `yaw` (rad; USD stores degrees)."""
     xform = UsdGeom.Xformable(prim)

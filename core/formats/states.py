@@ -17,10 +17,14 @@ Arrays (N physics steps, state i at time i * dt; written compressed):
     object_quat_wxyz       (N, O, 4)     float64
     light_intensity        (N, L)        float64  as rendered
     light_color            (N, L, 3)     float64
+    step.<key>             (N, ...)      float64  the backend's compact state at every step (Backend.step_state;
+                                                  embedded: MuJoCo qpos, qvel, ctrl, act, qacc_warmstart,
+                                                  userdata), for teleport replay; absent in older runs
     checkpoint_steps       (K,)          int64    the steps with a checkpoint (every checkpoint_period s)
     checkpoint.<key>       (K, ...)               the backend's complete state (Backend.get_state) there
 
-Replay restores a checkpoint and re-applies the logged commands, reproducing the run bit for bit.
+Physics replay restores a checkpoint and re-applies the logged commands, reproducing the run bit for bit;
+teleport replay puts the scene in each step's logged state.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ REQUIRED = ("schema", "time", "robot_position", "robot_quat_wxyz", "joint_names"
             "joint_velocities", "command", "checkpoint_steps")
 PER_STEP = ("robot_position", "robot_quat_wxyz", "joint_positions", "command")
 PATH_ARRAYS = ("schema", "time", "robot_position", "robot_quat_wxyz")
+STEP_PREFIX = "step."
+CHECKPOINT_PREFIX = "checkpoint."
 
 
 def save_states(path: Path, arrays: dict[str, np.ndarray]) -> None:

@@ -18,8 +18,8 @@ import numpy as np
 
 from asset_converters import joint_world_transforms
 from core.config import ExperimentConfig
-from core.formats.class_map import read_class_map
 from core.errors import ConfigError, InputError
+from core.formats.class_map import read_class_map
 from core.formats.placement import animation_time
 from simulation.backend import ActorStates, HumanInfo, ImuReading, InstanceInfo, LidarScan
 from simulation.embedded.randomization import Randomizer
@@ -49,10 +49,10 @@ class EmbeddedBackend:
 
     Bad input fails here, before any step: unknown sensor links and bad cameras (ConfigError naming the
     field), a scene placed for another robot, missing or incomplete packages (InputError naming the
-    scene file and prim).
+    scene file and prim). `hidden` prim paths (humans, flying objects) are left out of the scene.
     """
 
-    def __init__(self, config: ExperimentConfig, scene: str | Path):
+    def __init__(self, config: ExperimentConfig, scene: str | Path, hidden: frozenset[str] = frozenset()):
         robot = robot_model(config.robot.kind, config.robot.tiago.model)
         sensors = config.robot.sensors
         check_mount_links(robot, sensors)
@@ -64,7 +64,7 @@ class EmbeddedBackend:
             raise ConfigError(f"the scene {scene_file.path} was placed for robot {scene_file.robot_kind!r}, "
                               f"not {config.robot.kind!r}", field="robot.kind")
         self.scene: EmbeddedScene = load_scene(scene_file, self._randomizer.roughness,
-                                               read_class_map(config.recording.class_map))
+                                               read_class_map(config.recording.class_map), hidden)
         imus = [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None
         frames = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]
         frames += [SensorMount.from_config(sensors.lidar.name, sensors.lidar.mount)] if sensors.lidar else []
@@ -295,5 +295,28 @@ class EmbeddedBackend:
         self.physics.data.sensordata[:] = sensors
         self._steps, self._imu_step = int(state["step"]), int(state["imu_step"])
         self._epoch = int(state["randomization.epoch"])
-        self.scene.render.lights = [PointLight(light.position, float(i), tuple(c.tolist()))
-                                    for light, i, c in zip(self.scene.lights, intensity, color)]
+        self.set_lights(intensity, color)
+
+    def step_state(self) -> dict[str, np.ndarray]:
+        return self.physics.step_state()
+
+    def teleport(self, step: int, state: dict[str, np.ndarray], previous: dict[str, np.ndarray] | None = None,
+                 source: str = "state") -> None:
+        if previous is not None and step > 0:
+            # The step that led here: its forward pass, with the commands it ran with and the humans and
+            # objects where they were, gives the IMU readings the recorder takes now.
+            self._steps = step - 1
+            self._pose_kinematic_bodies()
+            self.physics.teleport(self.time, previous, applied=state, source=source)
+        self._steps, self._imu_step = step, max(step - 1, 0)
+        self._pose_kinematic_bodies()
+        self.physics.teleport(self.time, state, source=source)
+        self._frames.clear()
+        epoch = self._randomizer.epoch(self.time)
+        if epoch != self._epoch:
+            self._epoch = epoch
+            self.scene.render.lights = self._randomizer.lights(self.scene.lights, epoch)
+
+    def set_lights(self, intensity: np.ndarray, color: np.ndarray) -> None:
+        self.scene.render.lights = [PointLight(light.position, float(i), tuple(np.asarray(c, float).tolist()))
+                                    for light, i, c in zip(self.scene.lights, intensity, color, strict=True)]

@@ -100,10 +100,11 @@ class _Textures:
         return self._images[path]
 
 
-def load_scene(scene: SceneFile, roughness: RoughnessDraw = None,
-               class_map: ClassMap = DEFAULT_CLASS_MAP) -> EmbeddedScene:
+def load_scene(scene: SceneFile, roughness: RoughnessDraw = None, class_map: ClassMap = DEFAULT_CLASS_MAP,
+               hidden: frozenset[str] = frozenset()) -> EmbeddedScene:
     """Load the packages of a scene file (`read_scene_file` has checked every reference), labelled with
-    `class_map`."""
+    `class_map`, without the humans and flying objects whose prim paths are `hidden` (a replay's choice:
+    the others keep the instance ids they have with everything shown)."""
     textures = _Textures()
     env = scene.environment
     floor = load_meta(env.package).environment.floor_height
@@ -145,6 +146,8 @@ def load_scene(scene: SceneFile, roughness: RoughnessDraw = None,
                                               mesh.semantic_label)
     dynamic = []
     for instance_id, actor in enumerate([*humans, *objects], start=len(static) + 1):
+        if actor.name in hidden:
+            continue
         label, kind = labelled[instance_id - 1]
         name = resolved[instance_id - 1]
         semantic = classes.get(name, UNLABELLED_ID)
@@ -153,5 +156,6 @@ def load_scene(scene: SceneFile, roughness: RoughnessDraw = None,
 
     lights = tuple(light_from_part(light) for light in read_lights(env.package / "asset.usdc"))
     render = RenderScene(static, dynamic, lights)
-    return EmbeddedScene(scene, render, humans, objects, instances, classes, lights,
+    return EmbeddedScene(scene, render, [h for h in humans if h.name not in hidden],
+                         [o for o in objects if o.name not in hidden], instances, classes, lights,
                          load_environment_collision(env.package))

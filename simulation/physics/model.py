@@ -26,7 +26,7 @@ from simulation.physics.sensors import (
     site_name,
     site_pose,
 )
-from simulation.physics.state import get_state, set_state
+from simulation.physics.state import STEP_FIELDS, get_state, set_state, set_step_state
 from simulation.physics.world import EnvironmentCollision, environment_elements
 from simulation.robots.mecanum import ik_matrix
 from simulation.robots.mjcf import CHASSIS_BIT, element, fmt
@@ -224,6 +224,28 @@ class PhysicsWorld:
     def get_state(self) -> dict[str, np.ndarray]:
         """The full integration state (see simulation.physics.state)."""
         return get_state(self.data)
+
+    def step_state(self) -> dict[str, np.ndarray]:
+        """The compact state logged at every step for teleport replay (simulation.physics.state.STEP_FIELDS);
+        the kinematic bodies are left out: they follow from the time."""
+        return {name: np.array(getattr(self.data, name), dtype=np.float64, copy=True) for name in STEP_FIELDS}
+
+    def teleport(self, time: float, state: dict[str, np.ndarray], applied: dict[str, np.ndarray] | None = None,
+                 source: str = "state") -> None:
+        """Put the world in a logged step state at `time` without integrating. With `applied` (the ctrl and
+        userdata a step started from `state` ran with, i.e. those logged with the state it led to), the
+        sensors are evaluated as that step evaluated them (mj_step's forward pass), so IMU readings come
+        out as recorded; without, only positions and velocities are updated (for rendering)."""
+        set_step_state(self.data, state, applied, source)
+        self.data.time = time
+        if applied is not None:
+            if self.robot.drive == "planar_velocity":
+                self._write_planar_velocity()
+            self._sensor_time = time
+            mujoco.mj_forward(self.model, self.data)
+            self._kinematics_stale = False
+        else:
+            self._kinematics_stale = True
 
     def set_state(self, state: dict[str, np.ndarray], source: str = "state") -> None:
         """Restore a state from get_state; `source` names it in errors (e.g. the states.npz path)."""

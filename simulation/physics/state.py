@@ -20,6 +20,27 @@ STATE_FIELDS = (
 )
 
 
+# What a step of the log holds for teleport replay: positions, velocities, controls and the solver's warm
+# start (so that evaluating the sensors again repeats the recorded readings).
+STEP_FIELDS = ("qpos", "qvel", "ctrl", "act", "qacc_warmstart", "userdata")
+APPLIED_FIELDS = ("ctrl", "userdata")  # the commands a step ran with: logged with the state it led to
+
+
+def set_step_state(data: mujoco.MjData, state: dict[str, np.ndarray], applied: dict[str, np.ndarray] | None,
+                   source: str = "state") -> None:
+    """Write a logged step state (STEP_FIELDS) into `data`, with `applied`'s ctrl and userdata instead of
+    the state's own when given; nothing is recomputed. InputError naming the field for a missing or
+    misshaped one."""
+    for name in STEP_FIELDS:
+        value = (applied if applied is not None and name in APPLIED_FIELDS else state).get(name)
+        target = getattr(data, name)
+        if value is None:
+            raise InputError("missing step state field", source, name)
+        if np.shape(value) != target.shape:
+            raise InputError(f"shape {np.shape(value)} does not match this world's {target.shape}", source, name)
+        target[...] = value
+
+
 def get_state(data: mujoco.MjData) -> dict[str, np.ndarray]:
     """A copy of the state: `time` (0-d array) plus one array per name in STATE_FIELDS."""
     state = {"time": np.array(data.time, dtype=np.float64)}

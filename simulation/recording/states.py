@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.formats.states import STATES_SCHEMA, save_states
+from core.formats.states import CHECKPOINT_PREFIX, STATES_SCHEMA, STEP_PREFIX, save_states
 from core.geometry import matrix_to_quat_wxyz
 from simulation.backend import Backend
 
@@ -44,6 +44,8 @@ class StateLog:
         intensity, color = backend.light_settings()
         self._add("light_intensity", intensity)
         self._add("light_color", color)
+        for key, value in backend.step_state().items():
+            self._add(STEP_PREFIX + key, value)
         if step % self.checkpoint_every == 0:
             self._checkpoint_steps.append(step)
             for key, value in backend.get_state().items():
@@ -52,7 +54,7 @@ class StateLog:
     def arrays(self) -> dict[str, np.ndarray]:
         arrays = {key: np.stack(rows) for key, rows in self._rows.items()}
         arrays["robot_quat_wxyz"] = matrix_to_quat_wxyz(arrays.pop("robot_rotation")).reshape(-1, 4)
-        arrays |= {f"checkpoint.{key}": np.stack(rows) for key, rows in self._checkpoints.items()}
+        arrays |= {CHECKPOINT_PREFIX + key: np.stack(rows) for key, rows in self._checkpoints.items()}
         arrays |= {"schema": np.array(STATES_SCHEMA), "joint_names": np.array(self.joint_names, dtype=str),
                    "human_names": np.array(self.human_names, dtype=str),
                    "object_names": np.array(self.object_names, dtype=str),

@@ -1,0 +1,120 @@
+"""What a replay changes (`grade replay RUN --with overrides.yaml`), validated, and the replay's config.
+
+    cameras:                  # by name: replaces the run's camera of that name, or adds one
+      - {name: camera, width: 1280, height: 960, outputs: [rgb, depth, instance, semantic, normals, flow]}
+      - {name: side, mount: {link: camera_link, rpy_deg: [0, 0, 90]}}
+    imus: [{name: imu_extra, mount: {link: base_link}}]     # by name, as cameras
+    lidar: {channels: 32}                                   # adds or replaces the LiDAR
+    lights: {intensity_scale: 2.0, color: [1.0, 0.8, 0.6]}  # every light, on top of the recorded ones
+    hide: {humans: all, flying_objects: [object_00_mug]}    # prim names (leaf or full path) or all
+    depth_npy: true                                         # float32 depth files as well
+    set: {recording.bag_formats: [ros1]}                    # other recording, sensor and rate keys
+
+Only what a replay can honour is accepted: sensors, recording options, sensor rates, lights and which
+actors are shown. The scene, robot, planner, physics rate, timing and seed are the recorded run's (replay
+follows its timeline), so `set` refuses keys outside robot.sensors, recording and simulation.rates.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from core.config import CameraConfig, ExperimentConfig, ImuConfig, LidarConfig, PositiveFloat, Strict, Vec3
+from core.config_io import apply_overrides, read_yaml, validate_model
+from core.errors import ConfigError
+from core.formats.scene_layout import SceneHuman, SceneObject
+
+SETTABLE = ("robot.sensors.", "recording.", "simulation.rates.")
+
+
+class LightOverride(Strict):
+    intensity_scale: PositiveFloat = Field(1.0, description="factor on every light's recorded intensity")
+    color: Vec3 | None = Field(None, description="linear RGB in [0, 1] for every light (default: as recorded)")
+
+
+class HideOverride(Strict):
+    humans: Literal["all"] | list[str] = Field(default_factory=list)
+    flying_objects: Literal["all"] | list[str] = Field(default_factory=list)
+
+
+class ReplayOverrides(Strict):
+    cameras: list[CameraConfig] = Field(default_factory=list)
+    imus: list[ImuConfig] = Field(default_factory=list)
+    lidar: LidarConfig | None = None
+    lights: LightOverride | None = None
+    hide: HideOverride = Field(default_factory=HideOverride)
+    depth_npy: bool | None = None
+    set: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return self == ReplayOverrides()
+
+
+def load_overrides(path: Path | None) -> ReplayOverrides:
+    """The overrides file (module docstring); none without a file."""
+    if path is None:
+        return ReplayOverrides()
+    data, lines = read_yaml(path)
+    return validate_model(ReplayOverrides, data, path, lines)
+
+
+def _by_name(items: list[dict[str, Any]], changes: list[Any]) -> list[dict[str, Any]]:
+    out = [dict(item) for item in items]
+    for change in changes:
+        entry = change.model_dump(mode="json")
+        index = next((i for i, item in enumerate(out) if item.get("name") == entry["name"]), None)
+        if index is None:
+            out.append(entry)
+        else:
+            out[index] = entry
+    return out
+
+
+def replay_config(recorded: dict[str, Any], overrides: ReplayOverrides, source: str) -> ExperimentConfig:
+    """The replay's experiment config: the recorded run's (run.json) with the overrides applied."""
+    data = dict(recorded)
+    robot = dict(data.get("robot", {}))
+    sensors = dict(robot.get("sensors", {}))
+    sensors["cameras"] = _by_name(sensors.get("cameras", []), overrides.cameras)
+    sensors["imus"] = _by_name(sensors.get("imus", []), overrides.imus)
+    if overrides.lidar is not None:
+        sensors["lidar"] = overrides.lidar.model_dump(mode="json")
+    robot["sensors"], data["robot"] = sensors, robot
+    if overrides.depth_npy is not None:
+        data["recording"] = {**data.get("recording", {}), "depth_npy": overrides.depth_npy}
+    for key in overrides.set:
+        if not key.startswith(SETTABLE):
+            raise ConfigError(f"a replay follows the recorded run's scene, robot and timeline; set only keys under "
+                              f"{', '.join(s.rstrip('.') for s in SETTABLE)}", source, f"set.{key}")
+    data = apply_overrides(data, [f"{key}={_yaml(value)}" for key, value in overrides.set.items()])
+    return validate_model(ExperimentConfig, data, source)
+
+
+def _yaml(value: Any) -> str:
+    return json.dumps(value)  # JSON is YAML: the override parser reads it back as the same value
+
+
+def hidden_prims(overrides: ReplayOverrides, humans: tuple[SceneHuman, ...], objects: tuple[SceneObject, ...],
+                 source: str) -> frozenset[str]:
+    """Prim paths of the humans and flying objects to hide; ConfigError naming an unknown one."""
+    hidden: set[str] = set()
+    for kind, chosen, prims in (("humans", overrides.hide.humans, humans),
+                                ("flying_objects", overrides.hide.flying_objects, objects)):
+        paths = {p.prim_path for p in prims}
+        if chosen == "all":
+            hidden |= paths
+            continue
+        leaves = {path.rsplit("/", 1)[-1]: path for path in paths}
+        for name in chosen:
+            path = name if name in paths else leaves.get(name)
+            if path is None:
+                listed = ", ".join(sorted(leaves)) or "none"
+                raise ConfigError(f"no {kind[:-1].replace('_', ' ')} named {name!r} in the run's scene; it has: "
+                                  f"{listed}", source, f"hide.{kind}")
+            hidden.add(path)
+    return frozenset(hidden)

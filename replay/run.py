@@ -1,0 +1,125 @@
+"""`grade replay RUN --out RUN2`: a recorded run simulated again on its own timeline into a new, complete
+recording, with the deviation report beside it.
+
+The replay folder is a run folder like any other (bags, gt/, states.npz, humans/, run.json, MANIFEST.json),
+readable by every later stage; its run.json holds the replay's own config (the parent's with the overrides
+applied, so a replay of a replay repeats it) and `replay_of` (the parent, mode, window and overrides), its
+scene/ a copy of the parent's scene.usda that references the same asset packages, and replay.json the
+deviation report (replay.deviation). The parent is only read; the replay is written into a partial folder and
+installed when complete, so an interrupted replay leaves nothing half-written, and a rerun with the same
+inputs finds it complete and returns.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.progress import TextColumn
+
+from core.errors import ConfigError
+from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
+from core.formats.placement import PLACEMENT_FILE
+from core.formats.replay_report import REPLAY_FILE, ReplayReport, read_replay_report, write_replay_report
+from core.formats.run_info import COMPLETE, RunInfo, write_run_info
+from core.formats.scene_layout import SCENE_FILE, copy_scene
+from core.formats.states import STATES_FILE
+from core.outputs import install_outputs, output_lock, remove_stale_partials
+from core.progress import get_logger, make_progress
+from core.recording import RECORD_OUTPUTS, SCENE_DIR, Recording
+from core.rundir import Stopwatch, atomic_write_bytes, content_hash
+from replay.deviation import deviation_report
+from replay.driver import MODES, replay_physics, replay_teleport, window_steps
+from replay.overrides import ReplayOverrides, hidden_prims, replay_config
+from simulation.backend import load_backend
+from simulation.embedded.scene_file import read_scene_file
+from simulation.recording.recorder import Recorder
+
+REPLAY_VERSION = "replay/1"
+PARTIAL = ".replay.partial"
+STAGE = "replay"
+log = get_logger("replay")
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    run: Path
+    report: ReplayReport
+    skipped: bool  # the replay was already complete for these inputs
+
+
+def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | None = None,
+               mode: str = "teleport", start: float | None = None, end: float | None = None,
+               source: str = "--with", wait: bool = False) -> ReplayResult:
+    """Replay the recording `run` into `out` (module docstring); `source` names the overrides in errors."""
+    if mode not in MODES:
+        raise ConfigError(f"unknown mode {mode!r}; one of {', '.join(MODES)}", field="--mode")
+    overrides = overrides or ReplayOverrides()
+    parent = Recording.open(run)
+    out = Path(out)
+    if out.resolve() == parent.path.resolve() or parent.path.resolve() in out.resolve().parents:
+        raise ConfigError("a replay never writes into the run it replays; choose another --out", out)
+    config = replay_config(parent.config, overrides, source)
+    scene_file = parent.path / SCENE_DIR / SCENE_FILE
+    scene = read_scene_file(scene_file)
+    hidden = hidden_prims(overrides, scene.humans, scene.objects, source)
+    states = parent.states()
+    window = window_steps(states["time"], start, end, str(parent.path / STATES_FILE))
+    times = (float(states["time"][window.first]), float(states["time"][window.last]))
+    replay_of = {"run": str(parent.path.resolve()), "name": parent.info.name, "mode": mode, "window": list(times),
+                 "overrides": overrides.model_dump(mode="json", exclude_defaults=True)}
+    input_hash = content_hash(REPLAY_VERSION, (parent.path / MANIFEST).read_text(), config.model_dump(mode="json"),
+                              replay_of)
+    with output_lock(out, wait=wait, what="replay folder"):
+        remove_stale_partials(out)
+        if stage_status(out, input_hash) is StageStatus.COMPLETE and (out / REPLAY_FILE).is_file():
+            log.info("replay up to date: %s", out)
+            return ReplayResult(out, read_replay_report(out), skipped=True)
+        invalidate(out)
+        watch = Stopwatch()
+        _copy_scene(parent.path / SCENE_DIR, out / SCENE_DIR)
+        info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
+                       derived_seeds=parent.info.derived_seeds, config=config.model_dump(mode="json"),
+                       asset_hashes=parent.info.asset_hashes, replay_of=replay_of, sim_time_start=times[0])
+        write_run_info(out, info)
+        partial = out / PARTIAL
+        shutil.rmtree(partial, ignore_errors=True)  # left by a killed replay: we hold the lock
+        partial.mkdir(parents=True)
+        try:
+            backend = load_backend(config, out / SCENE_DIR / SCENE_FILE, hidden)
+            recorder = Recorder(backend, config, partial)
+            drive = replay_teleport if mode == "teleport" else replay_physics
+            with make_progress(TextColumn("{task.fields[info]}")) as progress:
+                task = progress.add_task(f"replaying ({mode})", total=window.last - window.first + 1, info="")
+                try:
+                    drive(backend, recorder, states, window, overrides.lights, str(parent.path / STATES_FILE),
+                          lambda step: progress.update(task, completed=step - window.first + 1,
+                                                       info=f"sim {step * backend.timestep:6.2f} s"))
+                    recorder.close()
+                except BaseException:
+                    recorder.abort()
+                    raise
+        except BaseException as exc:
+            shutil.rmtree(partial, ignore_errors=True)
+            info.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            info.error = None if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+            write_run_info(out, info)
+            raise
+        install_outputs(partial, out, RECORD_OUTPUTS)
+        info.status, info.sim_time_end = COMPLETE, times[1]
+        info.frame_counts = dict(recorder.counts.counts)
+        info.wall_seconds = {"replay": round(watch.seconds(), 3)}
+        write_run_info(out, info)
+        report = deviation_report(parent, Recording(out, info), mode, times)
+        write_replay_report(out, report)
+        write_manifest(out, STAGE, input_hash, include=(*RECORD_OUTPUTS, REPLAY_FILE))
+    return ReplayResult(out, report, skipped=False)
+
+
+def _copy_scene(source: Path, target: Path) -> None:
+    """The parent's scene/: scene.usda with its package references rebased, placement.json and its preview."""
+    copy_scene(source / SCENE_FILE, target / SCENE_FILE)
+    for path in (source / PLACEMENT_FILE, (source / PLACEMENT_FILE).with_suffix(".png")):
+        if path.is_file():
+            atomic_write_bytes(target / path.name, path.read_bytes())
