@@ -7,11 +7,14 @@
     lidar: {channels: 32}                                   # adds or replaces the LiDAR
     lights: {intensity_scale: 2.0, color: [1.0, 0.8, 0.6]}  # every light, on top of the recorded ones
     hide: {humans: all, flying_objects: [object_00_mug]}    # prim names (leaf or full path) or all
+    add_objects:                                            # static objects: a package, or a mesh converted
+      - {path: meshes/crate.obj, position: [2.0, 1.0, 0.25], yaw_deg: 30, label: box}
     depth_npy: true                                         # float32 depth files as well
     set: {recording.bag_formats: [ros1]}                    # other recording, sensor and rate keys
 
-Only what a replay can honour is accepted: sensors, recording options, sensor rates, lights and which
-actors are shown. The scene, robot, planner, physics rate, timing and seed are the recorded run's (replay
+Only what a replay can honour is accepted: sensors, recording options, sensor rates, lights, which actors
+are shown and static objects added (after the run's flying objects, so every recorded instance keeps its id;
+paths relative to the overrides file). The scene, robot, planner, physics rate, timing and seed are the recorded run's (replay
 follows its timeline), so `set` refuses keys outside robot.sensors, recording and simulation.rates.
 """
 
@@ -41,12 +44,21 @@ class HideOverride(Strict):
     flying_objects: Literal["all"] | list[str] = Field(default_factory=list)
 
 
+class AddedObject(Strict):
+    path: Path = Field(description="an object package folder, or a mesh file (OBJ, PLY, STL, GLB, glTF) to convert")
+    position: Vec3 = Field(description="where the object's bounding-box centre stands, world m")
+    yaw_deg: float = 0.0
+    label: str | None = Field(None, description="semantic label of a mesh file (default: its file name)")
+    scale: PositiveFloat | None = Field(None, description="metres per unit of a mesh file (default 1)")
+
+
 class ReplayOverrides(Strict):
     cameras: list[CameraConfig] = Field(default_factory=list)
     imus: list[ImuConfig] = Field(default_factory=list)
     lidar: LidarConfig | None = None
     lights: LightOverride | None = None
     hide: HideOverride = Field(default_factory=HideOverride)
+    add_objects: list[AddedObject] = Field(default_factory=list)
     depth_npy: bool | None = None
     set: dict[str, Any] = Field(default_factory=dict)
 
@@ -60,7 +72,10 @@ def load_overrides(path: Path | None) -> ReplayOverrides:
     if path is None:
         return ReplayOverrides()
     data, lines = read_yaml(path)
-    return validate_model(ReplayOverrides, data, path, lines)
+    overrides = validate_model(ReplayOverrides, data, path, lines)
+    added = [o.model_copy(update={"path": o.path if o.path.is_absolute() else (path.parent / o.path).resolve()})
+             for o in overrides.add_objects]  # relative to the overrides file, as config paths are
+    return overrides.model_copy(update={"add_objects": added})
 
 
 def _by_name(items: list[dict[str, Any]], changes: list[Any]) -> list[dict[str, Any]]:

@@ -16,22 +16,26 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from rich.progress import TextColumn
 
-from core.errors import ConfigError
+from asset_converters.batch import run_jobs
+from asset_converters.mesh import MESH_SUFFIXES, MeshOptions, mesh_jobs
+from core.errors import ConfigError, InputError
+from core.formats.asset_meta import META_FILE, load_meta
 from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
-from core.formats.placement import PLACEMENT_FILE
+from core.formats.placement import PLACEMENT_FILE, FlyingMotion
 from core.formats.replay_report import REPLAY_FILE, ReplayReport, read_replay_report, write_replay_report
 from core.formats.run_info import COMPLETE, RunInfo, write_run_info
-from core.formats.scene_layout import SCENE_FILE, copy_scene
+from core.formats.scene_layout import SCENE_FILE, append_object, copy_scene
 from core.formats.states import STATES_FILE
 from core.outputs import install_outputs, output_lock, remove_stale_partials
 from core.progress import get_logger, make_progress
-from core.recording import RECORD_OUTPUTS, SCENE_DIR, Recording
+from core.recording import ASSETS_DIR, RECORD_OUTPUTS, SCENE_DIR, Recording
 from core.rundir import Stopwatch, atomic_write_bytes, content_hash
 from replay.deviation import deviation_report
 from replay.driver import MODES, replay_physics, replay_teleport, window_steps
-from replay.overrides import ReplayOverrides, hidden_prims, replay_config
+from replay.overrides import AddedObject, ReplayOverrides, hidden_prims, replay_config
 from simulation.backend import load_backend
 from simulation.embedded.scene_file import read_scene_file
 from simulation.recording.recorder import Recorder
@@ -64,6 +68,8 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
     scene_file = parent.path / SCENE_DIR / SCENE_FILE
     scene = read_scene_file(scene_file)
     hidden = hidden_prims(overrides, scene.humans, scene.objects, source)
+    for obj in overrides.add_objects:
+        _check_added(obj, source)
     states = parent.states()
     window = window_steps(states["time"], start, end, str(parent.path / STATES_FILE))
     times = (float(states["time"][window.first]), float(states["time"][window.last]))
@@ -79,6 +85,9 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
         invalidate(out)
         watch = Stopwatch()
         _copy_scene(parent.path / SCENE_DIR, out / SCENE_DIR)
+        for obj, (package, asset_id) in zip(overrides.add_objects, _object_packages(overrides, out / ASSETS_DIR),
+                                            strict=True):
+            append_object(out / SCENE_DIR / SCENE_FILE, package, asset_id, static_motion(obj.position, obj.yaw_deg))
         info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
                        derived_seeds=parent.info.derived_seeds, config=config.model_dump(mode="json"),
                        asset_hashes=parent.info.asset_hashes, replay_of=replay_of, sim_time_start=times[0])
@@ -123,3 +132,36 @@ def _copy_scene(source: Path, target: Path) -> None:
     for path in (source / PLACEMENT_FILE, (source / PLACEMENT_FILE).with_suffix(".png")):
         if path.is_file():
             atomic_write_bytes(target / path.name, path.read_bytes())
+
+
+def static_motion(position: tuple[float, float, float], yaw_deg: float) -> FlyingMotion:
+    """A flying-object motion that stands still at `position` turned by `yaw_deg` about z."""
+    half = np.radians(yaw_deg) / 2
+    zeros = ((0.0, 0.0, 0.0),) * 3
+    return FlyingMotion(center=position, amplitude=zeros, frequency_hz=zeros, phase=zeros,
+                        orientation=(float(np.cos(half)), 0.0, 0.0, float(np.sin(half))),
+                        angular_velocity_deg=(0.0, 0.0, 0.0), speed=0.0, radius=0.0, z_range=(position[2], position[2]))
+
+
+def _check_added(obj: AddedObject, source: str) -> None:
+    """ConfigError unless the path is an object package or a mesh file, before anything is written."""
+    if (obj.path / META_FILE).is_file():
+        load_meta(obj.path, "object")
+    elif not (obj.path.is_file() and obj.path.suffix.lower() in MESH_SUFFIXES):
+        raise ConfigError(f"{obj.path} is neither an object package (with {META_FILE}) nor a mesh file "
+                          f"({', '.join(MESH_SUFFIXES)})", source, "add_objects")
+
+
+def _object_packages(overrides: ReplayOverrides, assets: Path) -> list[tuple[Path, str]]:
+    """(package, asset id) of each added object; mesh files are converted into `assets` first."""
+    packages = []
+    for obj in overrides.add_objects:
+        if (obj.path / META_FILE).is_file():
+            packages.append((obj.path, obj.path.name))
+            continue
+        jobs = mesh_jobs(obj.path, assets, MeshOptions(kind="object", label=obj.label, scale=obj.scale))
+        failed = run_jobs(jobs, "converting added objects").failed
+        if failed:
+            raise InputError(f"could not convert the added object: {failed[0][1]}", obj.path)
+        packages.append((jobs[0].out, jobs[0].out.name))
+    return packages

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import trimesh
 import yaml
 
 from core.config_io import load_experiment
@@ -192,3 +193,25 @@ def test_deviation_measures_against_analytic_values():
     other = depth + 0.003
     other[0, 0] = 0  # no return in one: not compared
     assert depth_mae_mm(depth, other) == pytest.approx(3.0, abs=1e-3)
+
+
+def test_an_added_object_gets_a_new_id_and_leaves_the_others_alone(run, tmp_path):
+    trimesh.creation.box((0.4, 0.4, 0.4)).export(tmp_path / "crate.obj")
+    first = Recording.open(run).camera("camera")[0]
+    centre = first.pose[:3, 3] + 1.5 * first.pose[:3, 2]  # 1.5 m in front of the camera at the first frame
+    overrides = tmp_path / "add.yaml"
+    overrides.write_text(yaml.safe_dump({"add_objects": [{"path": "crate.obj", "position": centre.tolist(),
+                                                          "label": "box"}]}))
+    replay(str(run), "--out", str(tmp_path / "added"), "--with", str(overrides))
+    before, after = Recording.open(run).camera("camera"), Recording.open(tmp_path / "added").camera("camera")
+    new = set(after.instances.instances) - set(before.instances.instances)
+    assert len(new) == 1 and min(new) > max(before.instances.instances)
+    (crate,) = new
+    assert after.instances.instances[crate].semantic_class == "box"
+    assert all(after.instances.instances[i] == entry for i, entry in before.instances.instances.items())
+    instance = after[0].instance()
+    assert instance[after[0].height // 2, after[0].width // 2] == crate  # straight ahead of the camera
+    covered = instance == crate
+    np.testing.assert_array_equal(instance[~covered], before[0].instance()[~covered])
+    depth = after[0].depth()[covered]
+    assert depth.min() == pytest.approx(1.3, abs=0.1)  # the near face: 1.5 m minus half the crate

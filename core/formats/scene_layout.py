@@ -125,6 +125,20 @@ def copy_scene(source: str | Path, target: str | Path) -> Path:
     return target
 
 
+def append_object(scene: str | Path, package: str | Path, asset_id: str, motion: FlyingMotion) -> str:
+    """Add an object package to a written scene.usda after its flying objects (their prim names and order,
+    and so everyone's instance ids, stay as they were), moving by `motion`; returns the new prim's path."""
+    scene = Path(scene)
+    stage = Usd.Stage.Open(str(scene))
+    group = stage.GetPrimAtPath(OBJECTS_PRIM)
+    if not group.IsValid():
+        group = UsdGeom.Xform.Define(stage, OBJECTS_PRIM).GetPrim()
+    path = object_prim_path(len(group.GetChildren()), asset_id)
+    set_motion(add_package_reference(stage, path, package, scene.parent), motion)
+    stage.GetRootLayer().Save()
+    return path
+
+
 def set_xyz_yaw(prim: Usd.Prim, x: float, y: float, z: float, yaw: float) -> None:
     """Pose a prim as translate (x, y, z), then rotateZ by `yaw` (rad; USD stores degrees)."""
     xform = UsdGeom.Xformable(prim)
