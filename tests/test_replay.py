@@ -29,7 +29,7 @@ RUN = ["seed=1", "simulation.duration=0.5", "simulation.bootstrap=0.25", "robot.
        "robot.sensors.cameras.0.height=120", "humans.count={min: 5, max: 5}", "flying_objects.count={min: 2, max: 2}",
        "exploration.planner=waypoints", "exploration.waypoints=[[9, 9, 1.5]]", "recording.bag_formats=[ros1, ros2]"]
 SIDE = {"name": "side", "mount": {"link": "camera_link", "translation": [0.1, 0.0, 0.0]}, "width": 200,
-        "height": 150, "fov_deg": 100, "outputs": ["rgb", "depth", "instance", "semantic"]}
+        "height": 150, "fov_deg": 100, "outputs": ["rgb", "depth", "instance", "semantic", "normals", "flow"]}
 
 
 @pytest.fixture(scope="module")
@@ -92,11 +92,23 @@ def test_a_window_replays_only_its_steps_on_the_same_time_axis(run, tmp_path):
 
 def test_an_added_camera_sees_what_the_original_sees(run, tmp_path):
     overrides = tmp_path / "overrides.yaml"
-    overrides.write_text(yaml.safe_dump({"cameras": [SIDE]}))
+    overrides.write_text(yaml.safe_dump({"cameras": [SIDE], "lidar": {"name": "lidar", "mount": {"link": "base_link"}},
+                                         "imus": [{"name": "imu_extra", "mount": {"link": "base_link"}}],
+                                         "depth_npy": True}))
     replay(str(run), "--out", str(tmp_path / "side"), "--with", str(overrides))
     recording = Recording.open(tmp_path / "side")
     original, side = recording.camera("camera"), recording.camera("side")
     assert side.instances == original.instances
+    # ground truth the run did not record: normals, flow and float depth, for the new and the old camera
+    frame = side[1]
+    assert frame.normals().shape == (150, 200, 3) and frame.flow().shape == (150, 200, 2)
+    np.testing.assert_allclose(frame.image("depth_npy"), frame.depth(), atol=5e-4)
+    assert original[0].image("depth_npy") is not None
+    duration = recording.robot_path().time[-1]
+    assert recording.lidars == ["lidar"] and len(recording.lidar("lidar")) == int(duration * 10 + 1e-9) + 1
+    extra = recording.imu()["imu_extra"]
+    body = recording.imu()["imu_body"]  # on the same link: the same readings
+    np.testing.assert_allclose(extra.linear_acceleration, body.linear_acceleration, atol=1e-9)
     agree = total = 0
     for a, b in zip(original, side, strict=True):
         assert a.time == b.time
