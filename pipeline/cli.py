@@ -14,6 +14,7 @@ from core.config_io import dump_yaml, expand_batch, load_batch, load_experiment,
 from core.errors import GradeError
 from core.outputs import output_lock
 from core.progress import console
+from evaluation.cli import benchmark_app, evaluate_app
 from export.cli import export_app
 from placement.cli import place_command
 from postprocess.cli import postprocess_command, view_command
@@ -32,6 +33,8 @@ app.add_typer(config_app, name="config")
 app.add_typer(convert_app, name="convert")
 app.add_typer(robot_app, name="robot")
 app.add_typer(export_app, name="export")
+app.add_typer(evaluate_app, name="evaluate")
+app.add_typer(benchmark_app, name="benchmark")
 app.command("place")(place_command)
 app.command("view")(view_command)
 app.command("postprocess")(postprocess_command)

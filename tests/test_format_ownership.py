@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-PACKAGES = ("core", "asset_converters", "placement", "simulation", "postprocess", "export", "replay", "pipeline", "benchmarks")
+PACKAGES = ("core", "asset_converters", "placement", "simulation", "postprocess", "export", "replay", "evaluation", "pipeline", "benchmarks")
 # File name -> the one module allowed to spell it (model, writer, reader), with its writer and reader.
 FORMATS = {
     "meta.json": ("core/formats/asset_meta.py", "write_meta", "read_meta"),
