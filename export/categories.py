@@ -23,9 +23,9 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
+from core.config_io import read_yaml, validate_model
 from core.errors import InputError
 from core.formats.class_map import DEFAULT_CLASS_MAP, snake
 from core.formats.instances import InstanceEntry
@@ -168,17 +168,10 @@ def _words(label: str | None) -> list[str]:
 
 
 def _read_file(path: Path) -> list[Category]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("categories file not found; --categories takes coco, nyu40 or a YAML file", path) from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read the categories file: {exc}", path) from None
-    try:
-        parsed = _CategoryFile.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(err["msg"], path, ".".join(str(p) for p in err["loc"]) or None) from None
+    if not path.is_file():
+        raise InputError("categories file not found; --categories takes coco, nyu40 or a YAML file", path)
+    data, lines = read_yaml(path)
+    parsed = validate_model(_CategoryFile, data, path, lines)
     ids = [c.id for c in parsed.categories]
     if len(set(ids)) != len(ids) or not ids:
         raise InputError("needs at least one category, with unique ids", path, "categories")

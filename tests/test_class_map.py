@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.config_io import load_experiment
-from core.errors import InputError
+from core.errors import GradeError
 from core.formats.class_map import DEFAULT_CLASS_MAP, NYU40, ClassMap, read_class_map, write_class_map
 from core.recording import Recording
 from pipeline.generate import generate
@@ -62,15 +62,15 @@ def test_user_map_replaces_classes_and_keeps_rules_that_still_apply(tmp_path):
     ("classes: {person: 1}\naliases: {sofa: couch}\n", "not a class"),
     ("colours: {}\n", "expected a mapping with keys"),
     ("classes: [person]\n", "expected a mapping {class name: id}"),
-    ("classes: {person: 1\n", "cannot read the class map"),
+    ("classes: {person: 1\n", "not valid YAML"),
 ])
 def test_bad_user_maps_name_the_file(tmp_path, text, message):
     path = tmp_path / "classes.yaml"
     path.write_text(text)
-    with pytest.raises(InputError, match=message) as error:
+    with pytest.raises(GradeError, match=message) as error:
         read_class_map(path)
     assert str(path) in str(error.value)
-    with pytest.raises(InputError, match="not found"):
+    with pytest.raises(GradeError, match="not found"):
         read_class_map(tmp_path / "missing.yaml")
 
 

@@ -29,6 +29,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from core.config_io import read_yaml
 from core.errors import InputError
 from core.rundir import atomic_write_text
 
@@ -169,13 +170,8 @@ def read_class_map(path: str | Path | None) -> ClassMap:
     if path is None:
         return DEFAULT_CLASS_MAP
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("class map file not found", path) from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read the class map: {exc}", path) from None
-    if not isinstance(data, dict) or not set(data) <= {"classes", "aliases", "fallback"}:
+    data, _ = read_yaml(path)
+    if not set(data) <= {"classes", "aliases", "fallback"}:
         raise InputError("expected a mapping with keys classes, aliases and/or fallback", path)
     classes = data.get("classes") or dict(DEFAULT_CLASSES)
     if not isinstance(classes, Mapping):
