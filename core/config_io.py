@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from core.config import NOT_AVAILABLE, BatchConfig, ExperimentConfig
+from core.config import NOT_AVAILABLE, BatchConfig, ExperimentConfig, SlamBenchmarkConfig
 from core.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
@@ -237,6 +237,32 @@ def load_experiment(path: str | Path, overrides: list[str] | tuple[str, ...] = (
     config = validate_model(ExperimentConfig, data, path, lines).resolve_paths(path.parent.resolve())
     if check_paths:
         check_input_paths(config, path)
+    return config
+
+
+def load_slam_benchmark(path: str | Path) -> SlamBenchmarkConfig:
+    """A SLAM benchmark config, with the sequences' runs and experiments and the vocabulary made absolute
+    against the config's folder (output_dir stays relative to the working folder, as in experiments)."""
+    path = Path(path)
+    data, lines = read_yaml(path)
+    config = validate_model(SlamBenchmarkConfig, data, path, lines)
+    base = path.parent.resolve()
+
+    def fix(p: Path | None) -> Path | None:
+        return None if p is None or p.is_absolute() else (base / p).resolve()
+
+    for i, sequence in enumerate(config.sequences):
+        for key in ("run", "experiment"):
+            value = getattr(sequence, key)
+            if value is not None:
+                value = fix(value) or value
+                if not value.exists():
+                    raise ConfigError("not found", path, f"sequences.{i}.{key}")
+                setattr(sequence, key, value)
+    if config.vocabulary is not None:
+        config.vocabulary = fix(config.vocabulary) or config.vocabulary
+        if not config.vocabulary.is_file():
+            raise ConfigError("vocabulary file not found", path, "vocabulary")
     return config
 
 

@@ -35,6 +35,19 @@ app.add_typer(robot_app, name="robot")
 app.add_typer(export_app, name="export")
 app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(benchmark_app, name="benchmark")
+
+
+@benchmark_app.command("slam")
+def benchmark_slam(config: Annotated[Path, typer.Argument(metavar="CONFIG", help="SLAM benchmark YAML "
+                                                          "(README 'Benchmarking SLAM').")]) -> None:
+    """Methods x sequences x repetitions: ATE and missing time tables (CSV, Markdown) and plots."""
+    from core.config_io import load_slam_benchmark
+    from pipeline.benchmark import slam_benchmark
+
+    result = slam_benchmark(load_slam_benchmark(config))
+    for table in result.tables:
+        console.print(str(table), soft_wrap=True)
+    sys.stdout.write(result.tables[-1].read_text(encoding="utf-8"))
 app.command("place")(place_command)
 app.command("view")(view_command)
 app.command("postprocess")(postprocess_command)
