@@ -1,0 +1,73 @@
+"""PNG figures of a SLAM evaluation: the aligned trajectories seen from above, and the ATE over time.
+
+Figures use matplotlib's object-oriented API on an Agg canvas (no pyplot: no display and no global figure
+state, so evaluations may run side by side in threads) and are written atomically, like every output.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from core.rundir import atomic_write_bytes
+from evaluation.trajectory import Trajectory
+
+TRAJECTORIES_FILE = "trajectories.png"
+ERRORS_FILE = "errors.png"
+DPI = 100
+TRAJECTORY_INCHES = (8.0, 8.0)
+ERRORS_INCHES = (10.0, 4.0)
+PNG_METADATA = {"Software": None}  # no version string: the bytes depend on the data only
+
+
+def _figure(size: tuple[float, float]) -> Figure:
+    figure = Figure(figsize=size, dpi=DPI)
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _write_png(path: Path, figure: Figure) -> Path:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI, metadata=PNG_METADATA)
+    return atomic_write_bytes(path, buffer.getvalue())
+
+
+def plot_trajectories(path: Path, gt: Trajectory, aligned_est: Trajectory, title: str) -> Path:
+    """Top-down x-y view (equal axes) of the ground truth and the aligned estimate, start marked."""
+    figure = _figure(TRAJECTORY_INCHES)
+    axes = figure.add_subplot()
+    for trajectory, label, colour in ((gt, "ground truth", "black"), (aligned_est, "estimate (aligned)", "tab:blue")):
+        xy = trajectory.positions[:, :2]
+        axes.plot(xy[:, 0], xy[:, 1], color=colour, linewidth=1.2, label=label)
+        axes.plot(*xy[0], marker="o", color=colour, linestyle="none")
+    axes.set_aspect("equal", adjustable="datalim")
+    axes.set_xlabel("x (m)")
+    axes.set_ylabel("y (m)")
+    axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best")
+    figure.tight_layout()
+    return _write_png(path, figure)
+
+
+def plot_errors(path: Path, times: np.ndarray, errors: np.ndarray, title: str) -> Path:
+    """The ATE of each associated pose pair over time (s from the first pair), with its RMSE as a line."""
+    times, errors = np.asarray(times, np.float64), np.asarray(errors, np.float64)
+    figure = _figure(ERRORS_INCHES)
+    axes = figure.add_subplot()
+    elapsed = times - times[0] if len(times) else times
+    axes.plot(elapsed, errors, color="tab:red", linewidth=1.0, marker=".", markersize=3, label="ATE")
+    if len(errors):
+        rmse = float(np.sqrt(np.mean(errors ** 2)))
+        axes.axhline(rmse, color="gray", linestyle="--", linewidth=1.0, label=f"RMSE {rmse:.4f} m")
+    axes.set_xlabel("time since the first pair (s)")
+    axes.set_ylabel("position error (m)")
+    axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best")
+    figure.tight_layout()
+    return _write_png(path, figure)
