@@ -69,3 +69,64 @@ def slam_command(
                                    f"ATE ({metrics.alignment}), RMSE {metrics.ate.rmse:.4f} m")]
         for path in written:
             typer.echo(str(path))
+
+
+SLAM_METHODS = ("orbslam3", "kiss-icp", "external")
+
+
+@benchmark_app.command("run")
+def run_command(
+    method: Annotated[str, typer.Argument(metavar="METHOD", help="orbslam3, kiss-icp or external.")],
+    run: Annotated[Path, typer.Argument(metavar="RUN", help="Recording folder; for external, the sequence folder "
+                                        "the command reads (a `grade export tum|euroc` sequence).")],
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Output folder: trajectory.tum (or the "
+                                      "external command's trajectory) and runner.json.")],
+    mode: Annotated[str, typer.Option("--mode", help="orbslam3: rgbd, mono or mono_inertial.")] = "rgbd",
+    camera: Annotated[str | None, typer.Option("--camera", metavar="NAME", help="orbslam3: the camera (default: "
+                                               "the first recorded camera of the run's config).")] = None,
+    vocabulary: Annotated[Path | None, typer.Option("--vocabulary", metavar="FILE", help="orbslam3: DBoW2 text "
+                                                    "vocabulary (default: $PYORBSLAM3_VOCAB, else pyorbslam3's "
+                                                    "downloaded ORBvoc.txt).")] = None,
+    build_vocabulary: Annotated[bool, typer.Option("--build-vocabulary", help="orbslam3: build a small "
+                                                   "vocabulary from the run's own frames into DIR.")] = False,
+    processed: Annotated[bool, typer.Option("--processed", help="orbslam3: feed `grade postprocess` outputs "
+                                            "(rgb_blur, depth_noisy, the noisy IMU).")] = False,
+    lidar: Annotated[str | None, typer.Option("--lidar", metavar="NAME", help="kiss-icp: the LiDAR (default: "
+                                              "the run's LiDAR).")] = None,
+    command: Annotated[str | None, typer.Option("--command", metavar="TEMPLATE", help="external: the command, "
+                                                "with {sequence} and {out} placeholders.")] = None,
+    trajectory: Annotated[str, typer.Option("--trajectory", metavar="NAME", help="external: the TUM file the "
+                                            "command writes in DIR.")] = "trajectory.tum",
+    timeout: Annotated[float, typer.Option("--timeout", metavar="S", min=0.0, help="external: seconds before "
+                                           "the command is stopped.")] = 3600.0,
+) -> None:
+    """Run one SLAM method on one recording (or sequence) and write its trajectory (TUM) and runner.json."""
+    from core.errors import ConfigError
+    from core.outputs import output_lock
+
+    if method not in SLAM_METHODS:
+        raise ConfigError(f"unknown method {method!r}; choose one of {', '.join(SLAM_METHODS)}", None, "METHOD")
+    if vocabulary is not None and build_vocabulary:
+        raise ConfigError("give --vocabulary FILE or --build-vocabulary, not both", None, "--vocabulary")
+    if method == "external" and command is None:
+        raise ConfigError("the external method needs --command TEMPLATE (with {sequence} and {out})", None,
+                          "--command")
+    with output_lock(out, what="SLAM run folder") as folder:
+        if method == "orbslam3":
+            from evaluation.orbslam import VOCABULARY_FILE, run_orbslam3, vocabulary_from_run
+
+            if build_vocabulary:
+                vocabulary = vocabulary_from_run(run, folder / VOCABULARY_FILE, camera, processed)
+                typer.echo(f"vocabulary  {vocabulary} (built from the run's frames)")
+            result = run_orbslam3(run, folder, mode, camera, vocabulary, processed)
+        elif method == "kiss-icp":
+            from evaluation.lidar_odometry import run_kiss_icp
+
+            result = run_kiss_icp(run, folder, lidar)
+        else:
+            from evaluation.external import run_external
+
+            result = run_external(command, run, folder, trajectory, timeout)
+    typer.echo(f"frames      {result.frames}\ntracked     {result.tracked} "
+               f"({100 * result.tracked / max(result.frames, 1):.1f} %)\nfps         {result.fps:.1f}\n"
+               f"trajectory  {result.trajectory}")

@@ -1,0 +1,208 @@
+"""SLAM runners on real short recordings: ORB-SLAM3 RGB-D (pyorbslam3) with a vocabulary built from the run's own
+frames, KISS-ICP on the TIAGo's LiDAR, an external command, and `grade benchmark run`. Trajectories are scored
+with evo, an independent reader and aligner."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from evo.core import metrics, sync
+from evo.tools import file_interface
+
+from core.config_io import load_experiment
+from core.errors import ConfigError, GradeError
+from core.formats.runner import read_runner_record
+from core.formats.tum import TUM_FILE, read_tum, write_tum_file
+from core.recording import Recording
+from evaluation.external import run_external
+from evaluation.lidar_odometry import run_kiss_icp
+from evaluation.orbslam import SETTINGS_FILE, run_orbslam3
+from evaluation.runner import TRAJECTORY_FILE
+from evaluation.vocabulary import build_vocabulary
+from pipeline.generate import generate
+from tests.conftest import CONFIGS, run_grade
+
+pytestmark = pytest.mark.slow
+
+# A UAV flying towards a waypoint (and turning) through the textured procedural flat for 3 s at 320x240, one
+# human, no flying objects: 106 frames.
+UAV = ["seed=1", "simulation.duration=3", "simulation.bootstrap=0.5", "robot.sensors.cameras.0.width=320",
+       "robot.sensors.cameras.0.height=240", "humans.count={min: 1, max: 1}", "flying_objects.count={min: 0, max: 0}",
+       "exploration.planner=waypoints", "exploration.waypoints=[[9, 9, 1.5]]", "recording.bag_formats=[]"]
+# The TIAGo driving about 2 m towards a waypoint with its 16-channel LiDAR at 10 Hz (36 sweeps); a tiny camera.
+TIAGO = ["simulation.duration=3", "simulation.bootstrap=0.5", "robot.sensors.cameras.0.width=64",
+         "robot.sensors.cameras.0.height=48", "humans.count={min: 1, max: 1}", "flying_objects.count={min: 0, max: 0}",
+         "exploration.planner=waypoints", "exploration.waypoints=[[9, 9, 0]]", "recording.bag_formats=[]"]
+VOCABULARY_K, VOCABULARY_LEVELS = 6, 3  # small enough to build in seconds, enough words to track
+# Measured RGB-D ATE (SE(3)): 3.3 to 4.4 cm RMSE on the 0.9 m flight over repeated runs (ORB-SLAM3's threads
+# make runs differ). At 320x240 with fx = 160 px a pixel spans 0.36 deg, and the ORB keypoints' reprojection
+# error under the exact ground truth is about 1 px (measured), so per-frame pose noise of about 1 cm and 0.2 deg
+# is this image size's limit; the bound is about twice the largest measurement.
+ORBSLAM_ATE_BOUND = 0.08
+# Measured KISS-ICP ATE (SE(3)): 1.1 cm RMSE on the 2 m drive; 16 channels, 1 deg columns, voxels of 0.3 m
+# (max range / 100), exact ranges. The bound is 5 cm, about four times the measurement.
+KISS_ICP_ATE_BOUND = 0.05
+
+
+@pytest.fixture(scope="module")
+def uav(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("slam") / "uav"
+    generate(load_experiment(CONFIGS / "demo.yaml", UAV), folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiago(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("slam") / "tiago"
+    generate(load_experiment(CONFIGS / "demo-tiago.yaml", TIAGO), folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def vocabulary(uav, tmp_path_factory) -> Path:
+    frames = Recording.open(uav).camera("camera")
+    return build_vocabulary((frame.rgb() for frame in frames), tmp_path_factory.mktemp("vocabulary") / "voc.txt",
+                            k=VOCABULARY_K, levels=VOCABULARY_LEVELS, seed=7)
+
+
+def evo_ate(reference: Path, estimate: Path, sim3: bool = False) -> float:
+    """Translation ATE RMSE (m) after evo's association (5 ms) and Umeyama alignment."""
+    ref, est = sync.associate_trajectories(file_interface.read_tum_trajectory_file(str(reference)),
+                                           file_interface.read_tum_trajectory_file(str(estimate)), max_diff=0.005)
+    est.align(ref, correct_scale=sim3)
+    ape = metrics.APE(metrics.PoseRelation.translation_part)
+    ape.process_data((ref, est))
+    return ape.get_statistic(metrics.StatisticsType.rmse)
+
+
+def test_vocabulary_is_a_dbow2_text_tree(vocabulary, uav, tmp_path):
+    text = vocabulary.read_text()
+    lines = text.split("\n")
+    assert lines[0] == f"{VOCABULARY_K} {VOCABULARY_LEVELS} 0 0" and not text.endswith("\n")
+    nodes = [[float(v) for v in line.split()] for line in lines[1:]]
+    k, levels = VOCABULARY_K, VOCABULARY_LEVELS
+    assert len(nodes) <= (k ** (levels + 1) - k) // (k - 1)
+    assert {len(node) for node in nodes} == {35}  # parent, is_leaf, 32 descriptor bytes, weight
+    table = np.array(nodes)
+    parents, leaves = table[:, 0].astype(int), table[:, 1] == 1
+    assert np.all(parents < np.arange(1, len(nodes) + 1))  # breadth-first: each parent before its children
+    assert np.all((table[:, 2:34] >= 0) & (table[:, 2:34] <= 255)) and np.all(table[:, 2:34] == table[:, 2:34].round())
+    assert np.all(table[~leaves, 34] == 0) and np.all(table[leaves, 34] >= 0) and np.any(table[leaves, 34] > 0)
+    assert not np.any(np.isin(np.flatnonzero(leaves) + 1, parents))  # leaves have no children
+    frames = Recording.open(uav).camera("camera")
+    again = build_vocabulary((frame.rgb() for frame in frames), tmp_path / "again.txt", k=k, levels=levels, seed=7)
+    assert again.read_bytes() == vocabulary.read_bytes()  # seeded: the same file again
+    with pytest.raises(GradeError, match="k <= 20"):
+        build_vocabulary([frames[0].rgb()], tmp_path / "bad.txt", k=21)
+
+
+def test_orbslam3_rgbd_tracks_the_flight(uav, vocabulary, tmp_path):
+    result = run_orbslam3(uav, tmp_path, mode="rgbd", vocabulary=vocabulary)  # ORB-SLAM3 loads the vocabulary
+    frames = Recording.open(uav).camera("camera")
+    assert result.frames == len(frames) == 106 and result.tracked >= 0.9 * result.frames
+    assert result.trajectory == tmp_path / TRAJECTORY_FILE and result.fps > 0
+    times, _ = read_tum(result.trajectory)
+    assert len(times) == result.tracked and set(times) <= {round(f.time, 6) for f in frames}
+    ate = evo_ate(frames.folder / TUM_FILE, result.trajectory)
+    assert ate < ORBSLAM_ATE_BOUND, f"ORB-SLAM3 RGB-D ATE {ate:.4f} m"
+    record = read_runner_record(tmp_path)
+    assert record.method == "orbslam3" and record.tracked == result.tracked and len(record.states) == 106
+    assert sum(state.state == "OK" for state in record.states) >= 0.9 * 106
+    settings = (tmp_path / SETTINGS_FILE).read_text()
+    assert settings.startswith("%YAML:1.0\n") and "Camera1.fx: 160.0" in settings
+    assert "RGBD.DepthMapFactor: 1.0" in settings and "IMU.T_b_c1" not in settings
+
+
+def test_orbslam3_mono_inertial_uses_the_camera_imu(uav, vocabulary, tmp_path):
+    result = run_orbslam3(uav, tmp_path, mode="mono_inertial", vocabulary=vocabulary)
+    assert result.frames == 106 and read_runner_record(tmp_path).settings["imu"] == "imu_camera"
+    settings = (tmp_path / SETTINGS_FILE).read_text()
+    # imu_camera sits where the camera is on camera_link: body <- optical is the pure axis swap.
+    assert "data: [0.0, 0.0, 1.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]" in settings
+    assert "IMU.Frequency: 240.0" in settings and "RGBD" not in settings
+
+
+def test_orbslam3_errors_name_the_fix(uav, tmp_path, monkeypatch):
+    monkeypatch.delenv("PYORBSLAM3_VOCAB", raising=False)
+    monkeypatch.setenv("PYORBSLAM3_CACHE", str(tmp_path / "cache"))  # no downloaded ORBvoc.txt
+    with pytest.raises(GradeError, match="--build-vocabulary"):
+        run_orbslam3(uav, tmp_path)
+    (tmp_path / "bad.txt").write_text("not a vocabulary")
+    with pytest.raises(GradeError, match="not a DBoW2 text vocabulary"):
+        run_orbslam3(uav, tmp_path, vocabulary=tmp_path / "bad.txt")
+    with pytest.raises(GradeError, match="no camera 'nope'"):
+        run_orbslam3(uav, tmp_path, camera="nope", vocabulary=tmp_path / "bad.txt")
+    with pytest.raises(ConfigError, match="unknown mode"):
+        run_orbslam3(uav, tmp_path, mode="stereo")
+
+
+def test_kiss_icp_follows_the_tiago_lidar(tiago, tmp_path):
+    result = run_kiss_icp(tiago, tmp_path)
+    sweeps = Recording.open(tiago).lidar("lidar")
+    assert result.frames == result.tracked == len(sweeps) == 36
+    truth = [(sweep.time, sweep.pose) for sweep in sweeps]  # world <- LiDAR at each sweep
+    reference = write_tum_file(tmp_path / "truth.tum", np.array([t for t, _ in truth]), np.stack([p for _, p in truth]))
+    assert np.linalg.norm(truth[-1][1][:3, 3] - truth[0][1][:3, 3]) > 1.0  # the base drives
+    _, poses = read_tum(result.trajectory)
+    assert np.allclose(poses[0], np.eye(4), atol=1e-6)  # KISS-ICP's world is the first sweep
+    ate = evo_ate(reference, result.trajectory)
+    assert ate < KISS_ICP_ATE_BOUND, f"KISS-ICP ATE {ate:.4f} m"
+    with pytest.raises(GradeError, match="no LiDAR 'nope'"):
+        run_kiss_icp(tiago, tmp_path, lidar="nope")
+
+
+WRITER = """import sys
+out = sys.argv[2]
+print("sequence", sys.argv[1])
+with open(out + "/est.txt", "w") as f:
+    f.write("0.0 0 0 0 0 0 0 1\\n0.5 0.1 0 0 0 0 0 1\\n")
+"""
+
+
+def test_external_command_writes_a_collected_trajectory(tmp_path):
+    script, sequence, out = tmp_path / "slam.py", tmp_path / "my sequence", tmp_path / "out"
+    script.write_text(WRITER)
+    sequence.mkdir()
+    out.mkdir()
+    result = run_external(f"{sys.executable} {script} {{sequence}} {{out}}", sequence, out, "est.txt", 60)
+    assert result.method == "external" and result.trajectory == out / "est.txt" and result.tracked == 2
+    assert read_runner_record(out).settings["arguments"][-2:] == [str(sequence), str(out)]  # quoted, one argument
+
+
+def test_external_failures_show_the_output(tmp_path):
+    script = tmp_path / "fail.py"
+    script.write_text("import sys, time\nprint('loading map')\nsys.stdout.flush()\n"
+                      "time.sleep(float(sys.argv[1]))\nprint('segfault-ish', file=sys.stderr)\nsys.exit(3)\n")
+    with pytest.raises(GradeError, match="(?s)status 3.*loading map.*segfault-ish"):
+        run_external(f"{sys.executable} {script} 0 {{sequence}}", tmp_path, tmp_path, "t.txt", 60)
+    with pytest.raises(GradeError, match="(?s)within 1 s.*loading map"):
+        run_external(f"{sys.executable} {script} 30 {{sequence}}", tmp_path, tmp_path, "t.txt", 1)
+    with pytest.raises(GradeError, match="wrote no trajectory"):
+        run_external(f"{sys.executable} -c pass", tmp_path, tmp_path, "t.txt", 60)
+    with pytest.raises(ConfigError, match="placeholders"):
+        run_external("slam {sequnce}", tmp_path, tmp_path, "t.txt", 60)
+
+
+def test_cli_runs_orbslam3_with_a_vocabulary_built_from_the_run(uav, tmp_path, monkeypatch):
+    out = tmp_path / "orb"
+    result = run_grade("benchmark", "run", "orbslam3", str(uav), "--out", str(out), "--build-vocabulary")
+    assert result.returncode == 0, result.stderr
+    assert "vocabulary" in result.stdout and "tracked" in result.stdout and "fps" in result.stdout
+    assert (out / "vocabulary.txt").is_file() and read_tum(out / TRAJECTORY_FILE)[0].size >= 0.9 * 106
+    assert read_runner_record(out).frames == 106
+    monkeypatch.delenv("PYORBSLAM3_VOCAB", raising=False)
+    monkeypatch.setenv("PYORBSLAM3_CACHE", str(tmp_path / "cache"))
+    missing = run_grade("benchmark", "run", "orbslam3", str(uav), "--out", str(tmp_path / "none"))
+    assert missing.returncode == 2 and "--build-vocabulary" in missing.stderr and "PYORBSLAM3_VOCAB" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+def test_cli_runs_kiss_icp_and_rejects_unknown_methods(tiago, tmp_path):
+    result = run_grade("benchmark", "run", "kiss-icp", str(tiago), "--out", str(tmp_path / "kiss"))
+    assert result.returncode == 0, result.stderr
+    assert str(tmp_path / "kiss" / TRAJECTORY_FILE) in result.stdout and read_runner_record(tmp_path / "kiss").frames == 36
+    unknown = run_grade("benchmark", "run", "dso", str(tiago), "--out", str(tmp_path / "dso"))
+    assert unknown.returncode == 2 and "unknown method 'dso'" in unknown.stderr
