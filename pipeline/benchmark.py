@@ -135,6 +135,8 @@ def _evaluated(folder: Path, method: SlamMethod, sequence: SlamSequence, run: Pa
     """One repetition: the runner's trajectory evaluated (reused when metrics.json is there), None on failure."""
     if (folder / SLAM_METRICS_FILE).is_file():
         return read_slam_metrics(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ERROR_FILE).unlink(missing_ok=True)  # a failure of an earlier attempt, retried now
     try:
         result = _runner(method, sequence, run, out, vocabulary)(folder)
     except GradeError as exc:
