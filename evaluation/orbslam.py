@@ -23,7 +23,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -32,7 +31,7 @@ from core.errors import ConfigError, GradeError, InputError
 from core.formats.imu import ImuSeries
 from core.geometry import compose, quat_wxyz_to_matrix
 from core.progress import track
-from core.recording import Camera, Recording
+from core.recording import Camera, Frame, Recording
 from core.rundir import Stopwatch, atomic_write_text
 from evaluation.runner import INSTALL_HINT, RunnerResult, finish_run
 from evaluation.vocabulary import MAX_K, MAX_LEVELS, build_vocabulary
@@ -195,7 +194,7 @@ def vocabulary_from_run(run: Path, path: Path, camera: str | None = None, proces
     return build_vocabulary(images, path, seed=recording.info.master_seed)
 
 
-def _frame_images(frame: Any, mode: str, processed: bool) -> tuple[np.ndarray, np.ndarray | None]:
+def _frame_images(frame: Frame, mode: str, processed: bool) -> tuple[np.ndarray, np.ndarray | None]:
     rgb = frame.processed("rgb_blur") if processed else frame.rgb()
     depth = (frame.processed("depth_noisy") if processed else frame.depth()) if mode == "rgbd" else None
     if rgb is None or (mode == "rgbd" and depth is None):
