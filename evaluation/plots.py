@@ -1,44 +1,27 @@
 """PNG figures of a SLAM evaluation: the aligned trajectories seen from above, and the ATE over time.
 
-Figures use matplotlib's object-oriented API on an Agg canvas (no pyplot: no display and no global figure
-state, so evaluations may run side by side in threads) and are written atomically, like every output.
+Figures are built on an Agg canvas (core.figures) and written atomically, like every output.
 """
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
+from core.figures import figure_png, new_figure
 from core.rundir import atomic_write_bytes
 from evaluation.trajectory import Trajectory
 
 TRAJECTORIES_FILE = "trajectories.png"
 ERRORS_FILE = "errors.png"
-DPI = 100
 TRAJECTORY_INCHES = (8.0, 8.0)
 ERRORS_INCHES = (10.0, 4.0)
-PNG_METADATA = {"Software": None}  # no version string: the bytes depend on the data only
-
-
-def _figure(size: tuple[float, float]) -> Figure:
-    figure = Figure(figsize=size, dpi=DPI)
-    FigureCanvasAgg(figure)
-    return figure
-
-
-def _write_png(path: Path, figure: Figure) -> Path:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI, metadata=PNG_METADATA)
-    return atomic_write_bytes(path, buffer.getvalue())
 
 
 def plot_trajectories(path: Path, gt: Trajectory, aligned_est: Trajectory, title: str) -> Path:
     """Top-down x-y view (equal axes) of the ground truth and the aligned estimate, start marked."""
-    figure = _figure(TRAJECTORY_INCHES)
+    figure = new_figure(TRAJECTORY_INCHES)
     axes = figure.add_subplot()
     for trajectory, label, colour in ((gt, "ground truth", "black"), (aligned_est, "estimate (aligned)", "tab:blue")):
         xy = trajectory.positions[:, :2]
@@ -51,13 +34,13 @@ def plot_trajectories(path: Path, gt: Trajectory, aligned_est: Trajectory, title
     axes.grid(True, alpha=0.3)
     axes.legend(loc="best")
     figure.tight_layout()
-    return _write_png(path, figure)
+    return atomic_write_bytes(path, figure_png(figure))
 
 
 def plot_errors(path: Path, times: np.ndarray, errors: np.ndarray, title: str) -> Path:
     """The ATE of each associated pose pair over time (s from the first pair), with its RMSE as a line."""
     times, errors = np.asarray(times, np.float64), np.asarray(errors, np.float64)
-    figure = _figure(ERRORS_INCHES)
+    figure = new_figure(ERRORS_INCHES)
     axes = figure.add_subplot()
     elapsed = times - times[0] if len(times) else times
     axes.plot(elapsed, errors, color="tab:red", linewidth=1.0, marker=".", markersize=3, label="ATE")
@@ -70,4 +53,4 @@ def plot_errors(path: Path, times: np.ndarray, errors: np.ndarray, title: str) -
     axes.grid(True, alpha=0.3)
     axes.legend(loc="best")
     figure.tight_layout()
-    return _write_png(path, figure)
+    return atomic_write_bytes(path, figure_png(figure))

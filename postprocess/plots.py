@@ -1,23 +1,19 @@
 """Matplotlib figures of a recording: the robot's path on the occupancy map, and the IMU signals.
 
-Figures are built with the object-oriented API on an Agg canvas (no pyplot, no display, no global
-state) and returned as PNG bytes for an atomic write.
+Figures are built on an Agg canvas (core.figures) and returned as PNG bytes for an atomic write.
 """
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
+from core.figures import figure_png, new_figure
 from core.formats.imu import ImuSeries
 from core.formats.states import RobotPath
 from postprocess.view import SceneLayout
 
-DPI = 100
 TRAJECTORY_INCHES = (8.0, 8.0)
 IMU_ROW_INCHES = (12.0, 3.0)
 MAP_COLOURS = ListedColormap(["white", "dimgray", "lightgray"])  # free, occupied, outside (occupancy.npz legend)
@@ -26,19 +22,6 @@ MAP_CLASSES = 3
 AXIS_COLOURS = ("tab:red", "tab:green", "tab:blue")  # x, y, z
 CAMERA_COLOURS = ("tab:purple", "tab:cyan", "tab:olive", "tab:pink", "tab:brown")
 MARGIN_M = 0.5
-PNG_METADATA = {"Software": None}  # no version string: the bytes depend on the data only
-
-
-def _figure(size: tuple[float, float]) -> Figure:
-    figure = Figure(figsize=size, dpi=DPI)
-    FigureCanvasAgg(figure)
-    return figure
-
-
-def figure_png(figure: Figure) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI, metadata=PNG_METADATA)
-    return buffer.getvalue()
 
 
 def path_length(position: np.ndarray) -> float:
@@ -47,7 +30,7 @@ def path_length(position: np.ndarray) -> float:
 
 def trajectory_figure(robot: RobotPath, layout: SceneLayout, camera_xy: dict[str, np.ndarray], title: str) -> Figure:
     """Top-down (north = +y up): occupancy map, robot path with start/end, camera frame positions, humans."""
-    figure = _figure(TRAJECTORY_INCHES)
+    figure = new_figure(TRAJECTORY_INCHES)
     axes = figure.add_subplot(facecolor=BEYOND_MAP_COLOUR)
     occupancy = layout.occupancy
     x_min, x_max, y_min, y_max = occupancy.extent
@@ -84,7 +67,7 @@ def plot_trajectory(robot: RobotPath, layout: SceneLayout, camera_xy: dict[str, 
 
 def imu_figure(series: list[ImuSeries], title: str) -> Figure:
     """A row per IMU: accelerometer (m/s^2) and gyro (rad/s), x/y/z in the sensor frame, over sim time."""
-    figure = _figure((IMU_ROW_INCHES[0], IMU_ROW_INCHES[1] * len(series)))
+    figure = new_figure((IMU_ROW_INCHES[0], IMU_ROW_INCHES[1] * len(series)))
     grid = figure.subplots(len(series), 2, squeeze=False, sharex=True)
     for row, imu in zip(grid, series):
         for axes, values, what in ((row[0], imu.linear_acceleration, "accelerometer [m/s²]"),

@@ -17,6 +17,7 @@ from PIL import Image
 
 from asset_converters import SceneMesh, SourceInfo, write_environment_package
 from core.errors import GradeError, InputError
+from core.figures import figure_png
 from core.formats.frames import Box2D
 from core.formats.instances import InstanceEntry, Instances
 from core.formats.manifest import write_manifest
@@ -50,7 +51,7 @@ from postprocess.contact_sheet import (
     pixel_bounds,
     render_contact_sheet,
 )
-from postprocess.plots import figure_png, imu_figure, trajectory_figure
+from postprocess.plots import imu_figure, trajectory_figure
 
 W, H = 64, 48
 FRAMES = 3
