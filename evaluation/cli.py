@@ -81,7 +81,9 @@ def run_command(
                                         "the command reads (a `grade export tum|euroc` sequence).")],
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Output folder: trajectory.tum (or the "
                                       "external command's trajectory) and runner.json.")],
-    mode: Annotated[str, typer.Option("--mode", help="orbslam3: rgbd, mono or mono_inertial.")] = "rgbd",
+    mode: Annotated[str, typer.Option("--mode", help="orbslam3: rgbd, mono, mono_inertial or stereo.")] = "rgbd",
+    right_camera: Annotated[str | None, typer.Option("--right-camera", metavar="NAME", help="orbslam3 stereo: "
+                                                     "the pair's right camera (--camera is the left).")] = None,
     camera: Annotated[str | None, typer.Option("--camera", metavar="NAME", help="orbslam3: the camera (default: "
                                                "the first recorded camera of the run's config).")] = None,
     vocabulary: Annotated[Path | None, typer.Option("--vocabulary", metavar="FILE", help="orbslam3: DBoW2 text "
@@ -118,7 +120,7 @@ def run_command(
             if build_vocabulary:
                 vocabulary = vocabulary_from_run(run, folder / VOCABULARY_FILE, camera, processed)
                 typer.echo(f"vocabulary  {vocabulary} (built from the run's frames)")
-            result = run_orbslam3(run, folder, mode, camera, vocabulary, processed)
+            result = run_orbslam3(run, folder, mode, camera, vocabulary, processed, right_camera)
         elif method == "kiss-icp":
             from evaluation.lidar_odometry import run_kiss_icp
 

@@ -2,7 +2,9 @@
 
 The settings file (OpenCV YAML, ORB-SLAM3 1.0 `File.version: "1.0"` layout) is generated from the recording:
 pinhole intrinsics and size from frames.jsonl, the camera rate from the run's config, depth as float metres
-(`RGBD.DepthMapFactor: 1.0`), and for `mono_inertial` the IMU mounted on the camera's link: its rate, its
+(`RGBD.DepthMapFactor: 1.0`), for `stereo` two cameras that form a rectified pair (the right one's optical frame
+is the left's moved along x, same intrinsics and rate: `Stereo.T_c1_c2` holds the baseline), and
+for `mono_inertial` the IMU mounted on the camera's link: its rate, its
 pose in the camera (`IMU.T_b_c1`, body <- optical frame, from the two mounts) and its noise (the run's
 `postprocess.imu` densities and random walks when the noisy IMU of `grade postprocess` is fed, else small
 defaults for the noise-free IMU). Frames are fed in order with their simulation times: RGB (or `rgb_blur`)
@@ -39,7 +41,10 @@ from simulation.embedded.sensors import BODY_TO_OPTICAL
 from simulation.robots.mjcf import rpy_quat
 
 METHOD = "orbslam3"
-MODES = {"rgbd": "RGBD", "mono": "MONOCULAR", "mono_inertial": "IMU_MONOCULAR"}  # -> pyorbslam3.Sensor
+MODES = {"rgbd": "RGBD", "mono": "MONOCULAR", "mono_inertial": "IMU_MONOCULAR", "stereo": "STEREO"}  # -> Sensor
+# A stereo pair must be rectified by construction: the right camera's optical frame is the left's moved along
+# its x axis (rotation and the other offsets within these tolerances), with the same intrinsics and size.
+STEREO_ROTATION_TOLERANCE_RAD, STEREO_OFFSET_TOLERANCE_M = 1e-6, 1e-6
 SETTINGS_FILE = "orbslam3.yaml"
 VOCABULARY_FILE = "vocabulary.txt"  # what --build-vocabulary writes into the output folder
 VOCABULARY_ENV = "PYORBSLAM3_VOCAB"
@@ -144,26 +149,59 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
+def _opencv_matrix(matrix: np.ndarray) -> str:
+    data = ", ".join(_number(v) for v in np.asarray(matrix).reshape(-1))
+    return f"!!opencv-matrix\n   rows: {matrix.shape[0]}\n   cols: {matrix.shape[1]}\n   dt: f\n   data: [{data}]"
+
+
+def stereo_baseline(left: Camera, right: Camera) -> float:
+    """The baseline (m) of a rectified stereo pair (STEREO_* tolerances); ConfigError naming what breaks it."""
+    a, b = left[0], right[0]
+    problems = []
+    if not np.allclose(a.K, b.K) or (a.width, a.height) != (b.width, b.height):
+        problems.append("different intrinsics or image size")
+    if len(left) != len(right) or any(abs(x.time - y.time) > 1e-9 for x, y in zip(left, right, strict=False)):
+        problems.append("frames at different times (give both cameras the same rate)")
+    relative = np.linalg.inv(a.pose) @ b.pose  # left optical <- right optical
+    angle = np.arccos(np.clip((np.trace(relative[:3, :3]) - 1) / 2, -1.0, 1.0))
+    offset = relative[:3, 3]
+    if angle > STEREO_ROTATION_TOLERANCE_RAD or np.abs(offset[1:]).max() > STEREO_OFFSET_TOLERANCE_M \
+            or offset[0] <= STEREO_OFFSET_TOLERANCE_M:
+        problems.append(f"the right camera is not the left one moved to its right (rotation {np.degrees(angle):.3g}"
+                        f" deg, offset {np.round(offset, 4).tolist()} m in the left optical frame)")
+    if problems:
+        raise ConfigError(f"cameras {left.name!r} and {right.name!r} are not a rectified stereo pair: "
+                          f"{'; '.join(problems)}", None, "--right-camera")
+    return float(offset[0])
+
+
 def settings_yaml(camera: Camera, config: CameraConfig, mode: str,
-                  imu: tuple[ImuConfig, dict[str, float]] | None = None) -> str:
+                  imu: tuple[ImuConfig, dict[str, float]] | None = None, baseline: float | None = None) -> str:
     """The ORB-SLAM3 settings file for `camera` (OpenCV YAML, File.version 1.0); `imu` (its config and noise)
-    for mono_inertial."""
+    for mono_inertial; the stereo `baseline` (m) for stereo: the pair as two pinholes with `Stereo.T_c1_c2`
+    (ORB-SLAM3 1.0's "Rectified" type crashes its stereo tracking; rectifying an already rectified pair is the
+    identity)."""
     first = camera[0]
     K = first.K
     entries: list[tuple[str, str]] = [("File.version", '"1.0"'), ("Camera.type", '"PinHole"')]
-    entries += [(f"Camera1.{name}", _number(value)) for name, value in
-                (("fx", K[0, 0]), ("fy", K[1, 1]), ("cx", K[0, 2]), ("cy", K[1, 2]))]
-    entries += [(f"Camera1.{name}", "0.0") for name in ("k1", "k2", "p1", "p2")]  # the renderer is a pinhole
+    for index in (1, 2) if mode == "stereo" else (1,):  # a stereo pair: the same pinhole twice
+        entries += [(f"Camera{index}.{name}", _number(value)) for name, value in
+                    (("fx", K[0, 0]), ("fy", K[1, 1]), ("cx", K[0, 2]), ("cy", K[1, 2]))]
+        entries += [(f"Camera{index}.{name}", "0.0") for name in ("k1", "k2", "p1", "p2")]  # the renderer: pinhole
     entries += [("Camera.width", str(first.width)), ("Camera.height", str(first.height)),
                 ("Camera.fps", str(round(config.rate_hz))), ("Camera.RGB", "1")]
     if mode == "rgbd":
         entries += [("Stereo.ThDepth", _number(CLOSE_DEPTH_BASELINES)), ("Stereo.b", _number(STEREO_BASELINE)),
                     ("RGBD.DepthMapFactor", "1.0")]
+    if mode == "stereo":
+        left_from_right = np.eye(4)
+        left_from_right[0, 3] = baseline
+        entries += [("Stereo.ThDepth", _number(CLOSE_DEPTH_BASELINES)),
+                    ("Stereo.T_c1_c2", _opencv_matrix(left_from_right))]
     if imu is not None:
         imu_config, noise = imu
         body_from_camera = np.linalg.inv(_mount_matrix(imu_config.mount)) @ _mount_matrix(config.mount) @ BODY_TO_OPTICAL
-        data = ", ".join(_number(v) for v in body_from_camera.reshape(-1))
-        entries.append(("IMU.T_b_c1", f"!!opencv-matrix\n   rows: 4\n   cols: 4\n   dt: f\n   data: [{data}]"))
+        entries.append(("IMU.T_b_c1", _opencv_matrix(body_from_camera)))
         entries += [(f"IMU.{name}", _number(value)) for name, value in noise.items()]
         entries.append(("IMU.Frequency", _number(imu_config.rate_hz)))
     entries += [(f"ORBextractor.{name}", str(value)) for name, value in ORB_EXTRACTOR.items()]
@@ -204,9 +242,11 @@ def _frame_images(frame: Frame, mode: str, processed: bool) -> tuple[np.ndarray,
 
 
 def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = None,
-                 vocabulary: Path | None = None, processed: bool = False) -> RunnerResult:
-    """Run ORB-SLAM3 (`mode` rgbd, mono or mono_inertial) on one camera of the recording `run` and write its
-    trajectory, settings and runner.json into `out` (an existing folder; the CLI holds its lock)."""
+                 vocabulary: Path | None = None, processed: bool = False,
+                 right_camera: str | None = None) -> RunnerResult:
+    """Run ORB-SLAM3 (`mode` rgbd, mono, mono_inertial, or stereo with `right_camera` as the pair's right
+    camera) on one camera of the recording `run` and write its trajectory, settings and runner.json into `out`
+    (an existing folder; the CLI holds its lock)."""
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}", None, "mode")
     try:
@@ -219,16 +259,23 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
     frames = recording.camera(config.name)
     if len(frames) == 0:
         raise InputError(f"camera {config.name!r} recorded no frames", frames.folder)
+    right, baseline = None, None
+    if mode == "stereo":
+        if right_camera is None:
+            raise ConfigError("stereo needs the pair's right camera (--right-camera NAME)", None, "--right-camera")
+        right = recording.camera(choose_camera(recording, right_camera).name)
+        baseline = stereo_baseline(frames, right)
     vocabulary = resolve_vocabulary(vocabulary)
     imu_config, imu = camera_imu(recording, config, processed) if mode == "mono_inertial" else (None, None)
     imu_settings = (imu_config, imu_noise(recording, processed)) if imu_config is not None else None
-    settings_path = atomic_write_text(Path(out) / SETTINGS_FILE, settings_yaml(frames, config, mode, imu_settings))
+    settings_path = atomic_write_text(Path(out) / SETTINGS_FILE,
+                                      settings_yaml(frames, config, mode, imu_settings, baseline))
     times, poses, states, tracking = [], [], [], 0.0
     previous = -np.inf
     with _stdout_to_stderr():
         slam = pyorbslam3.Slam(vocabulary, settings_path, getattr(pyorbslam3.Sensor, MODES[mode]))
         try:
-            for frame in track(frames.frames, f"ORB-SLAM3 {mode} {config.name}"):
+            for index, frame in enumerate(track(frames.frames, f"ORB-SLAM3 {mode} {config.name}")):
                 rgb, depth = _frame_images(frame, mode, processed)
                 samples = None
                 if imu is not None:
@@ -239,6 +286,8 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
                 clock = Stopwatch()
                 if mode == "rgbd":
                     result = slam.track_rgbd(rgb, depth.astype(np.float32), frame.time)
+                elif right is not None:
+                    result = slam.track_stereo(rgb, _frame_images(right[index], mode, processed)[0], frame.time)
                 else:
                     result = slam.track_monocular(rgb, frame.time, imu=samples)
                 tracking += clock.seconds()
@@ -252,4 +301,6 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
                 "processed": processed, "settings_file": SETTINGS_FILE}
     if imu_config is not None:
         settings["imu"] = imu_config.name
+    if right is not None:
+        settings |= {"right_camera": right.name, "baseline_m": baseline}
     return finish_run(out, METHOD, run, times, poses, len(frames), tracking, settings, states)

@@ -175,7 +175,8 @@ def _runner(method: SlamMethod, sequence: SlamSequence, run: Path, out: Path,
     if method.runner == "orbslam3":
         from evaluation.orbslam import run_orbslam3
 
-        return lambda folder: run_orbslam3(run, folder, method.mode, method.camera, vocabulary, sequence.noise)
+        return lambda folder: run_orbslam3(run, folder, method.mode, method.camera, vocabulary, sequence.noise,
+                                           method.right_camera)
     if method.runner == "kiss-icp":
         from evaluation.lidar_odometry import run_kiss_icp
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from evo.core import metrics, sync
 from evo.tools import file_interface
 
@@ -206,3 +207,25 @@ def test_cli_runs_kiss_icp_and_rejects_unknown_methods(tiago, tmp_path):
     assert str(tmp_path / "kiss" / TRAJECTORY_FILE) in result.stdout and read_runner_record(tmp_path / "kiss").frames == 36
     unknown = run_grade("benchmark", "run", "dso", str(tiago), "--out", str(tmp_path / "dso"))
     assert unknown.returncode == 2 and "unknown method 'dso'" in unknown.stderr
+
+
+def test_orbslam3_stereo_on_a_pair_added_by_replay(uav, vocabulary, tmp_path):
+    # The run's camera and a right camera 10 cm to its right (the camera link's -y), added by a teleport replay.
+    mount = next(c for c in Recording.open(uav).experiment_config().robot.sensors.cameras if c.name == "camera").mount
+    right = {"name": "right", "width": 320, "height": 240,
+             "mount": {"link": mount.link, "translation": [mount.translation[0], mount.translation[1] - 0.1,
+                                                           mount.translation[2]]}}
+    overrides = tmp_path / "pair.yaml"
+    overrides.write_text(yaml.safe_dump({"cameras": [right]}))
+    assert run_grade("replay", str(uav), "--out", str(tmp_path / "pair"), "--with", str(overrides)).returncode == 0
+    (tmp_path / "stereo").mkdir()
+    result = run_orbslam3(tmp_path / "pair", tmp_path / "stereo", mode="stereo", vocabulary=vocabulary,
+                          right_camera="right")
+    frames = Recording.open(tmp_path / "pair").camera("camera")
+    assert result.tracked >= 0.9 * result.frames
+    ate = evo_ate(frames.folder / TUM_FILE, result.trajectory)
+    assert ate < ORBSLAM_ATE_BOUND, f"ORB-SLAM3 stereo ATE {ate:.4f} m"
+    settings = (tmp_path / "stereo" / SETTINGS_FILE).read_text()
+    assert "Camera2.fx: 160.0" in settings and "Stereo.T_c1_c2" in settings
+    with pytest.raises(ConfigError, match="not a rectified stereo pair"):
+        run_orbslam3(uav, tmp_path, mode="stereo", vocabulary=vocabulary, right_camera="camera")
