@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ import numpy as np
 from core.config import CameraConfig, ImuConfig, Mount
 from core.errors import ConfigError, GradeError, InputError
 from core.formats.imu import ImuSeries
+from core.formats.tum_rgbd import TumRgbdFrame, is_tum_rgbd, read_tum_rgbd
 from core.geometry import compose, quat_wxyz_to_matrix
 from core.progress import track
 from core.recording import Camera, Frame, Recording
@@ -175,38 +177,98 @@ def stereo_baseline(left: Camera, right: Camera) -> float:
     return float(offset[0])
 
 
-def settings_yaml(camera: Camera, config: CameraConfig, mode: str,
-                  imu: tuple[ImuConfig, dict[str, float]] | None = None, baseline: float | None = None) -> str:
-    """The ORB-SLAM3 settings file for `camera` (OpenCV YAML, File.version 1.0); `imu` (its config and noise)
-    for mono_inertial; the stereo `baseline` (m) for stereo: the pair as two pinholes with `Stereo.T_c1_c2`
-    (ORB-SLAM3 1.0's "Rectified" type crashes its stereo tracking; rectifying an already rectified pair is the
-    identity)."""
-    first = camera[0]
-    K = first.K
+@dataclass(frozen=True)
+class Feed:
+    """What ORB-SLAM3 is given: the pinhole camera, the frames in time order (each loads its colour image, depth
+    in metres for rgbd and the right image for stereo), and for mono_inertial the IMU readings with the IMU's
+    pose in the camera (body <- optical frame), rate and noise; for stereo the baseline (m)."""
+
+    source: Path
+    camera: str
+    K: np.ndarray
+    width: int
+    height: int
+    rate_hz: float
+    frames: list[tuple[float, Callable[[], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]]]
+    imu: ImuSeries | None = None
+    imu_settings: tuple[str, np.ndarray, float, dict[str, float]] | None = None  # name, body <- camera, Hz, noise
+    baseline: float | None = None
+
+
+def settings_yaml(feed: Feed, mode: str) -> str:
+    """The ORB-SLAM3 settings file for `feed` (OpenCV YAML, File.version 1.0). A stereo pair is written as two
+    pinholes with `Stereo.T_c1_c2` (ORB-SLAM3 1.0's "Rectified" type crashes its stereo tracking; rectifying an
+    already rectified pair is the identity)."""
+    K = feed.K
     entries: list[tuple[str, str]] = [("File.version", '"1.0"'), ("Camera.type", '"PinHole"')]
     for index in (1, 2) if mode == "stereo" else (1,):  # a stereo pair: the same pinhole twice
         entries += [(f"Camera{index}.{name}", _number(value)) for name, value in
                     (("fx", K[0, 0]), ("fy", K[1, 1]), ("cx", K[0, 2]), ("cy", K[1, 2]))]
         entries += [(f"Camera{index}.{name}", "0.0") for name in ("k1", "k2", "p1", "p2")]  # the renderer: pinhole
-    entries += [("Camera.width", str(first.width)), ("Camera.height", str(first.height)),
-                ("Camera.fps", str(round(config.rate_hz))), ("Camera.RGB", "1")]
+    entries += [("Camera.width", str(feed.width)), ("Camera.height", str(feed.height)),
+                ("Camera.fps", str(round(feed.rate_hz))), ("Camera.RGB", "1")]
     if mode == "rgbd":
         entries += [("Stereo.ThDepth", _number(CLOSE_DEPTH_BASELINES)), ("Stereo.b", _number(STEREO_BASELINE)),
                     ("RGBD.DepthMapFactor", "1.0")]
     if mode == "stereo":
         left_from_right = np.eye(4)
-        left_from_right[0, 3] = baseline
+        left_from_right[0, 3] = feed.baseline
         entries += [("Stereo.ThDepth", _number(CLOSE_DEPTH_BASELINES)),
                     ("Stereo.T_c1_c2", _opencv_matrix(left_from_right))]
-    if imu is not None:
-        imu_config, noise = imu
-        body_from_camera = np.linalg.inv(_mount_matrix(imu_config.mount)) @ _mount_matrix(config.mount) @ BODY_TO_OPTICAL
+    if feed.imu_settings is not None:
+        _, body_from_camera, rate_hz, noise = feed.imu_settings
         entries.append(("IMU.T_b_c1", _opencv_matrix(body_from_camera)))
         entries += [(f"IMU.{name}", _number(value)) for name, value in noise.items()]
-        entries.append(("IMU.Frequency", _number(imu_config.rate_hz)))
+        entries.append(("IMU.Frequency", _number(rate_hz)))
     entries += [(f"ORBextractor.{name}", str(value)) for name, value in ORB_EXTRACTOR.items()]
     entries += [(f"Viewer.{name}", _number(value)) for name, value in VIEWER.items()]
     return "%YAML:1.0\n---\n" + "".join(f"{key}: {value}\n" for key, value in entries)
+
+
+def recording_feed(run: Path, mode: str, camera: str | None, processed: bool, right_camera: str | None) -> Feed:
+    """The frames of one camera of a recording (module docstring), checked before ORB-SLAM3 starts."""
+    recording = Recording.open(run)
+    config = choose_camera(recording, camera)
+    frames = recording.camera(config.name)
+    if len(frames) == 0:
+        raise InputError(f"camera {config.name!r} recorded no frames", frames.folder)
+    right, baseline = None, None
+    if mode == "stereo":
+        if right_camera is None:
+            raise ConfigError("stereo needs the pair's right camera (--right-camera NAME)", None, "--right-camera")
+        right = recording.camera(choose_camera(recording, right_camera).name)
+        baseline = stereo_baseline(frames, right)
+    imu, imu_settings = None, None
+    if mode == "mono_inertial":
+        imu_config, imu = camera_imu(recording, config, processed)
+        body_from_camera = np.linalg.inv(_mount_matrix(imu_config.mount)) @ _mount_matrix(config.mount) @ BODY_TO_OPTICAL
+        imu_settings = (imu_config.name, body_from_camera, imu_config.rate_hz, imu_noise(recording, processed))
+
+    def loader(index: int) -> Callable[[], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]:
+        def load() -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+            rgb, depth = _frame_images(frames[index], mode, processed)
+            return rgb, depth, _frame_images(right[index], mode, processed)[0] if right is not None else None
+        return load
+
+    first = frames[0]
+    return Feed(recording.path, config.name, first.K, first.width, first.height, config.rate_hz,
+                [(frame.time, loader(i)) for i, frame in enumerate(frames)], imu, imu_settings, baseline)
+
+
+def tum_feed(folder: Path, mode: str) -> Feed:
+    """The frames of a TUM RGB-D sequence (`grade export tum`, core.formats.tum_rgbd) for rgbd or mono."""
+    if mode not in ("rgbd", "mono"):
+        raise ConfigError(f"a TUM RGB-D sequence feeds rgbd or mono, not {mode}", None, "--mode")
+    sequence = read_tum_rgbd(folder)
+
+    def loader(frame: TumRgbdFrame) -> Callable[[], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]:
+        def load() -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+            rgb, depth = sequence.images(frame)
+            return rgb, depth if mode == "rgbd" else None, None
+        return load
+
+    return Feed(Path(folder), Path(folder).name, sequence.K, sequence.width, sequence.height, sequence.rate_hz,
+                [(frame.time, loader(frame)) for frame in sequence.frames])
 
 
 @contextmanager
@@ -225,11 +287,12 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 def vocabulary_from_run(run: Path, path: Path, camera: str | None = None, processed: bool = False) -> Path:
     """A small vocabulary (evaluation.vocabulary defaults: k 10, 3 levels) built from the frames the runner will
-    track, for machines without ORBvoc.txt; seeded with the run's master seed."""
-    recording = Recording.open(run)
-    frames = recording.camera(choose_camera(recording, camera).name)
-    images = (_frame_images(frame, "mono", processed)[0] for frame in track(frames.frames, "vocabulary"))
-    return build_vocabulary(images, path, seed=recording.info.master_seed)
+    track (a recording's camera, or a TUM RGB-D sequence), for machines without ORBvoc.txt; seeded with the
+    run's master seed (0 for a sequence)."""
+    tum = is_tum_rgbd(run)
+    feed = tum_feed(run, "mono") if tum else recording_feed(run, "mono", camera, processed, None)
+    images = (load()[0] for _, load in track(feed.frames, "vocabulary"))
+    return build_vocabulary(images, path, seed=0 if tum else Recording.open(run).info.master_seed)
 
 
 def _frame_images(frame: Frame, mode: str, processed: bool) -> tuple[np.ndarray, np.ndarray | None]:
@@ -245,8 +308,8 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
                  vocabulary: Path | None = None, processed: bool = False,
                  right_camera: str | None = None) -> RunnerResult:
     """Run ORB-SLAM3 (`mode` rgbd, mono, mono_inertial, or stereo with `right_camera` as the pair's right
-    camera) on one camera of the recording `run` and write its trajectory, settings and runner.json into `out`
-    (an existing folder; the CLI holds its lock)."""
+    camera) on one camera of the recording `run`, or on the TUM RGB-D sequence folder `run` (rgbd, mono), and
+    write its trajectory, settings and runner.json into `out` (an existing folder; the CLI holds its lock)."""
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}", None, "mode")
     try:
@@ -254,53 +317,41 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
     except ImportError:
         raise GradeError(f"ORB-SLAM3 is not installed: it comes with the optional `slam` extra (pyorbslam3, "
                          f"GPL-3.0), installed with {INSTALL_HINT}") from None
-    recording = Recording.open(run)
-    config = choose_camera(recording, camera)
-    frames = recording.camera(config.name)
-    if len(frames) == 0:
-        raise InputError(f"camera {config.name!r} recorded no frames", frames.folder)
-    right, baseline = None, None
-    if mode == "stereo":
-        if right_camera is None:
-            raise ConfigError("stereo needs the pair's right camera (--right-camera NAME)", None, "--right-camera")
-        right = recording.camera(choose_camera(recording, right_camera).name)
-        baseline = stereo_baseline(frames, right)
+    feed = tum_feed(run, mode) if is_tum_rgbd(run) else recording_feed(run, mode, camera, processed, right_camera)
     vocabulary = resolve_vocabulary(vocabulary)
-    imu_config, imu = camera_imu(recording, config, processed) if mode == "mono_inertial" else (None, None)
-    imu_settings = (imu_config, imu_noise(recording, processed)) if imu_config is not None else None
-    settings_path = atomic_write_text(Path(out) / SETTINGS_FILE,
-                                      settings_yaml(frames, config, mode, imu_settings, baseline))
+    settings_path = atomic_write_text(Path(out) / SETTINGS_FILE, settings_yaml(feed, mode))
     times, poses, states, tracking = [], [], [], 0.0
     previous = -np.inf
+    imu = feed.imu
     with _stdout_to_stderr():
         slam = pyorbslam3.Slam(vocabulary, settings_path, getattr(pyorbslam3.Sensor, MODES[mode]))
         try:
-            for index, frame in enumerate(track(frames.frames, f"ORB-SLAM3 {mode} {config.name}")):
-                rgb, depth = _frame_images(frame, mode, processed)
+            for time, load in track(feed.frames, f"ORB-SLAM3 {mode} {feed.camera}"):
+                rgb, depth, right = load()
                 samples = None
                 if imu is not None:
-                    window = (imu.time > previous) & (imu.time <= frame.time)
+                    window = (imu.time > previous) & (imu.time <= time)
                     samples = np.hstack([imu.time[window, None], imu.angular_velocity[window],
                                          imu.linear_acceleration[window]])
-                previous = frame.time
+                previous = time
                 clock = Stopwatch()
                 if mode == "rgbd":
-                    result = slam.track_rgbd(rgb, depth.astype(np.float32), frame.time)
-                elif right is not None:
-                    result = slam.track_stereo(rgb, _frame_images(right[index], mode, processed)[0], frame.time)
+                    result = slam.track_rgbd(rgb, depth.astype(np.float32), time)
+                elif mode == "stereo":
+                    result = slam.track_stereo(rgb, right, time)
                 else:
-                    result = slam.track_monocular(rgb, frame.time, imu=samples)
+                    result = slam.track_monocular(rgb, time, imu=samples)
                 tracking += clock.seconds()
-                states.append((frame.time, result.state.name))
+                states.append((time, result.state.name))
                 if result.pose_valid:
-                    times.append(frame.time)
+                    times.append(time)
                     poses.append(np.asarray(result.pose_wc, dtype=np.float64))
         finally:
             slam.shutdown()
-    settings = {"mode": mode, "camera": config.name, "vocabulary": str(Path(vocabulary).resolve()),
+    settings = {"mode": mode, "camera": feed.camera, "vocabulary": str(Path(vocabulary).resolve()),
                 "processed": processed, "settings_file": SETTINGS_FILE}
-    if imu_config is not None:
-        settings["imu"] = imu_config.name
-    if right is not None:
-        settings |= {"right_camera": right.name, "baseline_m": baseline}
-    return finish_run(out, METHOD, run, times, poses, len(frames), tracking, settings, states)
+    if feed.imu_settings is not None:
+        settings["imu"] = feed.imu_settings[0]
+    if feed.baseline is not None:
+        settings |= {"right_camera": right_camera, "baseline_m": feed.baseline}
+    return finish_run(out, METHOD, feed.source, times, poses, len(feed.frames), tracking, settings, states)

@@ -20,17 +20,27 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import yaml
 
 from core.config import CameraConfig
 from core.errors import ConfigError, InputError
 from core.formats.images import PNG_COMPRESSION
 from core.formats.tum import tum_line
+from core.formats.tum_rgbd import (
+    ASSOCIATIONS,
+    CAMERA_FILE,
+    DEPTH_FACTOR,
+    DEPTH_LIST,
+    GROUNDTRUTH,
+    RGB_LIST,
+    associations_text,
+    camera_text,
+    list_text,
+    stamp,
+)
 from core.progress import track
 from core.recording import Camera, Frame, Recording
 from export.common import ExportFolder, Sequence, export_folder, open_sequences
 
-DEPTH_FACTOR = 5000.0  # TUM RGB-D: uint16 value = metres x 5000
 MAX_DEPTH_VALUE = np.iinfo(np.uint16).max
 # The `grade postprocess` output each image kind is replaced by with `processed`, and the flag that makes it.
 PROCESSED = {"rgb": "rgb_blur", "depth": "depth_noisy"}
@@ -75,11 +85,6 @@ def camera_config(recording: Recording, camera: str) -> CameraConfig:
         if config.name == camera:
             return config
     raise InputError(f"camera {camera!r} has ground truth but is not in the run's config", recording.path)
-
-
-def stamp(time: float) -> str:
-    """A TUM timestamp: simulation seconds with 6 decimals, as `tum_line` writes them."""
-    return f"{time:.6f}"
 
 
 def tum_depth(depth: np.ndarray, depth_min: float, depth_max: float | None) -> np.ndarray:
@@ -127,22 +132,18 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
             folder.write_bytes(f"{root}/depth/{t}.png", _png(tum_depth(metres, options.depth_min, options.depth_max)))
     title = f"# sequence {sequence.name}, camera {name}, simulation time\n"
     lists = {
-        "rgb.txt": "# color images\n" + title + "# timestamp filename\n" + "".join(f"{t} rgb/{t}.png\n" for t in stamps),
-        "depth.txt": "# depth maps (uint16, metres x 5000, 0 = invalid)\n" + title + "# timestamp filename\n"
-                     + "".join(f"{t} depth/{t}.png\n" for t in stamps),
-        "associations.txt": "".join(f"{t} rgb/{t}.png {t} depth/{t}.png\n" for t in stamps),
-        "groundtruth.txt": "# ground truth trajectory: world <- camera optical frame (z forward, x right, y down)\n"
-                           + title + "# timestamp tx ty tz qx qy qz qw\n"
-                           + "".join(tum_line(frame.time, frame.pose) for frame in camera),
+        RGB_LIST: list_text("rgb", stamps, "# color images\n" + title),
+        DEPTH_LIST: list_text("depth", stamps, "# depth maps (uint16, metres x 5000, 0 = invalid)\n" + title),
+        ASSOCIATIONS: associations_text(stamps),
+        GROUNDTRUTH: "# ground truth trajectory: world <- camera optical frame (z forward, x right, y down)\n"
+                     + title + "# timestamp tx ty tz qx qy qz qw\n"
+                     + "".join(tum_line(frame.time, frame.pose) for frame in camera),
     }
+    first = camera[0]
+    lists[CAMERA_FILE] = camera_text(name, first.K, first.width, first.height,
+                                     camera_config(sequence.recording, name).rate_hz)
     for file, text in lists.items():
         folder.write_bytes(f"{root}/{file}", text.encode())
-    first = camera[0]
-    intrinsics = {"camera": name, "model": "pinhole", "width": first.width, "height": first.height,
-                  "fx": float(first.K[0, 0]), "fy": float(first.K[1, 1]), "cx": float(first.K[0, 2]),
-                  "cy": float(first.K[1, 2]), "depth_factor": DEPTH_FACTOR,
-                  "rate_hz": camera_config(sequence.recording, name).rate_hz}
-    folder.write_bytes(f"{root}/camera.yaml", yaml.safe_dump(intrinsics, sort_keys=False).encode())
     return len(camera)
 
 

@@ -137,7 +137,9 @@ def test_orbslam3_errors_name_the_fix(uav, tmp_path, monkeypatch):
     with pytest.raises(GradeError, match="no camera 'nope'"):
         run_orbslam3(uav, tmp_path, camera="nope", vocabulary=tmp_path / "bad.txt")
     with pytest.raises(ConfigError, match="unknown mode"):
-        run_orbslam3(uav, tmp_path, mode="stereo")
+        run_orbslam3(uav, tmp_path, mode="fisheye")
+    with pytest.raises(ConfigError, match="needs the pair's right camera"):
+        run_orbslam3(uav, tmp_path, mode="stereo", vocabulary=tmp_path / "bad.txt")
 
 
 def test_kiss_icp_follows_the_tiago_lidar(tiago, tmp_path):
@@ -229,3 +231,16 @@ def test_orbslam3_stereo_on_a_pair_added_by_replay(uav, vocabulary, tmp_path):
     assert "Camera2.fx: 160.0" in settings and "Stereo.T_c1_c2" in settings
     with pytest.raises(ConfigError, match="not a rectified stereo pair"):
         run_orbslam3(uav, tmp_path, mode="stereo", vocabulary=vocabulary, right_camera="camera")
+
+
+def test_orbslam3_reads_a_tum_rgbd_export(uav, vocabulary, tmp_path):
+    assert run_grade("export", "tum", str(uav), "--out", str(tmp_path / "tum")).returncode == 0
+    sequence = tmp_path / "tum" / uav.name
+    (tmp_path / "orb").mkdir()
+    result = run_orbslam3(sequence, tmp_path / "orb", mode="rgbd", vocabulary=vocabulary)
+    assert result.frames == 106 and result.tracked >= 0.9 * result.frames
+    ate = evo_ate(sequence / "groundtruth.txt", result.trajectory)
+    assert ate < ORBSLAM_ATE_BOUND, f"ORB-SLAM3 RGB-D on the TUM export: ATE {ate:.4f} m"
+    assert read_runner_record(tmp_path / "orb").source == str(sequence.resolve())
+    with pytest.raises(ConfigError, match="feeds rgbd or mono"):
+        run_orbslam3(sequence, tmp_path / "orb", mode="mono_inertial", vocabulary=vocabulary)
