@@ -87,3 +87,22 @@ def transform_points(pose: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 Y_UP_TO_Z_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
 """Rotation taking Y-up data (3D-Front, glTF, SMPL) to Z-up: (x, y, z) -> (x, -z, y)."""
+
+
+def rpy_quat(rpy_deg) -> np.ndarray:
+    """Quaternion (w, x, y, z) of roll/pitch/yaw in degrees, extrinsic X then Y then Z (the sensor mounts')."""
+    return xyzw_to_wxyz(Rotation.from_euler("xyz", list(rpy_deg), degrees=True).as_quat())
+
+
+def mount_matrix(translation, rpy_deg) -> np.ndarray:
+    """link <- sensor 4x4 transform of a sensor mount (translation m, roll/pitch/yaw deg), as the simulation
+    places the sensor's site."""
+    return compose(quat_wxyz_to_matrix(rpy_quat(rpy_deg)), translation)
+
+
+def optical_from_imu(camera_translation, camera_rpy_deg, imu_translation, imu_rpy_deg,
+                     body_to_optical: np.ndarray) -> np.ndarray:
+    """optical <- IMU 4x4 transform of a camera and an IMU mounted on the same link (their mounts'
+    translations and roll/pitch/yaw), `body_to_optical` being the camera body -> optical frame rotation."""
+    optical = mount_matrix(camera_translation, camera_rpy_deg) @ body_to_optical
+    return np.linalg.inv(optical) @ mount_matrix(imu_translation, imu_rpy_deg)

@@ -29,18 +29,17 @@ from pathlib import Path
 
 import numpy as np
 
-from core.config import CameraConfig, ImuConfig, Mount
+from core.config import CameraConfig, ImuConfig
 from core.errors import ConfigError, GradeError, InputError
 from core.formats.imu import ImuSeries
 from core.formats.tum_rgbd import TumRgbdFrame, is_tum_rgbd, read_tum_rgbd
-from core.geometry import compose, quat_wxyz_to_matrix
+from core.geometry import optical_from_imu
 from core.progress import track
 from core.recording import Camera, Frame, Recording
 from core.rundir import Stopwatch, atomic_write_text
 from evaluation.runner import INSTALL_HINT, RunnerResult, finish_run
 from evaluation.vocabulary import MAX_K, MAX_LEVELS, build_vocabulary
 from simulation.embedded.sensors import BODY_TO_OPTICAL
-from simulation.robots.mjcf import rpy_quat
 
 METHOD = "orbslam3"
 MODES = {"rgbd": "RGBD", "mono": "MONOCULAR", "mono_inertial": "IMU_MONOCULAR", "stereo": "STEREO"}  # -> Sensor
@@ -102,10 +101,6 @@ def resolve_vocabulary(vocabulary: Path | None) -> Path:
     except FileNotFoundError:
         raise GradeError(f"no ORB vocabulary given. {vocabulary_hint()}") from None
 
-
-def _mount_matrix(mount: Mount) -> np.ndarray:
-    """link <- sensor frame of a mount, as the simulation places it (simulation.physics.sensors)."""
-    return compose(quat_wxyz_to_matrix(rpy_quat(mount.rpy_deg)), mount.translation)
 
 
 def choose_camera(recording: Recording, camera: str | None) -> CameraConfig:
@@ -241,7 +236,9 @@ def recording_feed(run: Path, mode: str, camera: str | None, processed: bool, ri
     imu, imu_settings = None, None
     if mode == "mono_inertial":
         imu_config, imu = camera_imu(recording, config, processed)
-        body_from_camera = np.linalg.inv(_mount_matrix(imu_config.mount)) @ _mount_matrix(config.mount) @ BODY_TO_OPTICAL
+        body_from_camera = np.linalg.inv(optical_from_imu(config.mount.translation, config.mount.rpy_deg,
+                                                          imu_config.mount.translation, imu_config.mount.rpy_deg,
+                                                          BODY_TO_OPTICAL))
         imu_settings = (imu_config.name, body_from_camera, imu_config.rate_hz, imu_noise(recording, processed))
 
     def loader(index: int) -> Callable[[], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]:

@@ -21,16 +21,15 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from core.config import CameraConfig, ImuConfig, Mount
+from core.config import CameraConfig, ImuConfig
 from core.errors import InputError
 from core.formats.imu import ImuSeries
-from core.geometry import compose, matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from core.geometry import matrix_to_quat_wxyz, optical_from_imu
 from core.progress import track
 from core.recording import Recording
 from export.common import ExportFolder, Sequence, export_folder, open_sequences
 from export.tum import camera_config, check_images, image_file, sequence_folder
 from simulation.embedded.sensors import BODY_TO_OPTICAL
-from simulation.robots.mjcf import rpy_quat
 
 NS_PER_S = 1e9
 CAMERA_HEADER = "#timestamp [ns],filename"
@@ -57,10 +56,6 @@ def _csv(header: str, rows: Iterable[Iterable[object]]) -> bytes:
     """Comma-separated lines; floats as Python writes them (the shortest text that reads back exactly)."""
     return (header + "\n" + "".join(",".join(map(str, row)) + "\n" for row in rows)).encode()
 
-
-def _mount_matrix(mount: Mount) -> np.ndarray:
-    """link <- sensor frame of a mount, as the simulation places it (simulation.physics.sensors)."""
-    return compose(quat_wxyz_to_matrix(rpy_quat(mount.rpy_deg)), mount.translation)
 
 
 def _t_bs(matrix: np.ndarray) -> dict[str, object]:
@@ -131,8 +126,9 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     sensor: dict[str, object] = {"sensor_type": "imu", "comment": f"GRADE IMU {imu.name} "
                                  f"({'noisy, grade postprocess' if options.processed else 'noise-free'})"}
     if imu_config.mount.link == config.mount.link:  # fixed to the camera: optical <- IMU from the two mounts
-        optical = _mount_matrix(config.mount) @ BODY_TO_OPTICAL
-        sensor["T_BS"] = _t_bs(np.linalg.inv(optical) @ _mount_matrix(imu_config.mount))
+        sensor["T_BS"] = _t_bs(optical_from_imu(config.mount.translation, config.mount.rpy_deg,
+                                                imu_config.mount.translation, imu_config.mount.rpy_deg,
+                                                BODY_TO_OPTICAL))
     else:
         sensor["comment"] += (f"; mounted on {imu_config.mount.link}, not on the camera's link "
                               f"{config.mount.link}, so T_BS is not a fixed transform and is left out")

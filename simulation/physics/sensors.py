@@ -17,7 +17,8 @@ import numpy as np
 
 from core.config import Mount
 from core.errors import ConfigError
-from simulation.robots.mjcf import element, find_body, rpy_quat
+from core.geometry import rpy_quat
+from simulation.robots.mjcf import element, find_body
 
 
 @dataclass(frozen=True)

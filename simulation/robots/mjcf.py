@@ -14,7 +14,6 @@ furnished house (they would otherwise be tested against every nearby piece each 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -64,11 +63,6 @@ def frame_quat(x_axis: np.ndarray, z_axis: np.ndarray) -> np.ndarray:
     z_axis = np.asarray(z_axis, dtype=np.float64)
     matrix = np.stack([x_axis, np.cross(z_axis, x_axis), z_axis], axis=1)
     return xyzw_to_wxyz(Rotation.from_matrix(matrix).as_quat())
-
-
-def rpy_quat(rpy_deg: Iterable[float]) -> np.ndarray:
-    """Quaternion (w, x, y, z) of roll/pitch/yaw in degrees, extrinsic X then Y then Z."""
-    return xyzw_to_wxyz(Rotation.from_euler("xyz", list(rpy_deg), degrees=True).as_quat())
 
 
 def find_body(root: ET.Element, name: str) -> ET.Element | None:
