@@ -147,7 +147,7 @@ def _number(value: float) -> str:
 
 
 def _opencv_matrix(matrix: np.ndarray) -> str:
-    data = ", ".join(_number(v) for v in np.asarray(matrix).reshape(-1))
+    data = ", ".join(_number(v) for v in (np.asarray(matrix) + 0.0).reshape(-1))  # + 0.0: no "-0.0" entries
     return f"!!opencv-matrix\n   rows: {matrix.shape[0]}\n   cols: {matrix.shape[1]}\n   dt: f\n   data: [{data}]"
 
 
