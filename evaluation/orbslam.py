@@ -27,10 +27,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 from core.config import CameraConfig, ImuConfig
 from core.errors import ConfigError, GradeError, InputError
+from core.formats.euroc import CAMERA, IMU, is_euroc, read_euroc
 from core.formats.imu import ImuSeries
 from core.formats.tum_rgbd import TumRgbdFrame, is_tum_rgbd, read_tum_rgbd
 from core.geometry import optical_from_imu
@@ -284,12 +286,12 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 def vocabulary_from_run(run: Path, path: Path, camera: str | None = None, processed: bool = False) -> Path:
     """A small vocabulary (evaluation.vocabulary defaults: k 10, 3 levels) built from the frames the runner will
-    track (a recording's camera, or a TUM RGB-D sequence), for machines without ORBvoc.txt; seeded with the
-    run's master seed (0 for a sequence)."""
-    tum = is_tum_rgbd(run)
-    feed = tum_feed(run, "mono") if tum else recording_feed(run, "mono", camera, processed, None)
+    track (a recording's camera, or a TUM RGB-D or EuRoC sequence), for machines without ORBvoc.txt; seeded
+    with the run's master seed (0 for a sequence)."""
+    sequence = is_tum_rgbd(run) or is_euroc(run)
+    feed = _feed(Path(run), "mono", camera, processed, None)
     images = (load()[0] for _, load in track(feed.frames, "vocabulary"))
-    return build_vocabulary(images, path, seed=0 if tum else Recording.open(run).info.master_seed)
+    return build_vocabulary(images, path, seed=0 if sequence else Recording.open(run).info.master_seed)
 
 
 def _frame_images(frame: Frame, mode: str, processed: bool) -> tuple[np.ndarray, np.ndarray | None]:
@@ -301,12 +303,48 @@ def _frame_images(frame: Frame, mode: str, processed: bool) -> tuple[np.ndarray,
     return rgb, depth
 
 
+def euroc_feed(folder: Path, mode: str) -> Feed:
+    """The frames (and IMU) of an EuRoC sequence (`grade export euroc` or the EuRoC MAV dataset,
+    core.formats.euroc) for mono or mono_inertial; the IMU's noise from its sensor.yaml when given."""
+    if mode not in ("mono", "mono_inertial"):
+        raise ConfigError(f"an EuRoC sequence feeds mono or mono_inertial, not {mode}", None, "--mode")
+    sequence = read_euroc(folder)
+    imu_settings = None
+    if mode == "mono_inertial":
+        if sequence.imu is None or sequence.imu_from_camera is None or sequence.imu_rate_hz is None:
+            raise InputError("mono_inertial needs mav0/imu0 with its rate_hz and the T_BS of both cam0 and imu0 (a "
+                             "fixed camera-IMU transform)", folder)
+        imu_settings = (IMU, sequence.imu_from_camera, sequence.imu_rate_hz, {**CLEAN_IMU_NOISE, **sequence.imu_noise})
+
+    def loader(image: Path) -> Callable[[], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]:
+        def load() -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+            bgr = cv2.imread(str(image), cv2.IMREAD_COLOR)
+            if bgr is None:
+                raise InputError("not a readable image", image)
+            return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), None, None
+        return load
+
+    return Feed(Path(folder), CAMERA, sequence.K, sequence.width, sequence.height, sequence.rate_hz,
+                [(time, loader(image)) for time, image in sequence.frames],
+                sequence.imu if mode == "mono_inertial" else None, imu_settings)
+
+
+def _feed(run: Path, mode: str, camera: str | None, processed: bool, right_camera: str | None) -> Feed:
+    """A recording's camera, or a TUM RGB-D or EuRoC sequence folder."""
+    if is_tum_rgbd(run):
+        return tum_feed(run, mode)
+    if is_euroc(run):
+        return euroc_feed(run, mode)
+    return recording_feed(run, mode, camera, processed, right_camera)
+
+
 def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = None,
                  vocabulary: Path | None = None, processed: bool = False,
                  right_camera: str | None = None) -> RunnerResult:
     """Run ORB-SLAM3 (`mode` rgbd, mono, mono_inertial, or stereo with `right_camera` as the pair's right
-    camera) on one camera of the recording `run`, or on the TUM RGB-D sequence folder `run` (rgbd, mono), and
-    write its trajectory, settings and runner.json into `out` (an existing folder; the CLI holds its lock)."""
+    camera) on one camera of the recording `run`, or on the TUM RGB-D (rgbd, mono) or EuRoC (mono,
+    mono_inertial) sequence folder `run`, and write its trajectory, settings and runner.json into `out` (an
+    existing folder; the CLI holds its lock)."""
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}", None, "mode")
     try:
@@ -314,7 +352,7 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
     except ImportError:
         raise GradeError(f"ORB-SLAM3 is not installed: it comes with the optional `slam` extra (pyorbslam3, "
                          f"GPL-3.0), installed with {INSTALL_HINT}") from None
-    feed = tum_feed(run, mode) if is_tum_rgbd(run) else recording_feed(run, mode, camera, processed, right_camera)
+    feed = _feed(Path(run), mode, camera, processed, right_camera)
     vocabulary = resolve_vocabulary(vocabulary)
     settings_path = atomic_write_text(Path(out) / SETTINGS_FILE, settings_yaml(feed, mode))
     times, poses, states, tracking = [], [], [], 0.0

@@ -13,16 +13,30 @@ nanoseconds (rounded).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from core.config import CameraConfig, ImuConfig
 from core.errors import InputError
+from core.formats.euroc import (
+    CAMERA,
+    CAMERA_HEADER,
+    DATA_FILE,
+    IMAGES,
+    IMU,
+    IMU_HEADER,
+    ROOT,
+    SENSOR_FILE,
+    STATE,
+    STATE_HEADER,
+    csv_bytes,
+    nanoseconds,
+    sensor_yaml,
+    t_bs,
+)
 from core.formats.imu import ImuSeries
 from core.geometry import matrix_to_quat_wxyz, optical_from_imu
 from core.progress import track
@@ -31,39 +45,12 @@ from export.common import ExportFolder, Sequence, export_folder, open_sequences
 from export.tum import camera_config, check_images, image_file, sequence_folder
 from simulation.embedded.sensors import BODY_TO_OPTICAL
 
-NS_PER_S = 1e9
-CAMERA_HEADER = "#timestamp [ns],filename"
-IMU_HEADER = ("#timestamp [ns],w_RS_S_x [rad s^-1],w_RS_S_y [rad s^-1],w_RS_S_z [rad s^-1],"
-              "a_RS_S_x [m s^-2],a_RS_S_y [m s^-2],a_RS_S_z [m s^-2]")
-STATE_HEADER = ("#timestamp, p_RS_R_x [m], p_RS_R_y [m], p_RS_R_z [m], q_RS_w [], q_RS_x [], q_RS_y [], q_RS_z [], "
-                "v_RS_R_x [m s^-1], v_RS_R_y [m s^-1], v_RS_R_z [m s^-1], b_w_RS_S_x [rad s^-1], "
-                "b_w_RS_S_y [rad s^-1], b_w_RS_S_z [rad s^-1], b_a_RS_S_x [m s^-2], b_a_RS_S_y [m s^-2], "
-                "b_a_RS_S_z [m s^-2]")
-
 
 @dataclass(frozen=True)
 class EurocOptions:
     imu: str | None = None  # the IMU for imu0; None: the one on the camera's link, else the first
     processed: bool = False  # rgb_blur images and the noisy IMU (gt/imu_noisy.npz) of `grade postprocess`
 
-
-def nanoseconds(times: np.ndarray | float) -> np.ndarray:
-    """Simulation seconds -> integer nanoseconds, rounded (a truncated 1/30 s would drift a nanosecond)."""
-    return np.rint(np.asarray(times, dtype=np.float64) * NS_PER_S).astype(np.int64)
-
-
-def _csv(header: str, rows: Iterable[Iterable[object]]) -> bytes:
-    """Comma-separated lines; floats as Python writes them (the shortest text that reads back exactly)."""
-    return (header + "\n" + "".join(",".join(map(str, row)) + "\n" for row in rows)).encode()
-
-
-
-def _t_bs(matrix: np.ndarray) -> dict[str, object]:
-    return {"cols": 4, "rows": 4, "data": [float(v) for v in matrix.reshape(-1)]}
-
-
-def _sensor_yaml(data: dict[str, object]) -> bytes:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120).encode()
 
 
 def choose_imu(recording: Recording, camera: CameraConfig, options: EurocOptions) -> ImuSeries | None:
@@ -94,17 +81,17 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     recording = sequence.recording
     camera = recording.camera(name)
     config = camera_config(recording, name)
-    root = f"{sequence_folder(sequence, name)}/mav0"
+    root = f"{sequence_folder(sequence, name)}/{ROOT}"
     stamps = nanoseconds([frame.time for frame in camera])
     for frame, ns in zip(track(camera.frames, f"EuRoC {sequence_folder(sequence, name)}"), stamps, strict=True):
-        folder.copy_image(image_file(frame, "rgb", options.processed), f"{root}/cam0/data/{ns}.png")
-    folder.write_bytes(f"{root}/cam0/data.csv", _csv(CAMERA_HEADER, ((ns, f"{ns}.png") for ns in stamps)))
+        folder.copy_image(image_file(frame, "rgb", options.processed), f"{root}/{CAMERA}/{IMAGES}/{ns}.png")
+    folder.write_bytes(f"{root}/{CAMERA}/{DATA_FILE}", csv_bytes(CAMERA_HEADER, ((ns, f"{ns}.png") for ns in stamps)))
     K = camera[0].K
-    folder.write_bytes(f"{root}/cam0/sensor.yaml", _sensor_yaml({
+    folder.write_bytes(f"{root}/{CAMERA}/{SENSOR_FILE}", sensor_yaml({
         "sensor_type": "camera",
         "comment": f"GRADE camera {name} ({'rgb_blur' if options.processed else 'rgb'}); body frame B = its "
                    "optical frame (z forward, x right, y down)",
-        "T_BS": _t_bs(np.eye(4)), "rate_hz": config.rate_hz, "resolution": [camera[0].width, camera[0].height],
+        "T_BS": t_bs(np.eye(4)), "rate_hz": config.rate_hz, "resolution": [camera[0].width, camera[0].height],
         "camera_model": "pinhole", "intrinsics": [float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2])],
         "distortion_model": "radial-tangential", "distortion_coefficients": [0.0, 0.0, 0.0, 0.0]}))
 
@@ -113,27 +100,27 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     positions, quaternions = poses[:, :3, 3], matrix_to_quat_wxyz(poses[:, :3, :3])
     velocities = np.gradient(positions, times, axis=0) if len(times) > 1 else np.zeros_like(positions)
     state = np.hstack([positions, quaternions, velocities, np.zeros((len(times), 6))])
-    folder.write_bytes(f"{root}/state_groundtruth_estimate0/data.csv",
-                       _csv(STATE_HEADER, ([ns, *row] for ns, row in zip(stamps, state.tolist(), strict=True))))
+    folder.write_bytes(f"{root}/{STATE}/{DATA_FILE}",
+                       csv_bytes(STATE_HEADER, ([ns, *row] for ns, row in zip(stamps, state.tolist(), strict=True))))
 
     imu = choose_imu(recording, config, options)
     if imu is None:
         return len(camera), 0
     values = np.hstack([imu.angular_velocity, imu.linear_acceleration]).tolist()
-    folder.write_bytes(f"{root}/imu0/data.csv",
-                       _csv(IMU_HEADER, ([ns, *row] for ns, row in zip(nanoseconds(imu.time), values, strict=True))))
+    folder.write_bytes(f"{root}/{IMU}/{DATA_FILE}",
+                       csv_bytes(IMU_HEADER, ([ns, *row] for ns, row in zip(nanoseconds(imu.time), values, strict=True))))
     imu_config = _imu_config(recording, imu.name)
     sensor: dict[str, object] = {"sensor_type": "imu", "comment": f"GRADE IMU {imu.name} "
                                  f"({'noisy, grade postprocess' if options.processed else 'noise-free'})"}
     if imu_config.mount.link == config.mount.link:  # fixed to the camera: optical <- IMU from the two mounts
-        sensor["T_BS"] = _t_bs(optical_from_imu(config.mount.translation, config.mount.rpy_deg,
+        sensor["T_BS"] = t_bs(optical_from_imu(config.mount.translation, config.mount.rpy_deg,
                                                 imu_config.mount.translation, imu_config.mount.rpy_deg,
                                                 BODY_TO_OPTICAL))
     else:
         sensor["comment"] += (f"; mounted on {imu_config.mount.link}, not on the camera's link "
                               f"{config.mount.link}, so T_BS is not a fixed transform and is left out")
     sensor["rate_hz"] = imu_config.rate_hz
-    folder.write_bytes(f"{root}/imu0/sensor.yaml", _sensor_yaml(sensor))
+    folder.write_bytes(f"{root}/{IMU}/{SENSOR_FILE}", sensor_yaml(sensor))
     return len(camera), len(imu.time)
 
 

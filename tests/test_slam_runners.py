@@ -4,6 +4,7 @@ with evo, an independent reader and aligner."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from core.formats.tum import TUM_FILE, read_tum, write_tum_file
 from core.recording import Recording
 from evaluation.external import run_external
 from evaluation.lidar_odometry import run_kiss_icp
-from evaluation.orbslam import SETTINGS_FILE, run_orbslam3
+from evaluation.orbslam import SETTINGS_FILE, euroc_feed, recording_feed, run_orbslam3, settings_yaml
 from evaluation.runner import TRAJECTORY_FILE
 from evaluation.vocabulary import build_vocabulary
 from pipeline.generate import generate
@@ -244,3 +245,20 @@ def test_orbslam3_reads_a_tum_rgbd_export(uav, vocabulary, tmp_path):
     assert read_runner_record(tmp_path / "orb").source == str(sequence.resolve())
     with pytest.raises(ConfigError, match="feeds rgbd or mono"):
         run_orbslam3(sequence, tmp_path / "orb", mode="mono_inertial", vocabulary=vocabulary)
+
+
+def test_orbslam3_reads_an_euroc_export(uav, vocabulary, tmp_path):
+    assert run_grade("export", "euroc", str(uav), "--out", str(tmp_path / "euroc")).returncode == 0
+    sequence = tmp_path / "euroc" / uav.name
+    # The same camera and IMU seen through the export: the same ORB-SLAM3 settings as from the recording.
+    from_export = settings_yaml(euroc_feed(sequence, "mono_inertial"), "mono_inertial")
+    from_recording = settings_yaml(recording_feed(uav, "mono_inertial", None, False, None), "mono_inertial")
+    number = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
+    assert number.sub("#", from_export) == number.sub("#", from_recording)  # the same entries
+    np.testing.assert_allclose([float(v) for v in number.findall(from_export)],
+                               [float(v) for v in number.findall(from_recording)], atol=1e-12)
+    (tmp_path / "orb").mkdir()
+    result = run_orbslam3(sequence, tmp_path / "orb", mode="mono", vocabulary=vocabulary)
+    assert result.frames == 106 and result.tracked > 0
+    with pytest.raises(ConfigError, match="feeds mono or mono_inertial"):
+        run_orbslam3(sequence, tmp_path / "orb", mode="rgbd", vocabulary=vocabulary)
