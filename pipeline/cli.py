@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from asset_converters.cli import convert_app
-from core.config import BatchConfig
-from core.config_io import dump_yaml, expand_batch, load_batch, load_experiment, read_yaml
+from core.config import BatchConfig, SlamBenchmarkConfig
+from core.config_io import dump_yaml, expand_batch, load_batch, load_experiment, load_slam_benchmark, read_yaml
 from core.errors import GradeError
 from core.outputs import output_lock
 from core.progress import console
@@ -64,6 +64,11 @@ def _is_batch(path: Path) -> bool:
     return "base" in data and "base" in BatchConfig.model_fields
 
 
+def _is_slam_benchmark(path: Path) -> bool:
+    data, _ = read_yaml(path)
+    return "methods" in data and "methods" in SlamBenchmarkConfig.model_fields
+
+
 @config_app.command("validate")
 def config_validate(
     file: Annotated[Path, typer.Argument(help="Experiment or batch YAML file.")],
@@ -73,6 +78,10 @@ def config_validate(
     if _is_batch(file):
         experiments = expand_batch(load_batch(file), file)
         console.print(f"ok {file}: batch of {len(experiments)} experiments")
+    elif _is_slam_benchmark(file):
+        benchmark = load_slam_benchmark(file)
+        console.print(f"ok {file}: SLAM benchmark of {len(benchmark.methods)} methods on {len(benchmark.sequences)} "
+                      f"sequences, {benchmark.repetitions} runs each")
     else:
         config = load_experiment(file, set_ or [])
         console.print(f"ok {file}: experiment {config.name!r}, seed {config.seed}")
@@ -87,6 +96,8 @@ def config_show(
     if _is_batch(file):
         for config in expand_batch(load_batch(file), file):
             sys.stdout.write(f"--- # {config.name}\n{dump_yaml(config)}")
+    elif _is_slam_benchmark(file):
+        sys.stdout.write(dump_yaml(load_slam_benchmark(file)))
     else:
         sys.stdout.write(dump_yaml(load_experiment(file, set_ or [])))
 

@@ -9,7 +9,7 @@ import yaml
 from conftest import CONFIGS, ROOT
 
 from core.config import NOT_AVAILABLE, ROBOT_LINKS, BatchConfig, ExperimentConfig
-from core.config_io import _models_at, apply_overrides, expand_batch, load_batch, load_experiment
+from core.config_io import _models_at, apply_overrides, expand_batch, load_batch, load_experiment, load_slam_benchmark
 from core.errors import ConfigError
 from pipeline.cli import main
 
@@ -229,10 +229,14 @@ def test_every_config_file_validates():
     """Every shipped config passes the schema; only paper-indoor's dataset paths may be missing (the user
     edits them to point at their copies)."""
     files = sorted(CONFIGS.glob("*.yaml"))
-    assert {f.name for f in files} >= {"demo.yaml", "demo-tiago.yaml", "paper-indoor.yaml", "batch-example.yaml"}
+    assert {f.name for f in files} >= {"demo.yaml", "demo-tiago.yaml", "paper-indoor.yaml", "batch-example.yaml",
+                                       "slam-benchmark.yaml"}
     for path in files:
-        if "base" in yaml.safe_load(path.read_text()):
+        data = yaml.safe_load(path.read_text())
+        if "base" in data:
             assert expand_batch(load_batch(path), path)
+        elif "methods" in data:
+            assert load_slam_benchmark(path).sequences
         elif path.name == "paper-indoor.yaml":
             load_experiment(path, check_paths=False)
         else:
