@@ -7,6 +7,11 @@ a stamp going backwards raises ValueError naming the topic.
 The bags are built in a hidden temporary folder next to their final paths and moved into place by
 `close()`; `abort()` (or an exception inside `with BagWriter(...)`) removes them, so a final path
 holds either the previous bag or a complete new one, never a partial one.
+
+Compression (`compression`, recording.bag_compression) is rosbags' own: ROS 1 chunks lz4 or bz2 (the chunk
+header's `compression` field), ROS 2 MCAP chunks zstd or lz4 (each chunk record's `compression`), ROS 2
+sqlite3 zstd per message (rosbag2's message compression: metadata.yaml `compression_mode: message`,
+`compression_format: zstd`). rosbags' readers (bag_reader) decompress all of them.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
+import lz4.frame
 import numpy as np
 from rosbags.interfaces import Connection
 from rosbags.rosbag1 import Writer as Ros1Writer
-from rosbags.rosbag2 import StoragePlugin
+from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.rosbag2 import Writer as Ros2Writer
 from rosbags.typesys.store import Typestore
 
@@ -31,10 +37,15 @@ from simulation.recording import bag_messages as m
 
 BagFormat = Literal["ros1", "ros2"]
 Ros2Storage = Literal["mcap", "sqlite3"]
+BagCompression = Literal["none", "lz4", "zstd", "bz2"]
 BAG_FORMATS = ("ros1", "ros2")
 ROS2_STORAGES: dict[str, StoragePlugin] = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 ROS1_SUFFIX = ".bag"
 ROS2_BAG_VERSION = Ros2Writer.VERSION_LATEST
+# What each kind of bag (ros1, or the ROS 2 storage) can be compressed with; core.config.RecordingConfig
+# refuses the other combinations.
+BAG_COMPRESSIONS: dict[str, tuple[str, ...]] = {"ros1": ("none", "lz4", "bz2"), "mcap": ("none", "lz4", "zstd"),
+                                                "sqlite3": ("none", "zstd")}
 
 # Builds the message of one bag from that bag's builder and the topic's ROS 1 sequence number.
 MessageFactory = Callable[[m.MessageBuilder, int], object]
@@ -79,6 +90,18 @@ class _Sink:
         self.seq[topic] += 1
 
 
+def _mcap_lz4_chunks(writer: Ros2Writer) -> None:
+    """Make an open MCAP writer compress its chunks with lz4 (the LZ4 frame format the MCAP spec names).
+    rosbags reads lz4 chunks but its writer offers only zstd, so this sets the chunk compressor of its MCAP
+    storage, before any chunk is written."""
+    storage = writer.storage
+    if not (hasattr(storage, "compression") and hasattr(storage, "compressor") and hasattr(storage, "chunks")
+            and not storage.chunks):
+        raise RuntimeError("lz4 MCAP chunks need rosbags' MCAP writer with a chunk compressor (rosbags 0.11)")
+    storage.compression = "lz4"
+    storage.compressor = lz4.frame.compress
+
+
 class BagWriter:
     """The recorder's bag output: the same stream to each requested format.
 
@@ -86,12 +109,17 @@ class BagWriter:
     `<name>.mcap` or `<name>.db3`). Use as a context manager, or call `close()` / `abort()`.
     """
 
-    def __init__(self, folder: Path, name: str, formats: Sequence[BagFormat], ros2_storage: Ros2Storage = "mcap"):
+    def __init__(self, folder: Path, name: str, formats: Sequence[BagFormat], ros2_storage: Ros2Storage = "mcap",
+                 compression: BagCompression = "none"):
         formats = list(formats)
         if not formats or len(set(formats)) != len(formats) or any(f not in BAG_FORMATS for f in formats):
             raise ValueError(f"formats must be distinct values from {BAG_FORMATS}, got {formats}")
         if ros2_storage not in ROS2_STORAGES:
             raise ValueError(f"ros2_storage must be one of {tuple(ROS2_STORAGES)}, got {ros2_storage!r}")
+        for kind in ("ros1" if f == "ros1" else ros2_storage for f in formats):
+            if compression not in BAG_COMPRESSIONS[kind]:
+                raise ValueError(f"compression {compression!r} is not available for {kind} bags "
+                                 f"(they take {BAG_COMPRESSIONS[kind]})")
         if not name or name.startswith(".") or Path(name).name != name:
             raise ValueError(f"bag name must be a plain, non-hidden file name, got {name!r}")
         self.folder = Path(folder)
@@ -105,19 +133,27 @@ class BagWriter:
         self._open = True
         try:
             for bag_format in formats:
-                self._sinks.append(self._open_sink(bag_format, ros2_storage))
+                self._sinks.append(self._open_sink(bag_format, ros2_storage, compression))
         except BaseException:
             self.abort()
             raise
 
-    def _open_sink(self, bag_format: str, ros2_storage: str) -> _Sink:
+    def _open_sink(self, bag_format: str, ros2_storage: str, compression: str) -> _Sink:
         if bag_format == "ros1":
             writer = Ros1Writer(ros1_bag_path(self._tmp, self.name))
+            if compression != "none":
+                writer.set_compression(Ros1Writer.CompressionFormat[compression.upper()])
             writer.open()
             return _Sink(writer, m.ros1_typestore(), True, ros1_bag_path(self.folder, self.name))
         writer = Ros2Writer(ros2_bag_path(self._tmp, self.name), version=ROS2_BAG_VERSION,
                             storage_plugin=ROS2_STORAGES[ros2_storage])
+        if compression == "zstd":
+            # MCAP: zstd chunks (rosbags' storage-side compression); sqlite3: rosbag2's per-message zstd.
+            writer.set_compression(CompressionMode.STORAGE if ros2_storage == "mcap" else CompressionMode.MESSAGE,
+                                   CompressionFormat.ZSTD)
         writer.open()
+        if compression == "lz4":
+            _mcap_lz4_chunks(writer)
         return _Sink(writer, m.ros2_typestore(), False, ros2_bag_path(self.folder, self.name))
 
     @property

@@ -78,7 +78,8 @@ class Recorder:
                                          classes, self._pool) for c in self._cameras if c.to_gt}
         self._imu_log = ImuLog(self._imus)
         self._states = StateLog(backend, self.schedule.checkpoint_every)
-        self._bags = (BagWriter(folder / "bags", config.name, recording.bag_formats, recording.ros2_storage)
+        self._bags = (BagWriter(folder / "bags", config.name, recording.bag_formats, recording.ros2_storage,
+                                recording.bag_compression)
                       if recording.bag_formats else None)
         self._mounts = self._mount_transforms()
         self._humans = backend.humans()
