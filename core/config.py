@@ -558,13 +558,30 @@ class Variant(Strict):
     set: dict[str, object] = Field(default_factory=dict)
 
 
+class ExecutorConfig(Strict):
+    """Where `grade batch` runs its jobs: a local process pool, Ray, or SLURM through submitit."""
+
+    kind: Literal["local", "ray", "slurm", "submitit-local"] = Field(
+        "local", description="local: a pool of `workers` processes here; ray: tasks on a Ray cluster (`ray_address`, "
+                             "or a local instance); slurm: submitit jobs on a SLURM cluster; submitit-local: "
+                             "submitit's local executor (the SLURM path without a cluster)")
+    workers: PositiveInt = Field(1, description="jobs at a time (local, ray, submitit-local)")
+    retries: Annotated[int, Field(ge=0, le=10)] = Field(1, description="attempts after a failed one, per job")
+    ray_address: str | None = Field(None, description="ray: 'auto' or host:port; default: start a local instance")
+    cpus_per_job: PositiveInt = Field(2, description="ray task num_cpus / slurm cpus_per_task")
+    slurm_partition: str | None = None
+    slurm_time_min: PositiveInt = Field(120, description="slurm: time limit per job, minutes")
+    slurm_mem_gb: PositiveFloat = Field(8.0, description="slurm: memory per job, GB")
+
+
 class BatchConfig(Strict):
-    """Many experiments: a base config crossed with seeds and variants."""
+    """Many experiments: a base config crossed with seeds and variants, run as jobs by an executor."""
 
     base: Path = Field(description="experiment YAML, relative to the batch file")
     seeds: list[Seed] = Field(default_factory=lambda: [0])
     variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
     output_dir: Path = Path("runs/batch")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> BatchConfig:
@@ -672,9 +689,4 @@ class SlamBenchmarkConfig(Strict):
 
 # Keys that earlier versions declared but no stage applied. They are not in the schema (a setting
 # must do something); a config naming one gets this message instead of a "did you mean" hint.
-NOT_AVAILABLE: dict[type[BaseModel], dict[str, str]] = {
-    BatchConfig: {
-        "executor": "no stage runs batches in this version (`grade config validate` and `grade config show` "
-                    "expand one; run each experiment with `grade generate`); remove the section",
-    },
-}
+NOT_AVAILABLE: dict[type[BaseModel], dict[str, str]] = {}

@@ -9,8 +9,16 @@ from typing import Annotated
 import typer
 
 from asset_converters.cli import convert_app
-from core.config import BatchConfig, SlamBenchmarkConfig
-from core.config_io import dump_yaml, expand_batch, load_batch, load_experiment, load_slam_benchmark, read_yaml
+from core.config import BatchConfig, ExecutorConfig, SlamBenchmarkConfig
+from core.config_io import (
+    dump_yaml,
+    expand_batch,
+    load_batch,
+    load_experiment,
+    load_slam_benchmark,
+    read_yaml,
+    validate_model,
+)
 from core.errors import GradeError
 from core.outputs import output_lock
 from core.progress import console
@@ -35,6 +43,34 @@ app.add_typer(robot_app, name="robot")
 app.add_typer(export_app, name="export")
 app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(benchmark_app, name="benchmark")
+
+
+@app.command("batch")
+def batch_command(
+    target: Annotated[str, typer.Argument(metavar="BATCH.yaml|status", help="A batch config to run, or `status`.")],
+    folder: Annotated[Path | None, typer.Argument(metavar="[DIR]", help="status: the batch folder.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Batch folder (default: the config's output_dir).")]
+    = None,
+    executor: Annotated[str | None, typer.Option(
+        "--executor", help="local, ray, slurm or submitit-local (default: the config's executor.kind).")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Jobs at a time.")] = None,
+    address: Annotated[str | None, typer.Option("--address", help="ray: 'auto' or host:port.")] = None,
+) -> None:
+    """Run every experiment of a batch as a job (resumable, retried, summarised), or report a batch's status."""
+    from pipeline.batch import report_status, run_batch
+
+    if target == "status":
+        if folder is None:
+            raise GradeError("name the batch folder: grade batch status DIR", field="DIR")
+        report_status(folder)
+        return
+    path = Path(target)
+    batch = load_batch(path)
+    changes = {"kind": executor, "workers": workers, "ray_address": address}
+    data = batch.executor.model_dump() | {k: v for k, v in changes.items() if v is not None}
+    settings = validate_model(ExecutorConfig, data, "--executor/--workers/--address")
+    state = run_batch(batch, path, out, settings)
+    console.print(f"batch complete: {len(state.jobs)} jobs in {Path(out or batch.output_dir)}", soft_wrap=True)
 
 
 @benchmark_app.command("slam")

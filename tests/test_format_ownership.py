@@ -31,6 +31,7 @@ FORMATS = {
     "export.json": ("core/formats/export.py", "write_export_document", "read_export_document"),
     "classes.yaml": ("core/formats/class_map.py", "write_class_map", "read_class_map"),
     "replay.json": ("core/formats/replay_report.py", "write_replay_report", "read_replay_report"),
+    "batch.json": ("core/formats/batch_state.py", "write_batch_state", "read_batch_state"),
     "metrics.json": ("core/formats/slam_metrics.py", "write_slam_metrics", "read_slam_metrics"),
     "runner.json": ("core/formats/runner.py", "write_runner_record", "read_runner_record"),
 }

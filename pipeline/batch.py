@@ -1,0 +1,218 @@
+"""`grade batch BATCH.yaml`: every experiment of a batch (base x seeds x variants) as a job on an executor, with
+retries, resume and a summary; `grade batch status DIR` reports where a batch stands.
+
+Layout of the batch folder (BatchConfig.output_dir, or --out):
+
+    assets/                 the shared asset cache: each source converted once (content-addressed packages,
+                            locked while converted, so concurrent jobs wait for each other's conversions)
+    jobs/<name>.yaml        each job's resolved experiment (its own output folder, the shared cache)
+    logs/<name>.log         each job's output, every attempt appended
+    <name>/                 each job's run folder (a complete recording, post-processed when configured)
+    batch.json              the jobs and their attempts (core.formats.batch_state)
+
+A job is `grade generate jobs/<name>.yaml` in a process of its own: generate skips a recording that is complete
+for the same inputs (its record hash: config, class map, scene, assets) and redoes an interrupted or failed one,
+so a rerun of the batch after a crash or Ctrl-C finishes what is left and never uses a half-written output. A
+failed job is retried up to `executor.retries` times; a job that still fails is reported with its log, and the
+others carry on. Executors: a local pool of `workers` processes, Ray tasks (`ray_address`, or a local
+instance), or submitit jobs (SLURM, or its local executor); none is a scheduler of ours.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.config import BatchConfig, ExecutorConfig
+from core.config_io import dump_yaml, expand_batch
+from core.errors import ConfigError, GradeError
+from core.formats.batch_state import BATCH_FILE, BatchState, JobState, read_batch_state, write_batch_state
+from core.formats.manifest import StageStatus, stage_status
+from core.outputs import output_lock
+from core.progress import console, progress_task
+from core.recording import ASSETS_DIR
+from core.rundir import atomic_write_text
+
+JOBS_DIR, LOGS_DIR = "jobs", "logs"
+LOG_TAIL_LINES = 5
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """One experiment of the batch: its config file, run folder and log file (all absolute)."""
+
+    name: str
+    config: Path
+    run: Path
+    log: Path
+
+
+def run_job(job: BatchJob) -> int:
+    """Run one job (`grade generate`) in a process of its own, its output appended to its log; the exit
+    status. A top-level function, so Ray and submitit can ship it to their workers."""
+    job.log.parent.mkdir(parents=True, exist_ok=True)
+    with open(job.log, "a", encoding="utf-8") as log:
+        log.write(f"--- grade generate {job.config} --out {job.run}\n")
+        log.flush()
+        # --wait: a run folder still locked by a killed driver's orphaned job is waited for, not refused.
+        return subprocess.run([sys.executable, "-m", "pipeline.cli", "generate", str(job.config), "--out",
+                               str(job.run), "--wait"], stdout=log, stderr=subprocess.STDOUT,
+                              env={**os.environ, "GRADE_QUIET": "1"}, check=False).returncode
+
+
+def batch_jobs(batch: BatchConfig, batch_file: Path, out: Path) -> list[BatchJob]:
+    """Every (variant, seed) experiment as a job: its resolved config written to out/jobs/<name>.yaml, with the
+    run folder out/<name> and the shared asset cache out/assets."""
+    jobs = []
+    for config in expand_batch(batch, batch_file):
+        run = (out / config.name).resolve()
+        config = config.model_copy(update={"output_dir": run, "assets_dir": (out / ASSETS_DIR).resolve()})
+        path = atomic_write_text(out / JOBS_DIR / f"{config.name}.yaml", dump_yaml(config))
+        jobs.append(BatchJob(config.name, path.resolve(), run, (out / LOGS_DIR / f"{config.name}.log").resolve()))
+    return jobs
+
+
+@contextmanager
+def job_runner(executor: ExecutorConfig, out: Path) -> Iterator[Callable[[BatchJob], Future]]:
+    """A `submit(job) -> Future[int]` on the configured executor, shut down on leaving."""
+    if executor.kind == "local":
+        with ThreadPoolExecutor(executor.workers) as pool:  # each job is a process; a thread waits on it
+            yield lambda job: pool.submit(run_job, job)
+        return
+    if executor.kind == "ray":
+        try:
+            import ray
+        except ImportError:
+            raise GradeError("the Ray executor needs the `cluster` extra: pip install -e '.[cluster]'") from None
+        started = not ray.is_initialized()
+        if started:
+            if executor.ray_address is None:
+                ray.init(num_cpus=executor.workers * executor.cpus_per_job, include_dashboard=False,
+                         log_to_driver=False)
+            else:
+                ray.init(address=executor.ray_address, log_to_driver=False)
+        remote = ray.remote(num_cpus=executor.cpus_per_job)(run_job)
+        try:
+            yield lambda job: remote.remote(job).future()
+        finally:
+            if started:
+                ray.shutdown()
+        return
+    try:
+        import submitit
+    except ImportError:
+        raise GradeError("the SLURM executor needs the `cluster` extra: pip install -e '.[cluster]'") from None
+    folder = out / "submitit"
+    if executor.kind == "slurm":
+        cluster = submitit.AutoExecutor(folder=folder, cluster="slurm")
+        cluster.update_parameters(timeout_min=executor.slurm_time_min, cpus_per_task=executor.cpus_per_job,
+                                  mem_gb=executor.slurm_mem_gb, slurm_partition=executor.slurm_partition)
+    else:
+        cluster = submitit.LocalExecutor(folder=folder)
+        cluster.update_parameters(timeout_min=executor.slurm_time_min)
+    # submitit jobs are waited on by threads, so all executors hand back the same futures.
+    with ThreadPoolExecutor(executor.workers) as waiters:
+        yield lambda job: waiters.submit(lambda: cluster.submit(run_job, job).result())
+
+
+def _tail(log: Path) -> str:
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
+    return " | ".join(line.strip() for line in lines[-LOG_TAIL_LINES:] if line.strip()) or "(no output)"
+
+
+def run_batch(batch: BatchConfig, batch_file: Path, out: Path | None = None,
+              executor: ExecutorConfig | None = None) -> BatchState:
+    """Run every job of `batch` (module docstring) into `out` (default: its output_dir); returns the final state.
+    GradeError listing the failed jobs and their logs when any job still failed after its retries."""
+    out = Path(out or batch.output_dir)
+    executor = executor or batch.executor
+    with output_lock(out, what="batch folder"):
+        jobs = batch_jobs(batch, batch_file, out)
+        state = BatchState(executor=executor.kind, jobs={j.name: JobState(run=str(j.run), config=str(j.config),
+                                                                          log=str(j.log)) for j in jobs})
+        # Every job is submitted: generate returns at once for a recording complete for the same inputs, and
+        # redoes a stale or interrupted one.
+        todo = jobs
+        write_batch_state(out, state)
+        with progress_task(f"batch ({executor.kind}, {executor.workers} at a time)", len(jobs)) as advance, \
+                job_runner(executor, out) as submit:
+            waiting = {submit(job): job for job in todo}
+            for job in todo:
+                state.jobs[job.name].status, state.jobs[job.name].attempts = "running", 1
+            write_batch_state(out, state)
+            while waiting:
+                future = next(as_completed(waiting))
+                job = waiting.pop(future)
+                entry = state.jobs[job.name]
+                try:
+                    code = future.result()
+                except Exception as exc:  # noqa: BLE001 - an executor's failure is one job's failure, reported
+                    code, entry.error = -1, f"{type(exc).__name__}: {exc}"
+                if code == 0:
+                    entry.status, entry.error = "done", None
+                    advance(1)
+                elif entry.attempts <= executor.retries:
+                    entry.attempts += 1
+                    entry.error = entry.error or f"exit status {code}: {_tail(job.log)}"
+                    waiting[submit(job)] = job
+                else:
+                    entry.status = "failed"
+                    entry.error = entry.error if code == -1 else f"exit status {code}: {_tail(job.log)}"
+                    advance(1)
+                write_batch_state(out, state)
+    failed = {name: entry for name, entry in state.jobs.items() if entry.status == "failed"}
+    if failed:
+        lines = "; ".join(f"{name} after {entry.attempts} attempts ({entry.error}; log {entry.log})"
+                          for name, entry in failed.items())
+        raise GradeError(f"{len(failed)} of {len(jobs)} jobs failed: {lines}. The others are complete; run the "
+                         "same command again to retry the failed ones", out)
+    return state
+
+
+def batch_status(out: Path) -> dict[str, list[str]]:
+    """Jobs by status: done (a complete recording), running (its run folder is locked), failed (batch.json says
+    so), remaining; from the run folders themselves, so it is right after a crash too."""
+    if not (out / BATCH_FILE).is_file():
+        raise ConfigError("not a batch folder (no batch.json): give the folder `grade batch` wrote into", out)
+    state = read_batch_state(out)
+    groups: dict[str, list[str]] = {"done": [], "running": [], "failed": [], "remaining": []}
+    for name, entry in state.jobs.items():
+        run = Path(entry.run)
+        if stage_status(run) is StageStatus.COMPLETE:
+            groups["done"].append(name)
+        elif _locked(run):
+            groups["running"].append(name)
+        elif entry.status == "failed":
+            groups["failed"].append(name)
+        else:
+            groups["remaining"].append(name)
+    return groups
+
+
+def _locked(run: Path) -> bool:
+    """Whether a process holds the run folder's writer lock (a running job)."""
+    from core.outputs import BusyError
+
+    if not run.is_dir():
+        return False
+    try:
+        with output_lock(run, what="run folder"):
+            return False
+    except BusyError:
+        return True
+
+
+def report_status(out: Path) -> None:
+    groups = batch_status(out)
+    total = sum(len(v) for v in groups.values())
+    console.print(f"{out}: {len(groups['done'])}/{total} done, {len(groups['running'])} running, "
+                  f"{len(groups['failed'])} failed, {len(groups['remaining'])} remaining", soft_wrap=True)
+    state = read_batch_state(out)
+    for name in groups["failed"]:
+        console.print(f"  failed {name}: {state.jobs[name].error} (log {state.jobs[name].log})", soft_wrap=True)
