@@ -1,0 +1,55 @@
+"""Sequences per hour of `grade batch` on the local pool with 1 and 2 workers, and the scaling ratio.
+
+The batch is the demo shortened to --duration simulated seconds (default 2 s, 640x480 camera) crossed with
+--sequences seeds; each worker count runs it into a fresh folder under --out, timed end to end (conversions,
+placement, simulation, recording; one process per job). The machine's cores bound the ratio: each job renders
+with two ray threads of its own.
+
+    .venv/bin/python benchmarks/batch_scaling.py [--out runs/bench/batch] [--sequences 4] [--duration 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import time
+from pathlib import Path
+
+import yaml
+
+from core.config import ExecutorConfig
+from core.config_io import load_batch
+from pipeline.batch import run_batch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "batch")
+    parser.add_argument("--sequences", type=int, default=4)
+    parser.add_argument("--duration", type=float, default=2.0)
+    args = parser.parse_args()
+    os.environ.setdefault("GRADE_QUIET", "1")
+    shutil.rmtree(args.out, ignore_errors=True)
+    args.out.mkdir(parents=True)
+    experiment = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
+    experiment["simulation"]["duration"] = args.duration
+    (args.out / "experiment.yaml").write_text(yaml.safe_dump(experiment))
+    (args.out / "batch.yaml").write_text(yaml.safe_dump({"base": "experiment.yaml",
+                                                         "seeds": list(range(1, args.sequences + 1))}))
+    batch = load_batch(args.out / "batch.yaml")
+    rates = {}
+    for workers in (1, 2):
+        start = time.perf_counter()
+        run_batch(batch, args.out / "batch.yaml", args.out / f"workers{workers}", ExecutorConfig(workers=workers))
+        seconds = time.perf_counter() - start
+        rates[workers] = args.sequences / seconds * 3600
+        print(f"{workers} worker(s): {args.sequences} sequences of {args.duration:g} s in {seconds:.1f} s = "
+              f"{rates[workers]:.0f} sequences/hour")
+    print(f"scaling 1 -> 2 workers: {rates[2] / rates[1]:.2f}x on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
