@@ -551,11 +551,44 @@ ROBOT_LINKS: dict[str, frozenset[str]] = {
 # ---------------------------------------------------------------- batches
 
 
-class Variant(Strict):
-    """A named set of `key.path: value` overrides applied on top of the base experiment."""
+class IntRangeDraw(Strict):
+    """An integer drawn uniformly from [min, max] per sequence."""
 
-    name: str
+    min: int
+    max: int
+
+    @model_validator(mode="after")
+    def _order(self) -> IntRangeDraw:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+class FileDraw(Strict):
+    """A file drawn per sequence from a folder (relative to the batch file), matching `glob`."""
+
+    folder: Path
+    glob: str = "*"
+
+
+class Variant(Strict):
+    """A named set of `key.path: value` overrides applied on top of the base experiment, optionally with its own
+    number of sequences (`count`: seeds first, first + 1, ..., first being the batch's first seed) and values
+    drawn per sequence (`draw`: from a list, an integer range, or the files of a folder; seeded by the
+    sequence's seed and the variant's name, so the same batch draws the same values)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
     set: dict[str, object] = Field(default_factory=dict)
+    count: PositiveInt | None = Field(None, description="sequences of this variant (default: one per batch seed)")
+    draw: dict[str, list[object] | IntRangeDraw | FileDraw] = Field(default_factory=dict)
+
+    @field_validator("draw")
+    @classmethod
+    def _non_empty(cls, draw: dict) -> dict:
+        for key, values in draw.items():
+            if isinstance(values, list) and not values:
+                raise ValueError(f"draw.{key}: an empty list to draw from")
+        return draw
 
 
 class ExecutorConfig(Strict):

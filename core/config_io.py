@@ -12,8 +12,17 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from core.config import NOT_AVAILABLE, BatchConfig, ExperimentConfig, SlamBenchmarkConfig
+from core.config import (
+    NOT_AVAILABLE,
+    BatchConfig,
+    ExperimentConfig,
+    FileDraw,
+    IntRangeDraw,
+    SlamBenchmarkConfig,
+    Variant,
+)
 from core.errors import ConfigError
+from core.seeding import generator
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -266,6 +275,28 @@ def load_slam_benchmark(path: str | Path) -> SlamBenchmarkConfig:
     return config
 
 
+def _drawn(variant: Variant, seed: int, base: Path) -> dict[str, Any]:
+    """The values `variant.draw` gives the sequence of `seed`: one seeded generator per (variant, seed), keys
+    drawn in sorted order, so a batch always draws the same values."""
+    rng = generator(seed, f"batch.draw.{variant.name}")
+    values: dict[str, Any] = {}
+    for key in sorted(variant.draw):
+        spec = variant.draw[key]
+        if isinstance(spec, IntRangeDraw):
+            values[key] = int(rng.integers(spec.min, spec.max + 1))
+            continue
+        if isinstance(spec, FileDraw):
+            folder = spec.folder if spec.folder.is_absolute() else (base / spec.folder).resolve()
+            choices: list[Any] = [str(p) for p in sorted(folder.glob(spec.glob)) if p.is_file()]
+            if not choices:
+                raise ConfigError(f"no files match {spec.glob!r} in {folder}", field=f"variants.{variant.name}."
+                                  f"draw.{key}")
+        else:
+            choices = list(spec)
+        values[key] = choices[int(rng.integers(len(choices)))]
+    return values
+
+
 def load_batch(path: str | Path) -> BatchConfig:
     path = Path(path)
     data, lines = read_yaml(path)
@@ -280,9 +311,13 @@ def expand_batch(batch: BatchConfig, batch_file: str | Path = "batch") -> list[E
     base_data, lines = read_yaml(batch.base)
     experiments = []
     for variant in batch.variants:
-        for seed in batch.seeds:
+        seeds = (batch.seeds if variant.count is None
+                 else list(range(batch.seeds[0], batch.seeds[0] + variant.count)))
+        for seed in seeds:
             data = copy.deepcopy(base_data)
             for key, value in variant.set.items():
+                set_path(data, key.split("."), value, label=str(batch_file))
+            for key, value in _drawn(variant, seed, Path(batch_file).parent).items():
                 set_path(data, key.split("."), value, label=str(batch_file))
             name = f"{variant.name}-seed{seed}"
             data.update(seed=seed, name=name, output_dir=str(batch.output_dir / name))

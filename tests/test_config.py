@@ -227,10 +227,12 @@ def test_every_config_file_validates():
     edits them to point at their copies)."""
     files = sorted(CONFIGS.glob("*.yaml"))
     assert {f.name for f in files} >= {"demo.yaml", "demo-tiago.yaml", "paper-indoor.yaml", "batch-example.yaml",
-                                       "slam-benchmark.yaml"}
+                                       "slam-benchmark.yaml", "grade-dataset.yaml"}
     for path in files:
         data = yaml.safe_load(path.read_text())
-        if "base" in data:
+        if path.name == "grade-dataset.yaml":  # draws houses from the user's 3D-Front folder: the schema only
+            assert sum(v.count for v in load_batch(path).variants) == 342
+        elif "base" in data:
             assert expand_batch(load_batch(path), path)
         elif "methods" in data:
             assert load_slam_benchmark(path).sequences
@@ -287,3 +289,28 @@ def test_largest_accepted_values_validate():
                                                      "robot.sensors.cameras.0.width=7680",
                                                      "robot.sensors.cameras.0.height=4320"])
     assert config.seed == 2**31 - 1 and config.simulation.duration == 3600
+
+
+def test_batch_variants_with_counts_and_seeded_draws(tmp_path):
+    houses = tmp_path / "houses"
+    houses.mkdir()
+    for name in ("a.json", "b.json", "c.json", "notes.txt"):
+        (houses / name).write_text("{}")
+    (tmp_path / "demo.yaml").write_text((CONFIGS / "demo.yaml").read_text())
+    batch_file = write(tmp_path, {"base": "demo.yaml", "seeds": [5], "variants": [
+        {"name": "plain"},
+        {"name": "drawn", "count": 12, "draw": {
+            "humans.count.max": {"min": 3, "max": 9}, "robot.uav.max_speed": [0.25, 0.5],
+            "environment.textures": {"folder": "houses", "glob": "*.json"}}}]}, "batch.yaml")
+    experiments = expand_batch(load_batch(batch_file), batch_file)
+    assert [e.name for e in experiments] == ["plain-seed5"] + [f"drawn-seed{s}" for s in range(5, 17)]
+    drawn = experiments[1:]
+    assert {e.humans.count.max for e in drawn} <= set(range(3, 10)) and len({e.humans.count.max for e in drawn}) > 2
+    assert {e.robot.uav.max_speed for e in drawn} == {0.25, 0.5}
+    assert {e.environment.textures.name for e in drawn} <= {"a.json", "b.json", "c.json"}
+    again = expand_batch(load_batch(batch_file), batch_file)  # seeded by seed and variant: the same draws
+    assert [e.model_dump() for e in again] == [e.model_dump() for e in experiments]
+    empty = write(tmp_path, {"base": "demo.yaml", "variants": [
+        {"name": "none", "draw": {"environment.textures": {"folder": "houses", "glob": "*.usd"}}}]}, "empty.yaml")
+    with pytest.raises(ConfigError, match="no files match"):
+        expand_batch(load_batch(empty), empty)
