@@ -615,6 +615,9 @@ class BatchConfig(Strict):
     variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
     output_dir: Path = Path("runs/batch")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    exports: list[Literal["coco", "yolo", "tum", "euroc"]] = Field(
+        default_factory=list, description="exports of every run, made when all jobs are done (<dir>/exports/<format>, "
+                                          "the `grade export` defaults)")
 
     @model_validator(mode="after")
     def _unique(self) -> BatchConfig:

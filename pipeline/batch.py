@@ -9,6 +9,7 @@ Layout of the batch folder (BatchConfig.output_dir, or --out):
     logs/<name>.log         each job's output, every attempt appended
     <name>/                 each job's run folder (a complete recording, post-processed when configured)
     batch.json              the jobs and their attempts (core.formats.batch_state)
+    exports/<format>/       the `exports` of every run (COCO, YOLO, TUM RGB-D, EuRoC), once all jobs are done
 
 A job is `grade generate jobs/<name>.yaml` in a process of its own: generate skips a recording that is complete
 for the same inputs (its record hash: config, class map, scene, assets) and redoes an interrupted or failed one,
@@ -39,7 +40,7 @@ from core.progress import console, progress_task
 from core.recording import ASSETS_DIR
 from core.rundir import atomic_write_text
 
-JOBS_DIR, LOGS_DIR = "jobs", "logs"
+JOBS_DIR, LOGS_DIR, EXPORTS_DIR = "jobs", "logs", "exports"
 LOG_TAIL_LINES = 5
 
 
@@ -167,12 +168,34 @@ def run_batch(batch: BatchConfig, batch_file: Path, out: Path | None = None,
                     advance(1)
                 write_batch_state(out, state)
     failed = {name: entry for name, entry in state.jobs.items() if entry.status == "failed"}
+    if not failed:
+        export_runs(batch.exports, [job.run for job in jobs], out / EXPORTS_DIR)
     if failed:
         lines = "; ".join(f"{name} after {entry.attempts} attempts ({entry.error}; log {entry.log})"
                           for name, entry in failed.items())
         raise GradeError(f"{len(failed)} of {len(jobs)} jobs failed: {lines}. The others are complete; run the "
                          "same command again to retry the failed ones", out)
     return state
+
+
+def export_runs(formats: list[str], runs: list[Path], folder: Path) -> None:
+    """Each format's export of all `runs` into folder/<format> (the `grade export` defaults; resumable)."""
+    from export.coco import export_coco
+    from export.common import open_sequences
+    from export.euroc import export_euroc
+    from export.tum import export_tum
+    from export.yolo import export_yolo
+
+    for fmt in formats:
+        target = folder / fmt
+        if fmt == "coco":
+            export_coco(open_sequences(runs), target)
+        elif fmt == "yolo":
+            export_yolo(open_sequences(runs), target)
+        elif fmt == "tum":
+            export_tum(runs, target)
+        else:
+            export_euroc(runs, target)
 
 
 def batch_status(out: Path) -> dict[str, list[str]]:

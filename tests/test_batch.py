@@ -40,11 +40,11 @@ def tiny_experiment(folder: Path) -> Path:
     return path
 
 
-def write_batch(folder: Path, **executor) -> Path:
+def write_batch(folder: Path, exports: tuple[str, ...] = (), **executor) -> Path:
     tiny_experiment(folder)
     path = folder / "batch.yaml"
     path.write_text(yaml.safe_dump({"base": "tiny.yaml", "seeds": SEEDS, "output_dir": str(folder / "out"),
-                                    "executor": {"workers": 2, **executor}}))
+                                    "executor": {"workers": 2, **executor}, "exports": list(exports)}))
     return path
 
 
@@ -56,7 +56,7 @@ def ground_truth(out: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def local(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("batch")
-    result = run_grade("batch", str(write_batch(folder)))
+    result = run_grade("batch", str(write_batch(folder, exports=("coco",))))
     assert result.returncode == 0, result.stderr
     return folder / "out"
 
@@ -73,6 +73,8 @@ def test_a_batch_runs_every_sequence_on_the_local_pool(local):
     assert {job.status for job in read_batch_state(local).jobs.values()} == {"done"}
     result = run_grade("batch", "status", str(local))
     assert result.returncode == 0 and "3/3 done" in result.stdout + result.stderr
+    coco = json.loads((local / "exports" / "coco" / "annotations" / "instances_all.json").read_text())
+    assert {image["sequence"] for image in coco["images"]} == {f"default-seed{s}" for s in SEEDS}
 
 
 @pytest.mark.parametrize("executor", ["ray", "submitit-local"])
