@@ -602,6 +602,10 @@ class ExecutorConfig(Strict):
     retries: Annotated[int, Field(ge=0, le=10)] = Field(1, description="attempts after a failed one, per job")
     ray_address: str | None = Field(None, description="ray: 'auto' or host:port; default: start a local instance")
     cpus_per_job: PositiveInt = Field(2, description="ray task num_cpus / slurm cpus_per_task")
+    threads_per_job: PositiveInt | None = Field(None, description="render threads of each job (GRADE_THREADS; "
+                                                                  "default: local: the cores / workers, ray and "
+                                                                  "slurm: cpus_per_job)")
+    gpus_per_job: NonNegFloat = Field(0.0, description="ray task num_gpus / slurm gpus_per_node, for GPU backends")
     slurm_partition: str | None = None
     slurm_time_min: PositiveInt = Field(120, description="slurm: time limit per job, minutes")
     slurm_mem_gb: PositiveFloat = Field(8.0, description="slurm: memory per job, GB")

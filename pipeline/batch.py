@@ -39,6 +39,7 @@ from core.outputs import output_lock
 from core.progress import console, progress_task
 from core.recording import ASSETS_DIR
 from core.rundir import atomic_write_text
+from simulation.render.raycast import THREADS_ENV
 
 JOBS_DIR, LOGS_DIR, EXPORTS_DIR = "jobs", "logs", "exports"
 LOG_TAIL_LINES = 5
@@ -46,12 +47,14 @@ LOG_TAIL_LINES = 5
 
 @dataclass(frozen=True)
 class BatchJob:
-    """One experiment of the batch: its config file, run folder and log file (all absolute)."""
+    """One experiment of the batch: its config file, run folder and log file (all absolute), and the threads
+    it may use."""
 
     name: str
     config: Path
     run: Path
     log: Path
+    threads: int = 2
 
 
 def run_job(job: BatchJob) -> int:
@@ -62,12 +65,24 @@ def run_job(job: BatchJob) -> int:
         log.write(f"--- grade generate {job.config} --out {job.run}\n")
         log.flush()
         # --wait: a run folder still locked by a killed driver's orphaned job is waited for, not refused.
+        threads = str(job.threads)  # the renderer's, numba's and BLAS's threads: the job's share of the cores
+        env = {**os.environ, "GRADE_QUIET": "1", THREADS_ENV: threads, "NUMBA_NUM_THREADS": threads,
+               "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
         return subprocess.run([sys.executable, "-m", "pipeline.cli", "generate", str(job.config), "--out",
-                               str(job.run), "--wait"], stdout=log, stderr=subprocess.STDOUT,
-                              env={**os.environ, "GRADE_QUIET": "1"}, check=False).returncode
+                               str(job.run), "--wait"], stdout=log, stderr=subprocess.STDOUT, env=env,
+                              check=False).returncode
 
 
-def batch_jobs(batch: BatchConfig, batch_file: Path, out: Path) -> list[BatchJob]:
+def job_threads(executor: ExecutorConfig) -> int:
+    """Threads per job: the configured count, else a local job's share of the cores, else cpus_per_job."""
+    if executor.threads_per_job is not None:
+        return executor.threads_per_job
+    if executor.kind == "local":
+        return max(1, (os.cpu_count() or 1) // executor.workers)
+    return executor.cpus_per_job
+
+
+def batch_jobs(batch: BatchConfig, batch_file: Path, out: Path, threads: int = 2) -> list[BatchJob]:
     """Every (variant, seed) experiment as a job: its resolved config written to out/jobs/<name>.yaml, with the
     run folder out/<name> and the shared asset cache out/assets."""
     jobs = []
@@ -75,7 +90,8 @@ def batch_jobs(batch: BatchConfig, batch_file: Path, out: Path) -> list[BatchJob
         run = (out / config.name).resolve()
         config = config.model_copy(update={"output_dir": run, "assets_dir": (out / ASSETS_DIR).resolve()})
         path = atomic_write_text(out / JOBS_DIR / f"{config.name}.yaml", dump_yaml(config))
-        jobs.append(BatchJob(config.name, path.resolve(), run, (out / LOGS_DIR / f"{config.name}.log").resolve()))
+        jobs.append(BatchJob(config.name, path.resolve(), run, (out / LOGS_DIR / f"{config.name}.log").resolve(),
+                             threads))
     return jobs
 
 
@@ -98,7 +114,7 @@ def job_runner(executor: ExecutorConfig, out: Path) -> Iterator[Callable[[BatchJ
                          log_to_driver=False)
             else:
                 ray.init(address=executor.ray_address, log_to_driver=False)
-        remote = ray.remote(num_cpus=executor.cpus_per_job)(run_job)
+        remote = ray.remote(num_cpus=executor.cpus_per_job, num_gpus=executor.gpus_per_job)(run_job)
         try:
             yield lambda job: remote.remote(job).future()
         finally:
@@ -113,7 +129,8 @@ def job_runner(executor: ExecutorConfig, out: Path) -> Iterator[Callable[[BatchJ
     if executor.kind == "slurm":
         cluster = submitit.AutoExecutor(folder=folder, cluster="slurm")
         cluster.update_parameters(timeout_min=executor.slurm_time_min, cpus_per_task=executor.cpus_per_job,
-                                  mem_gb=executor.slurm_mem_gb, slurm_partition=executor.slurm_partition)
+                                  mem_gb=executor.slurm_mem_gb, slurm_partition=executor.slurm_partition,
+                                  gpus_per_node=int(executor.gpus_per_job))
     else:
         cluster = submitit.LocalExecutor(folder=folder)
         cluster.update_parameters(timeout_min=executor.slurm_time_min)
@@ -134,7 +151,7 @@ def run_batch(batch: BatchConfig, batch_file: Path, out: Path | None = None,
     out = Path(out or batch.output_dir)
     executor = executor or batch.executor
     with output_lock(out, what="batch folder"):
-        jobs = batch_jobs(batch, batch_file, out)
+        jobs = batch_jobs(batch, batch_file, out, job_threads(executor))
         state = BatchState(executor=executor.kind, jobs={j.name: JobState(run=str(j.run), config=str(j.config),
                                                                           log=str(j.log)) for j in jobs})
         # Every job is submitted: generate returns at once for a recording complete for the same inputs, and

@@ -4,11 +4,13 @@ embreex releases the GIL inside `EmbreeScene.run`, so a batch traces while other
 the renderer's tile workers each trace their own tiles (`trace_hits`, `trace_occlusion`), and
 `intersect` splits one batch into a contiguous chunk per thread of a small pool. Results do not depend
 on the split: every ray is traced independently. Ray arrays may be any (N, 3) float32 views, e.g.
-transposed (3, N) rows.
+transposed (3, N) rows. The thread count is 2, or GRADE_THREADS where set (`grade batch` gives each job its
+share of the cores).
 """
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cache
@@ -17,7 +19,8 @@ from itertools import pairwise
 import numpy as np
 from embreex.rtcore_scene import EmbreeScene
 
-RAY_THREADS = 2
+THREADS_ENV = "GRADE_THREADS"  # set by `grade batch` for its jobs: the cores each job may use
+RAY_THREADS = max(1, int(os.environ.get(THREADS_ENV, "2")))  # this 2-core machine's default
 # Below this many rays per chunk the thread hand-off costs more than it saves.
 _MIN_RAYS_PER_CHUNK = 8192
 _NO_HIT = -1
