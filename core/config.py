@@ -551,19 +551,6 @@ ROBOT_LINKS: dict[str, frozenset[str]] = {
 # ---------------------------------------------------------------- batches
 
 
-class IntRangeDraw(Strict):
-    """An integer drawn uniformly from [min, max] per sequence."""
-
-    min: int
-    max: int
-
-    @model_validator(mode="after")
-    def _order(self) -> IntRangeDraw:
-        if self.min > self.max:
-            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
-        return self
-
-
 class FileDraw(Strict):
     """A file drawn per sequence from a folder (relative to the batch file), matching `glob`."""
 
@@ -580,7 +567,7 @@ class Variant(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
     set: dict[str, object] = Field(default_factory=dict)
     count: PositiveInt | None = Field(None, description="sequences of this variant (default: one per batch seed)")
-    draw: dict[str, list[object] | IntRangeDraw | FileDraw] = Field(default_factory=dict)
+    draw: dict[str, list[object] | IntRange | FileDraw] = Field(default_factory=dict)  # IntRange: drawn uniformly
 
     @field_validator("draw")
     @classmethod

@@ -17,7 +17,7 @@ from core.config import (
     BatchConfig,
     ExperimentConfig,
     FileDraw,
-    IntRangeDraw,
+    IntRange,
     SlamBenchmarkConfig,
     Variant,
 )
@@ -282,7 +282,7 @@ def _drawn(variant: Variant, seed: int, base: Path) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for key in sorted(variant.draw):
         spec = variant.draw[key]
-        if isinstance(spec, IntRangeDraw):
+        if isinstance(spec, IntRange):
             values[key] = int(rng.integers(spec.min, spec.max + 1))
             continue
         if isinstance(spec, FileDraw):
