@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from core.config import ExperimentConfig
+from core.config import CameraConfig, ExperimentConfig
 from core.errors import InputError
 from core.formats.frames import FRAMES_FILE, Box2D, Box3D, FrameRecord, read_frames
 from core.formats.humans import (
@@ -264,6 +264,13 @@ class Recording:
         if name not in self._cameras:
             self._cameras[name] = self._read_camera(name)
         return self._cameras[name]
+
+    def camera_config(self, name: str) -> CameraConfig:
+        """The camera's settings in the run's config (rate, mount, outputs); InputError when it has none."""
+        for config in self.experiment_config().robot.sensors.cameras:
+            if config.name == name:
+                return config
+        raise InputError(f"camera {name!r} is not in the run's config", self.path / RUN_FILE)
 
     def _read_camera(self, name: str) -> Camera:
         folder, tolerate = self.path / GT_DIR / name, not self.complete

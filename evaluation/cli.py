@@ -36,16 +36,15 @@ def slam_command(
 ) -> None:
     """ATE and RPE of an estimated trajectory against the ground truth (associated by time, aligned SE(3) or
     Sim(3) by Umeyama), and GRADE's missing time: the seconds of the experiment window without estimates."""
-    from core.formats.slam_metrics import write_slam_metrics
     from core.outputs import output_lock
-    from evaluation.metrics import ate, evaluate_slam
-    from evaluation.plots import ERRORS_FILE, TRAJECTORIES_FILE, plot_errors, plot_trajectories
+    from evaluation.metrics import slam_evaluation
+    from evaluation.plots import write_evaluation
     from evaluation.trajectory import load_trajectory
 
     reference = load_trajectory(gt, camera=camera, topic=gt_topic)
     estimate = load_trajectory(est, camera=camera, topic=est_topic)
-    metrics = evaluate_slam(reference, estimate, sim3=sim3, delta_s=delta, max_difference=max_diff, window=window,
-                            fps=fps)
+    metrics, absolute = slam_evaluation(reference, estimate, sim3=sim3, delta_s=delta, max_difference=max_diff,
+                                        window=window, fps=fps)
     rows = [("pairs", f"{metrics.pairs}"), ("alignment", f"{metrics.alignment} (scale {metrics.scale:.6g})")]
     rows += [(f"ATE {name} (m)", f"{getattr(metrics.ate, name):.6f}") for name in ("rmse", "mean", "median", "std",
                                                                                   "min", "max")]
@@ -60,13 +59,8 @@ def slam_command(
     width = max(len(name) for name, _ in rows)
     typer.echo("\n".join(f"{name:<{width}}  {value}" for name, value in rows))
     if out is not None:
-        absolute = ate(reference, estimate, sim3, max_diff)
         with output_lock(out, what="evaluation folder") as folder:
-            written = [write_slam_metrics(folder, metrics),
-                       plot_trajectories(folder / TRAJECTORIES_FILE, reference, absolute.aligned,
-                                         f"{est.name} (aligned, {metrics.alignment}) vs {gt.name}"),
-                       plot_errors(folder / ERRORS_FILE, absolute.times, absolute.errors,
-                                   f"ATE ({metrics.alignment}), RMSE {metrics.ate.rmse:.4f} m")]
+            written = write_evaluation(folder, reference, metrics, absolute, f"{est.name} vs {gt.name}")
         for path in written:
             typer.echo(str(path))
 

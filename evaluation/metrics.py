@@ -231,6 +231,15 @@ def evaluate_slam(gt: Trajectory, est: Trajectory, *, sim3: bool = False, delta_
                   fps: float | None = None) -> SlamMetrics:
     """ATE, RPE and missing time of `est` against `gt`, as stored in metrics.json. The window defaults to the
     ground truth's first to last time, fps to the ground truth's median rate."""
+    return slam_evaluation(gt, est, sim3=sim3, delta_s=delta_s, max_difference=max_difference, window=window,
+                           fps=fps)[0]
+
+
+def slam_evaluation(gt: Trajectory, est: Trajectory, *, sim3: bool = False, delta_s: float = DEFAULT_DELTA_S,
+                    max_difference: float = DEFAULT_MAX_DIFFERENCE, window: tuple[float, float] | None = None,
+                    fps: float | None = None) -> tuple[SlamMetrics, AteResult]:
+    """`evaluate_slam` with the ATE result behind it (the aligned estimate and per-pair errors the plots
+    show), so they are computed once."""
     window = (float(gt.times[0]), float(gt.times[-1])) if window is None else (float(window[0]), float(window[1]))
     fps = median_rate(gt.times) if fps is None else float(fps)
     absolute = ate(gt, est, sim3, max_difference)
@@ -240,4 +249,4 @@ def evaluate_slam(gt: Trajectory, est: Trajectory, *, sim3: bool = False, delta_
         delta_s=delta_s, pairs=len(relative.times), translation=relative.translation, rotation=relative.rotation)
     return SlamMetrics(gt=gt.source, est=est.source, alignment="sim3" if sim3 else "se3", scale=absolute.scale,
                        max_difference=max_difference, pairs=len(absolute.errors), ate=absolute.stats, rpe=rpe_metrics,
-                       missing_time_s=missing, tracked_fraction=tracked, window=window, fps=fps)
+                       missing_time_s=missing, tracked_fraction=tracked, window=window, fps=fps), absolute

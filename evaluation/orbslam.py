@@ -107,17 +107,13 @@ def resolve_vocabulary(vocabulary: Path | None) -> Path:
 
 def choose_camera(recording: Recording, camera: str | None) -> CameraConfig:
     """`camera`'s config, else the first camera of the run's config that has ground truth."""
-    configs = recording.experiment_config().robot.sensors.cameras
     if camera is None:
-        recorded = [c for c in configs if c.name in recording.cameras]
+        recorded = [c for c in recording.experiment_config().robot.sensors.cameras if c.name in recording.cameras]
         if not recorded:
             raise InputError("the recording has no camera ground truth (gt/<camera>/frames.jsonl)", recording.path)
         return recorded[0]
     recording.camera(camera)  # InputError listing the cameras when there is none of that name
-    for config in configs:
-        if config.name == camera:
-            return config
-    raise InputError(f"camera {camera!r} has ground truth but is not in the run's config", recording.path)
+    return recording.camera_config(camera)
 
 
 def camera_imu(recording: Recording, camera: CameraConfig, processed: bool) -> tuple[ImuConfig, ImuSeries]:

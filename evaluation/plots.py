@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from core.figures import figure_png, new_figure
+from core.formats.slam_metrics import SlamMetrics, write_slam_metrics
 from core.rundir import atomic_write_bytes
+from evaluation.metrics import AteResult
 from evaluation.trajectory import Trajectory
 
 TRAJECTORIES_FILE = "trajectories.png"
@@ -54,3 +56,14 @@ def plot_errors(path: Path, times: np.ndarray, errors: np.ndarray, title: str) -
     axes.legend(loc="best")
     figure.tight_layout()
     return atomic_write_bytes(path, figure_png(figure))
+
+
+def write_evaluation(folder: Path, gt: Trajectory, metrics: SlamMetrics, absolute: AteResult,
+                     title: str) -> list[Path]:
+    """An evaluation's files in `folder`: metrics.json, trajectories.png (the ground truth and the aligned
+    estimate) and errors.png (ATE over time)."""
+    return [write_slam_metrics(folder, metrics),
+            plot_trajectories(folder / TRAJECTORIES_FILE, gt, absolute.aligned,
+                              f"{title} (aligned, {metrics.alignment})"),
+            plot_errors(folder / ERRORS_FILE, absolute.times, absolute.errors,
+                        f"{title}: ATE ({metrics.alignment}), RMSE {metrics.ate.rmse:.4f} m")]

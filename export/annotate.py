@@ -32,10 +32,8 @@ from core.errors import InputError
 from core.formats.instances import Instances
 from core.recording import Frame
 from export.categories import Categories, Category
+from export.common import PROCESSED, Sequence, check_images, image_file
 from simulation.render.annotations import PixelStats
-
-CLEAN_KINDS = {"rgb": "rgb", "instance": "instance", "depth": "depth"}
-PROCESSED_KINDS = {"rgb": "rgb_blur", "instance": "instance_blur", "depth": "depth_noisy"}
 
 
 @dataclass(frozen=True)
@@ -74,33 +72,18 @@ class FrameLabels:
     clean_depth: np.ndarray | None  # the recorded depth, when it was read (for keypoint visibility)
 
 
-def image_path(frame: Frame, processed: bool) -> Path:
-    """The RGB file a frame exports: rgb, or rgb_blur when `processed` (InputError when it was not made)."""
-    kind = PROCESSED_KINDS["rgb"] if processed else CLEAN_KINDS["rgb"]
-    path = frame.processed_path(kind) if processed else frame.path(kind)
-    if path is None or not path.is_file():
-        hint = "; run `grade postprocess RUN --blur` first, or export without --processed" if processed else ""
-        raise InputError(f"frame {frame.index} has no {kind} image{hint}", path or frame.folder)
-    return path
-
-
-def check_frames(frames: list[Frame], processed: bool) -> None:
-    """InputError for the first frame whose RGB or instance image is missing, before anything is written."""
-    for frame in frames:
-        image_path(frame, processed)
-        kind = PROCESSED_KINDS["instance"] if processed else CLEAN_KINDS["instance"]
-        path = frame.processed_path(kind) if processed else frame.path(kind)
-        if path is None or not path.is_file():
-            raise InputError(f"frame {frame.index} has no {kind} image (the camera must record instance masks"
-                             f"{'; run `grade postprocess RUN --blur` first' if processed else ''})", frame.folder)
+def check_frames(sequences: list[Sequence], processed: bool) -> None:
+    """InputError for the first camera without the RGB and instance images to export, before anything is
+    written."""
+    for sequence in sequences:
+        for name in sequence.cameras:
+            check_images(sequence.recording, sequence.recording.camera(name), ("rgb", "instance"), processed)
 
 
 def _instance_image(frame: Frame, processed: bool) -> np.ndarray:
-    image = frame.processed(PROCESSED_KINDS["instance"]) if processed else frame.instance()
-    if image is None:
-        kind = PROCESSED_KINDS["instance"] if processed else CLEAN_KINDS["instance"]
-        raise InputError(f"frame {frame.index} has no {kind} image (the camera must record instance masks)",
-                         frame.folder)
+    image = frame.processed(PROCESSED["instance"]) if processed else frame.instance()
+    if image is None:  # check_frames saw it; deleted since
+        raise InputError(f"frame {frame.index}'s instance image is gone", frame.folder)
     return image
 
 
@@ -151,13 +134,15 @@ def compress(counts: list[list[int]], height: int, width: int) -> list[dict]:
 def label_frame(frame: Frame, instances: Instances, categories: Categories, filters: Filters,
                 processed: bool) -> FrameLabels:
     """The objects of `frame` that pass `filters`, or the reason the frame is dropped."""
-    image = image_path(frame, processed)
+    image = image_file(frame, "rgb", processed)
+    if image is None:  # check_frames saw it; deleted since
+        raise InputError(f"frame {frame.index}'s RGB image is gone", frame.folder)
     instance = _instance_image(frame, processed)
     clean_depth = None
     if filters.bad_frames:
-        depth = frame.processed(PROCESSED_KINDS["depth"]) if processed else frame.depth()
+        depth = frame.processed(PROCESSED["depth"]) if processed else frame.depth()
         clean_depth = None if processed else depth
-        rgb = functools.partial(frame.processed, PROCESSED_KINDS["rgb"]) if processed else frame.rgb
+        rgb = functools.partial(frame.processed, PROCESSED["rgb"]) if processed else frame.rgb
         reason = bad_frame_reason(rgb, depth, filters)
         if reason is not None:
             return FrameLabels(image, frame.width, frame.height, [], reason, instance, clean_depth)

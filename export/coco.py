@@ -135,7 +135,7 @@ def export_coco(sequences: list[Sequence], out: Path, categories: str = "coco", 
         sequences = assign_splits(sequences, split, seed)
     options = {"categories": categories, "filters": asdict(filters), "processed": processed, "split": split,
                "seed": seed, "keypoints": keypoints}
-    check_frames([job.frame for job in frame_jobs(sequences)], processed)
+    check_frames(sequences, processed)
     with export_folder(out, "coco", options, sequences) as folder:
         documents, dropped = coco_annotations(folder, sequences, chosen, filters, processed, keypoints)
         if not documents:

@@ -27,11 +27,14 @@ from core.formats.export import (
     write_export_document,
 )
 from core.outputs import output_lock
-from core.recording import Recording
+from core.recording import Camera, Frame, Recording
 from core.rundir import DIRECTORY_MODE, atomic_write_bytes
 from core.seeding import generator
 
 SPLITS = ("train", "val", "test")
+# The `grade postprocess` output each image kind is replaced by with `processed`, and the flag that makes it.
+PROCESSED = {"rgb": "rgb_blur", "depth": "depth_noisy", "instance": "instance_blur"}
+POSTPROCESS_FLAG = {"rgb": "--blur", "depth": "--depth MODEL", "instance": "--blur"}
 DEFAULT_SPLIT = {"train": 0.8, "val": 0.2}  # GRADE's 80/20
 
 
@@ -159,3 +162,29 @@ def export_folder(out: Path, fmt: str, options: dict[str, Any], sequences: list[
                                  "--out, or rerun that export's exact command to resume it", root / EXPORT_FILE)
         write_export_document(root, document)
         yield ExportFolder(root, document)
+
+
+def image_file(frame: Frame, kind: str, processed: bool) -> Path | None:
+    """The file of `frame`'s `kind` ("rgb", "depth" or "instance") to export: the recorded one, or with
+    `processed` its `grade postprocess` version; None when there is none."""
+    if not processed:
+        return frame.path(kind) or (frame.path("depth_npy") if kind == "depth" else None)
+    path = frame.processed_path(PROCESSED[kind])
+    return path if path.is_file() else None
+
+
+def check_images(recording: Recording, camera: Camera, kinds: Seq[str], processed: bool) -> None:
+    """Every frame has each image `kind` to export: checked before the export folder is touched, so a run
+    without them fails with what to do and leaves nothing behind."""
+    if not len(camera):
+        raise InputError(f"camera {camera.name!r} recorded no frames", camera.folder)
+    for frame in camera:
+        for kind in kinds:
+            if image_file(frame, kind, processed) is not None:
+                continue
+            if processed:
+                raise InputError(f"camera {camera.name!r} frame {frame.index} has no {PROCESSED[kind]}: --processed "
+                                 f"needs the run post-processed with `grade postprocess RUN {POSTPROCESS_FLAG[kind]}`",
+                                 recording.path)
+            raise InputError(f"camera {camera.name!r} recorded no {kind} images (robot.sensors.cameras[].outputs)",
+                             camera.folder)

@@ -41,8 +41,8 @@ from core.formats.imu import ImuSeries
 from core.geometry import matrix_to_quat_wxyz, optical_from_imu
 from core.progress import track
 from core.recording import Recording
-from export.common import ExportFolder, Sequence, export_folder, open_sequences
-from export.tum import camera_config, check_images, image_file, sequence_folder
+from export.common import ExportFolder, Sequence, check_images, export_folder, image_file, open_sequences
+from export.tum import sequence_folder
 from simulation.embedded.sensors import BODY_TO_OPTICAL
 
 
@@ -80,7 +80,7 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     csv and yaml files. Returns (frames, IMU samples)."""
     recording = sequence.recording
     camera = recording.camera(name)
-    config = camera_config(recording, name)
+    config = recording.camera_config(name)
     root = f"{sequence_folder(sequence, name)}/{ROOT}"
     stamps = nanoseconds([frame.time for frame in camera])
     for frame, ns in zip(track(camera.frames, f"EuRoC {sequence_folder(sequence, name)}"), stamps, strict=True):
@@ -132,7 +132,7 @@ def export_euroc(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None,
     for sequence in sequences:  # everything checked before the export folder is touched
         for name in sequence.cameras:
             check_images(sequence.recording, sequence.recording.camera(name), ("rgb",), options.processed)
-            choose_imu(sequence.recording, camera_config(sequence.recording, name), options)
+            choose_imu(sequence.recording, sequence.recording.camera_config(name), options)
     recorded = {"cameras": list(cameras or []), "imu": options.imu, "processed": options.processed}
     with export_folder(out, "euroc", recorded, sequences) as folder:
         written = [_export_camera(folder, s, name, options) for s in sequences for name in s.cameras]

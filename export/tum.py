@@ -21,8 +21,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from core.config import CameraConfig
-from core.errors import ConfigError, InputError
+from core.errors import ConfigError
 from core.formats.images import PNG_COMPRESSION
 from core.formats.tum import tum_line
 from core.formats.tum_rgbd import (
@@ -38,53 +37,23 @@ from core.formats.tum_rgbd import (
     stamp,
 )
 from core.progress import track
-from core.recording import Camera, Frame, Recording
-from export.common import ExportFolder, Sequence, export_folder, open_sequences
+from export.common import (
+    PROCESSED,
+    ExportFolder,
+    Sequence,
+    check_images,
+    export_folder,
+    image_file,
+    open_sequences,
+)
 
 MAX_DEPTH_VALUE = np.iinfo(np.uint16).max
-# The `grade postprocess` output each image kind is replaced by with `processed`, and the flag that makes it.
-PROCESSED = {"rgb": "rgb_blur", "depth": "depth_noisy"}
-POSTPROCESS_FLAG = {"rgb": "--blur", "depth": "--depth MODEL"}
 
 
 def sequence_folder(sequence: Sequence, camera: str) -> str:
     """The sequence's folder in the export: its name, with `_<camera>` when it exports several cameras (each
     camera is a sequence of its own: one image stream and one ground-truth trajectory per folder)."""
     return f"{sequence.name}_{camera}" if len(sequence.cameras) > 1 else sequence.name
-
-
-def image_file(frame: Frame, kind: str, processed: bool) -> Path | None:
-    """The file of `frame`'s `kind` ("rgb" or "depth") to export: the recorded one, or with `processed` its
-    `grade postprocess` version; None when there is none."""
-    if not processed:
-        return frame.path(kind) or (frame.path("depth_npy") if kind == "depth" else None)
-    path = frame.processed_path(PROCESSED[kind])
-    return path if path.is_file() else None
-
-
-def check_images(recording: Recording, camera: Camera, kinds: Seq[str], processed: bool) -> None:
-    """Every frame has each image `kind` to export: checked before the export folder is touched, so a run
-    without them fails with what to do and leaves nothing behind."""
-    if not len(camera):
-        raise InputError(f"camera {camera.name!r} recorded no frames", camera.folder)
-    for frame in camera:
-        for kind in kinds:
-            if image_file(frame, kind, processed) is not None:
-                continue
-            if processed:
-                raise InputError(f"camera {camera.name!r} frame {frame.index} has no {PROCESSED[kind]}: --processed "
-                                 f"needs the run post-processed with `grade postprocess RUN {POSTPROCESS_FLAG[kind]}`",
-                                 recording.path)
-            raise InputError(f"camera {camera.name!r} recorded no {kind} images (robot.sensors.cameras[].outputs)",
-                             camera.folder)
-
-
-def camera_config(recording: Recording, camera: str) -> CameraConfig:
-    """The camera's settings in the run's config (rate, mount)."""
-    for config in recording.experiment_config().robot.sensors.cameras:
-        if config.name == camera:
-            return config
-    raise InputError(f"camera {camera!r} has ground truth but is not in the run's config", recording.path)
 
 
 def tum_depth(depth: np.ndarray, depth_min: float, depth_max: float | None) -> np.ndarray:
@@ -141,7 +110,7 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     }
     first = camera[0]
     lists[CAMERA_FILE] = camera_text(name, first.K, first.width, first.height,
-                                     camera_config(sequence.recording, name).rate_hz)
+                                     sequence.recording.camera_config(name).rate_hz)
     for file, text in lists.items():
         folder.write_bytes(f"{root}/{file}", text.encode())
     return len(camera)

@@ -82,7 +82,7 @@ def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", cate
         return labels, [segment_line(index[o.category.id], o, labels.instance) for o in labels.objects]
 
     jobs = frame_jobs(sequences)
-    check_frames([job.frame for job in jobs], processed)
+    check_frames(sequences, processed)
     with export_folder(out, "yolo", options, sequences) as folder:
         counts = {"images": 0, "labels": 0, "dropped frames": 0}
         dropped = []

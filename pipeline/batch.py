@@ -154,14 +154,13 @@ def run_batch(batch: BatchConfig, batch_file: Path, out: Path | None = None,
         jobs = batch_jobs(batch, batch_file, out, job_threads(executor))
         state = BatchState(executor=executor.kind, jobs={j.name: JobState(run=str(j.run), config=str(j.config),
                                                                           log=str(j.log)) for j in jobs})
-        # Every job is submitted: generate returns at once for a recording complete for the same inputs, and
-        # redoes a stale or interrupted one.
-        todo = jobs
         write_batch_state(out, state)
         with progress_task(f"batch ({executor.kind}, {executor.workers} at a time)", len(jobs)) as advance, \
                 job_runner(executor, out) as submit:
-            waiting = {submit(job): job for job in todo}
-            for job in todo:
+            # Every job is submitted: generate returns at once for a recording complete for the same inputs,
+            # and redoes a stale or interrupted one.
+            waiting = {submit(job): job for job in jobs}
+            for job in jobs:
                 state.jobs[job.name].status, state.jobs[job.name].attempts = "running", 1
             write_batch_state(out, state)
             while waiting:

@@ -21,18 +21,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluation.runner import RunnerResult
-
 from core.config import PostprocessConfig, SlamBenchmarkConfig, SlamMethod, SlamSequence
 from core.config_io import load_experiment
 from core.errors import GradeError, InputError
-from core.formats.slam_metrics import SLAM_METRICS_FILE, SlamMetrics, read_slam_metrics, write_slam_metrics
+from core.formats.slam_metrics import SLAM_METRICS_FILE, SlamMetrics, read_slam_metrics
 from core.outputs import output_lock
 from core.progress import console, get_logger
 from core.recording import Recording
 from core.rundir import atomic_write_text
-from evaluation.metrics import ate, evaluate_slam
-from evaluation.plots import plot_errors, plot_trajectories
+from evaluation.metrics import slam_evaluation
+from evaluation.plots import write_evaluation
+from evaluation.runner import RunnerResult
 from evaluation.table import Cell, write_tables
 from evaluation.trajectory import load_trajectory
 from pipeline.generate import generate
@@ -153,20 +152,17 @@ def _evaluated(folder: Path, method: SlamMethod, sequence: SlamSequence, run: Pa
         return None
     simulation = recording.experiment_config().simulation
     window = (simulation.bootstrap, simulation.bootstrap + simulation.duration)
-    metrics = evaluate_slam(gt, est, sim3=method.sim3, delta_s=config.delta_s, max_difference=config.max_difference,
-                            window=window, fps=_rate(recording, sensor, lidar))
-    aligned = ate(gt, est, sim3=method.sim3, max_difference=config.max_difference)
-    plot_trajectories(folder / "trajectories.png", gt, aligned.aligned, f"{method.name} on {sequence.name}")
-    plot_errors(folder / "errors.png", aligned.times, aligned.errors, f"{method.name} on {sequence.name}: ATE")
-    write_slam_metrics(folder, metrics)
+    metrics, absolute = slam_evaluation(gt, est, sim3=method.sim3, delta_s=config.delta_s,
+                                        max_difference=config.max_difference, window=window,
+                                        fps=_rate(recording, sensor, lidar))
+    write_evaluation(folder, gt, metrics, absolute, f"{method.name} on {sequence.name}")
     return metrics
 
 
 def _rate(recording: Recording, sensor: str, lidar: bool) -> float:
-    sensors = recording.experiment_config().robot.sensors
     if lidar:
-        return sensors.lidar.rate_hz
-    return next(c.rate_hz for c in sensors.cameras if c.name == sensor)
+        return recording.experiment_config().robot.sensors.lidar.rate_hz
+    return recording.camera_config(sensor).rate_hz
 
 
 def _runner(method: SlamMethod, sequence: SlamSequence, run: Path, out: Path,
