@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import typer
 from rich.table import Table
@@ -46,7 +47,7 @@ def convert_into(out: Path, jobs: list[Job], description: str) -> None:
 
 @convert_app.command("front3d")
 def convert_front3d(
-    path: Path = typer.Argument(..., help="A 3D-Front house JSON, or a folder of them."),
+    path: Path = typer.Argument(..., metavar="PATH", help="A 3D-Front house JSON, or a folder of them."),
     out: Path = typer.Option(..., "--out", help="Folder for the packages, one per house: OUT/<house>[_<room>]."),
     future_models: Path | None = typer.Option(None, "--future-models",
                                               help="3D-FUTURE-model folder (<jid>/raw_model.obj, model_info.json); "
@@ -55,7 +56,12 @@ def convert_front3d(
     room: str | None = typer.Option(None, "--room", help="Convert only this room (its instanceid)."),
     labels: Path | None = typer.Option(None, "--labels", help="JSON {raw category: class} remapping the labels."),
 ) -> None:
-    """3D-Front houses -> environment packages (architecture + furniture, Z up, semantics.json)."""
+    """3D-Front houses -> environment packages (architecture + furniture, Z up, semantics.json).
+
+    \b
+    Example:
+      grade convert front3d 3D-FRONT/ --out assets/houses --textures 3D-FRONT-texture/
+    """
     from asset_converters.front3d import front3d_jobs
 
     convert_into(out, front3d_jobs(path, out, future_models, textures, room, labels), "3D-Front houses")
@@ -63,19 +69,24 @@ def convert_front3d(
 
 @convert_app.command("smpl")
 def convert_smpl(
-    path: Path = typer.Argument(..., help="An AMASS or plain SMPL sequence (.npz), or a folder of them."),
+    path: Path = typer.Argument(..., metavar="PATH", help="An AMASS or plain SMPL sequence (.npz), or a folder of them."),
     body_model: Path = typer.Option(..., "--body-model", help="Folder with your licensed SMPL / SMPL-H model files "
                                     "(SMPL_NEUTRAL.pkl, basicmodel_*.pkl, SMPLH_*.npz, ...); never downloaded."),
     out: Path = typer.Option(..., "--out", help="Folder for the packages, one per sequence."),
     fps: float = typer.Option(30.0, "--fps", help="Frame rate of the package (rotations slerped, positions lerped)."),
-    representation: str = typer.Option("skeleton", "--representation",
+    representation: Literal["skeleton", "points"] = typer.Option("skeleton", "--representation",
                                        help="skeleton (UsdSkel, linear blend skinning only) or points "
                                             "(time-sampled mesh with SMPL's pose correctives)."),
-    up: str | None = typer.Option(None, "--up", help="Up axis of the data: z or y (default: z for AMASS, y for "
+    up: Literal["z", "y"] | None = typer.Option(None, "--up", help="Up axis of the data (default: z for AMASS, y for "
                                                      "plain SMPL)."),
-    gender: str | None = typer.Option(None, "--gender", help="Body model gender, overriding the file's."),
+    gender: Literal["neutral", "male", "female"] | None = typer.Option(None, "--gender", help="Body model gender, overriding the file's."),
 ) -> None:
-    """AMASS / SMPL motion sequences -> animated packages (SMPL body and skeleton, Z up)."""
+    """AMASS / SMPL motion sequences -> animated packages (SMPL body and skeleton, Z up).
+
+    \b
+    Example:
+      grade convert smpl AMASS/CMU/01/ --body-model models/smpl --out assets/humans
+    """
     from asset_converters.smpl import sequence_jobs
 
     convert_into(out, sequence_jobs(path, out, body_model, fps, representation, up, gender), "SMPL sequences")
@@ -83,13 +94,18 @@ def convert_smpl(
 
 @convert_app.command("cloth3d")
 def convert_cloth3d_command(
-    path: Path = typer.Argument(..., help="A CLOTH3D sample folder (info.mat, <garment>.obj/.pc16), or a folder "
+    path: Path = typer.Argument(..., metavar="PATH", help="A CLOTH3D sample folder (info.mat, <garment>.obj/.pc16), or a folder "
                                           "of them."),
     body_model: Path = typer.Option(..., "--body-model", help="Folder with your licensed SMPL model files."),
     out: Path = typer.Option(..., "--out", help="Folder for the packages, one per sample."),
     fps: float = typer.Option(30.0, "--fps", help="Frame rate of the package."),
 ) -> None:
-    """CLOTH3D samples -> animated packages: the SMPL body plus point-cached garments."""
+    """CLOTH3D samples -> animated packages: the SMPL body plus point-cached garments.
+
+    \b
+    Example:
+      grade convert cloth3d CLOTH3D/train/ --body-model models/smpl --out assets/humans
+    """
     from asset_converters.smpl import cloth3d_jobs
 
     convert_into(out, cloth3d_jobs(path, out, body_model, fps), "CLOTH3D samples")
@@ -97,12 +113,17 @@ def convert_cloth3d_command(
 
 @convert_app.command("gso")
 def convert_gso_command(
-    path: Path = typer.Argument(..., help="A Google Scanned Objects model folder or .zip, or a folder of them."),
+    path: Path = typer.Argument(..., metavar="PATH", help="A Google Scanned Objects model folder or .zip, or a folder of them."),
     out: Path = typer.Option(..., "--out", help="Folder for the packages, one per model: OUT/<model>."),
     label: str | None = typer.Option(None, "--label", help="Semantic class (default: from model.config's name and "
                                                            "description, else the folder name)."),
 ) -> None:
-    """GSO models (Z up, metres) -> textured object packages with a convex collision hull."""
+    """GSO models (Z up, metres) -> textured object packages with a convex collision hull.
+
+    \b
+    Example:
+      grade convert gso GSO/ --out assets/objects
+    """
     from asset_converters.gso import gso_jobs
 
     convert_into(out, gso_jobs(path, out, label), "GSO models")
@@ -110,11 +131,11 @@ def convert_gso_command(
 
 @convert_app.command("mesh")
 def convert_mesh_command(
-    path: Path = typer.Argument(..., help="An OBJ/PLY/STL/GLB/glTF file, or a folder searched recursively."),
+    path: Path = typer.Argument(..., metavar="PATH", help="An OBJ/PLY/STL/GLB/glTF file, or a folder searched recursively."),
     out: Path = typer.Option(..., "--out", help="Folder for the packages, one per file: OUT/<file stem>."),
-    kind: str | None = typer.Option(None, "--kind", help="object, environment or animated (default: animated for a "
+    kind: Literal["object", "environment", "animated"] | None = typer.Option(None, "--kind", help="Package kind (default: animated for a "
                                                          "glTF with a skin and animations, else object)."),
-    up: str | None = typer.Option(None, "--up", help="Up axis of the file: z or y (default: y for glTF, else z)."),
+    up: Literal["z", "y"] | None = typer.Option(None, "--up", help="Up axis of the file (default: y for glTF, else z)."),
     scale: float | None = typer.Option(None, "--scale", help="Metres per file unit (default 1)."),
     height: float | None = typer.Option(None, "--height", help="Scale the asset to this height in metres instead."),
     label: str | None = typer.Option(None, "--label", help="Semantic class (default: the file name; 'animal' for "
@@ -124,7 +145,12 @@ def convert_mesh_command(
     floor_label: str | None = typer.Option(None, "--floor-label", help="Environment: the geometry (node, material or "
                                                                        "label name) that is the floor."),
 ) -> None:
-    """Generic meshes -> object or environment packages; skinned glTF -> animated packages."""
+    """Generic meshes -> object or environment packages; skinned glTF -> animated packages.
+
+    \b
+    Example:
+      grade convert mesh characters/zebra.glb --out assets/animals --height 1.4
+    """
     from asset_converters.mesh import MeshOptions, mesh_jobs
 
     options = MeshOptions(kind, up, scale, height, label, animation, fps, floor_label)
@@ -140,7 +166,12 @@ def convert_procedural(
     humans: int = typer.Option(6, help="Animated humans (walk, idle and wave in turn)."),
     objects: int = typer.Option(4, help="Household objects for flying distractors."),
 ) -> None:
-    """Generate demo assets without any download: a furnished house, animated humans, objects."""
+    """Generate demo assets without any download: a furnished house, animated humans, objects.
+
+    \b
+    Example:
+      grade convert procedural --out assets/procedural --seed 7 --humans 8
+    """
     from asset_converters.procedural import demo_jobs  # imported on use: keeps `grade --help` fast
 
     convert_into(out, demo_jobs(out, seed, rooms, furniture, humans, objects), "procedural assets")

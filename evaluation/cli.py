@@ -34,8 +34,16 @@ def slam_command(
     out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Also write DIR/metrics.json, "
                                              "DIR/trajectories.png and DIR/errors.png.")] = None,
 ) -> None:
-    """ATE and RPE of an estimated trajectory against the ground truth (associated by time, aligned SE(3) or
-    Sim(3) by Umeyama), and GRADE's missing time: the seconds of the experiment window without estimates."""
+    """ATE, RPE and missing time of an estimate against the ground truth.
+
+    Poses are associated by time and aligned SE(3) (or Sim(3) with --sim3) by Umeyama; the missing time is
+    GRADE's: the seconds of the experiment window without estimates.
+
+    \b
+    Examples:
+      grade evaluate slam --gt runs/demo --est slam/demo/trajectory.tum --out slam/demo
+      grade evaluate slam --gt recorded.bag --est estimate.tum --sim3
+    """
     from core.outputs import output_lock
     from evaluation.metrics import slam_evaluation
     from evaluation.plots import write_evaluation
@@ -70,12 +78,12 @@ SLAM_METHODS = ("orbslam3", "kiss-icp", "external")
 
 @benchmark_app.command("run")
 def run_command(
-    method: Annotated[str, typer.Argument(metavar="METHOD", help="orbslam3, kiss-icp or external.")],
+    method: Annotated[str, typer.Argument(metavar="orbslam3|kiss-icp|external", help="The SLAM method.")],
     run: Annotated[Path, typer.Argument(metavar="RUN", help="Recording folder; for external, the sequence folder "
                                         "the command reads (a `grade export tum|euroc` sequence).")],
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Output folder: trajectory.tum (or the "
                                       "external command's trajectory) and runner.json.")],
-    mode: Annotated[str, typer.Option("--mode", help="orbslam3: rgbd, mono, mono_inertial or stereo.")] = "rgbd",
+    mode: Annotated[str, typer.Option("--mode", metavar="rgbd|mono|mono_inertial|stereo", help="orbslam3: the sensor setup.")] = "rgbd",
     right_camera: Annotated[str | None, typer.Option("--right-camera", metavar="NAME", help="orbslam3 stereo: "
                                                      "the pair's right camera (--camera is the left).")] = None,
     camera: Annotated[str | None, typer.Option("--camera", metavar="NAME", help="orbslam3: the camera (default: "
@@ -96,7 +104,13 @@ def run_command(
     timeout: Annotated[float, typer.Option("--timeout", metavar="S", min=0.0, help="external: seconds before "
                                            "the command is stopped.")] = 3600.0,
 ) -> None:
-    """Run one SLAM method on one recording (or sequence) and write its trajectory (TUM) and runner.json."""
+    """Run one SLAM method on a recording (or sequence): its trajectory (TUM) and runner.json.
+
+    \b
+    Examples:
+      grade benchmark run orbslam3 runs/demo --out slam/demo --mode rgbd
+      grade benchmark run kiss-icp runs/demo-tiago --out slam/tiago
+    """
     from core.errors import ConfigError
     from core.outputs import output_lock
 

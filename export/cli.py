@@ -10,10 +10,10 @@ import typer
 
 from core.progress import console
 
-export_app = typer.Typer(help="Export recordings: COCO / YOLO training sets, TUM RGB-D / EuRoC sequences.",
+export_app = typer.Typer(help="COCO/YOLO training sets, TUM RGB-D/EuRoC sequences.",
                          no_args_is_help=True)
 
-Runs = Annotated[list[Path], typer.Argument(metavar="RUN...", help="Recording folders (each holds run.json).")]
+Runs = Annotated[list[Path], typer.Argument(metavar="RUN", help="Recording folders (each holds run.json).")]
 Out = Annotated[Path, typer.Option("--out", help="Export folder (new, empty, or an interrupted export to resume).")]
 Cameras = Annotated[list[str] | None, typer.Option(
     "--camera", help="Export only this camera (repeatable; default: every camera of each run).")]
@@ -39,9 +39,15 @@ def tum_command(
     depth_max: Annotated[float | None, typer.Option("--depth-max", metavar="M", min=0.0,
                                                     help="Depth farther than this becomes 0 (invalid).")] = None,
 ) -> None:
-    """TUM RGB-D sequences: rgb/, depth/ (uint16, metres x 5000), rgb.txt, depth.txt, associations.txt,
-    groundtruth.txt (the camera's optical frame, simulation time) and camera.yaml; one folder per run and
-    camera."""
+    """TUM RGB-D sequences, one folder per run and camera.
+
+    Each holds rgb/, depth/ (uint16, metres x 5000), rgb.txt, depth.txt, associations.txt, groundtruth.txt
+    (the camera's optical frame, simulation time) and camera.yaml.
+
+    \b
+    Example:
+      grade export tum runs/demo runs/demo-2 --out datasets/tum --depth-max 10
+    """
     from export.tum import TumOptions, export_tum
 
     report(export_tum(runs, out, camera, TumOptions(processed, depth_min, depth_max)), out)
@@ -56,8 +62,15 @@ def euroc_command(
         "--imu", metavar="NAME", help="IMU for imu0 (default: the one on the camera's link, else the first).")] = None,
     processed: ProcessedSensors = False,
 ) -> None:
-    """EuRoC/ASL sequences: mav0/cam0 (images, data.csv, sensor.yaml), imu0 and state_groundtruth_estimate0
-    (the camera's optical-frame poses, nanosecond simulation time); one folder per run and camera."""
+    """EuRoC/ASL sequences, one folder per run and camera.
+
+    Each holds mav0/cam0 (images, data.csv, sensor.yaml), imu0 and state_groundtruth_estimate0 (the camera's
+    optical-frame poses, nanosecond simulation time).
+
+    \b
+    Example:
+      grade export euroc runs/demo --out datasets/euroc --imu imu_camera
+    """
     from export.euroc import EurocOptions, export_euroc
 
     report(export_euroc(runs, out, camera, EurocOptions(imu, processed)), out)
@@ -70,7 +83,7 @@ def _filters(min_box: int, max_aspect: float, min_visible: float, bad_frames: bo
 
 
 Categories = Annotated[str, typer.Option(
-    "--categories", help="coco (COCO's 80 classes and ids, person = 1), nyu40 (the global class map) or a YAML "
+    "--categories", metavar="coco|nyu40|FILE", help="coco (COCO's 80 classes and ids, person = 1), nyu40 (the global class map) or a YAML "
                          "file of categories (README 'Exporting training sets').")]
 Processed = Annotated[bool, typer.Option(
     "--processed", help="Export the post-processed images (rgb_blur with its blur-aware labels) instead of the "
@@ -95,7 +108,13 @@ def coco_command(runs: Runs, out: Out, camera: Cameras = None, categories: Categ
                      "--keypoints/--no-keypoints", help="COCO person keypoints from the recorded skeletons.")] = True,
                  min_box: MinBox = 3, max_aspect: MaxAspect = 100.0, min_visible: MinVisible = 0.0,
                  bad_frames: BadFrames = True, seed: Seed = 0) -> None:
-    """COCO instances (boxes, RLE masks, person keypoints) of one or many recordings."""
+    """COCO instances (boxes, RLE masks, person keypoints) of one or many recordings.
+
+    \b
+    Examples:
+      grade export coco runs/* --out datasets/coco --split train=0.8,val=0.2
+      grade export coco runs/demo --out datasets/coco-nyu --categories nyu40 --processed
+    """
     from export.coco import export_coco
     from export.common import open_sequences, parse_split
 
@@ -108,7 +127,7 @@ def coco_command(runs: Runs, out: Out, camera: Cameras = None, categories: Categ
 
 @export_app.command("yolo")
 def yolo_command(runs: Runs, out: Out, camera: Cameras = None,
-                 task: Annotated[str, typer.Option("--task", help="detect (boxes) or segment (polygons).")]
+                 task: Annotated[str, typer.Option("--task", metavar="detect|segment", help="detect (boxes) or segment (polygons).")]
                  = "detect",
                  categories: Categories = "coco", processed: Processed = False,
                  split: Annotated[str, typer.Option(
@@ -116,7 +135,12 @@ def yolo_command(runs: Runs, out: Out, camera: Cameras = None,
                  = "train=0.8,val=0.2",
                  min_box: MinBox = 3, max_aspect: MaxAspect = 100.0, min_visible: MinVisible = 0.0,
                  bad_frames: BadFrames = True, seed: Seed = 0) -> None:
-    """YOLO detection or segmentation training set (data.yaml, images/, labels/) of one or many recordings."""
+    """YOLO training set (data.yaml, images/, labels/) of one or many recordings.
+
+    \b
+    Example:
+      grade export yolo runs/* --out datasets/yolo --task segment
+    """
     from export.common import open_sequences, parse_split
     from export.yolo import export_yolo
 

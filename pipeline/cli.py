@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from asset_converters.cli import convert_app
 from core.config import BatchConfig, ExecutorConfig, SlamBenchmarkConfig
@@ -29,15 +31,48 @@ from postprocess.cli import postprocess_command, view_command
 from replay.cli import replay_command
 from simulation.robots.cli import robot_app
 
+# `grade --help` lists the commands in the order a dataset is made and used, not alphabetically.
+WORKFLOW = ("demo", "convert", "place", "prepare", "generate", "batch", "view", "replay", "postprocess", "export",
+            "evaluate", "benchmark", "config", "robot")
+
+
+class WorkflowGroup(TyperGroup):
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda name: WORKFLOW.index(name) if name in WORKFLOW else len(WORKFLOW))
+
+
 app = typer.Typer(
     name="grade",
-    help="GRADE: generate realistic animated dynamic environments for robotics research.",
+    cls=WorkflowGroup,
+    help="""GRADE: generate realistic animated dynamic environments for robotics research.
+
+    \b
+    A first run (procedural assets, no download):
+      grade demo && grade view runs/demo
+    """,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"max_content_width": 100},
+    # Plain click help: flags shown as flags, choices listed, and '[viz]' in a help text is not taken
+    # for rich markup.
+    rich_markup_mode=None,
 )
 config_app = typer.Typer(help="Validate and inspect experiment and batch configs.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"grade {version('grade')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(_version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                                    help="Print the version and exit.")] = False) -> None:
+    """Options that apply before any command."""
 app.add_typer(convert_app, name="convert")
 app.add_typer(robot_app, name="robot")
 app.add_typer(export_app, name="export")
@@ -52,11 +87,21 @@ def batch_command(
     out: Annotated[Path | None, typer.Option("--out", help="Batch folder (default: the config's output_dir).")]
     = None,
     executor: Annotated[str | None, typer.Option(
-        "--executor", help="local, ray, slurm or submitit-local (default: the config's executor.kind).")] = None,
+        "--executor", metavar="local|ray|slurm|submitit-local", help="Where the jobs run (default: the config's "
+        "executor.kind).")] = None,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Jobs at a time.")] = None,
     address: Annotated[str | None, typer.Option("--address", help="ray: 'auto' or host:port.")] = None,
 ) -> None:
-    """Run every experiment of a batch as a job (resumable, retried, summarised), or report a batch's status."""
+    """Run a batch of experiments, or report its status.
+
+    Jobs are resumable and retried; a summary lists failures with their logs.
+
+    \b
+    Examples:
+      grade batch configs/grade-dataset.yaml --out datasets/grade --workers 2
+      grade batch configs/grade-dataset.yaml --executor slurm
+      grade batch status datasets/grade
+    """
     from pipeline.batch import report_status, run_batch
 
     if target == "status":
@@ -76,7 +121,12 @@ def batch_command(
 @benchmark_app.command("slam")
 def benchmark_slam(config: Annotated[Path, typer.Argument(metavar="CONFIG", help="SLAM benchmark YAML "
                                                           "(README 'Benchmarking SLAM').")]) -> None:
-    """Methods x sequences x repetitions: ATE and missing time tables (CSV, Markdown) and plots."""
+    """Methods x sequences x repetitions: ATE and missing-time tables (CSV, Markdown), plots.
+
+    \b
+    Example:
+      grade benchmark slam configs/slam-benchmark.yaml
+    """
     from core.config_io import load_slam_benchmark
     from pipeline.benchmark import slam_benchmark
 
@@ -110,7 +160,12 @@ def config_validate(
     file: Annotated[Path, typer.Argument(help="Experiment or batch YAML file.")],
     set_: SetOption = None,
 ) -> None:
-    """Check a config: keys, types, physical invariants and input paths. Exit 2 on any problem."""
+    """Check a config: keys, types, physical invariants and input paths (exit 2 if bad).
+
+    \b
+    Example:
+      grade config validate configs/paper-indoor.yaml --set simulation.duration=30
+    """
     if _is_batch(file):
         experiments = expand_batch(load_batch(file), file)
         console.print(f"ok {file}: batch of {len(experiments)} experiments")
@@ -128,7 +183,12 @@ def config_show(
     file: Annotated[Path, typer.Argument(help="Experiment or batch YAML file.")],
     set_: SetOption = None,
 ) -> None:
-    """Print the resolved config with every default filled in (YAML on stdout)."""
+    """Print the resolved config with every default filled in (YAML on stdout).
+
+    \b
+    Example:
+      grade config show configs/demo.yaml > my-experiment.yaml
+    """
     if _is_batch(file):
         for config in expand_batch(load_batch(file), file):
             sys.stdout.write(f"--- # {config.name}\n{dump_yaml(config)}")
@@ -158,7 +218,14 @@ def prepare_command(
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: the config's output_dir).")] = None,
     set_: SetOption = None,
 ) -> None:
-    """Convert the experiment's assets (cached), place humans/objects/robot and compose scene.usda."""
+    """Convert assets, place them and compose scene.usda.
+
+    Assets are converted once into the cache; humans, objects and the robot start are placed.
+
+    \b
+    Example:
+      grade prepare configs/paper-indoor.yaml --out runs/indoor-0
+    """
     _prepare_and_report(config_file, out, set_ or [])
 
 
@@ -187,7 +254,15 @@ def generate_command(
     force: ForceOption = False,
     wait: WaitOption = False,
 ) -> None:
-    """Run one experiment end to end: assets (cached), placement, scene, simulation, bags and ground truth."""
+    """Run one experiment end to end.
+
+    Assets (cached), placement, scene, simulation, ROS bags and ground truth.
+
+    \b
+    Examples:
+      grade generate configs/demo.yaml --out runs/demo-long --set simulation.duration=60
+      grade generate configs/demo-tiago.yaml --set seed=7
+    """
     _generate_and_report(config_file, out, set_ or [], force, wait)
 
 
@@ -198,7 +273,14 @@ def demo_command(
     force: ForceOption = False,
     wait: WaitOption = False,
 ) -> None:
-    """The CPU demo: grade generate configs/demo.yaml --out runs/demo (procedural assets, no download)."""
+    """The CPU demo: configs/demo.yaml into runs/demo.
+
+    Procedural assets only: nothing is downloaded.
+
+    \b
+    Example:
+      grade demo && grade view runs/demo
+    """
     _generate_and_report(DEMO_CONFIG, out, set_ or [], force, wait)
 
 

@@ -38,7 +38,7 @@ def parse_range(text: str, option: str) -> IntRange:
 
 
 def place_command(
-    environment: Annotated[Path, typer.Argument(help="Environment package folder.")],
+    environment: Annotated[Path, typer.Argument(metavar="ENVIRONMENT", help="Environment package folder.")],
     humans: Annotated[Path | None, typer.Option("--humans", help="Folder of animated packages (or one).")] = None,
     objects: Annotated[Path | None, typer.Option("--objects", help="Folder of object packages (or one).")] = None,
     count: Annotated[str, typer.Option("--count", help="Human candidates, MIN-MAX or N.")] = (
@@ -57,7 +57,14 @@ def place_command(
     collision_check: Annotated[bool, typer.Option(
         "--flying-collision-check", help="Redraw flying objects whose motion touches the world.")] = False,
 ) -> None:
-    """Place humans collision-free (FCL), flying objects and the robot start; write placement.json + PNG."""
+    """Place humans, flying objects and the robot start.
+
+    Humans are placed collision-free (FCL); writes placement.json and a top-down PNG.
+
+    \b
+    Example:
+      grade place assets/houses/house_0 --humans assets/humans --objects assets/objects --count 5-10
+    """
     from placement.stage import list_packages, place_scene, write_outputs  # heavy: imported on use
 
     load_meta(environment, "environment")  # the positional argument first: a wrong path is the likeliest mistake

@@ -21,11 +21,19 @@ def view_command(
     = DEFAULT_FRAMES,
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: RUN/view).")] = None,
     rerun: Annotated[Path | None, typer.Option(
-        "--rerun", metavar="FILE.rrd", help="Also write a Rerun recording (needs the viz extra).")] = None,
+        "--rerun", metavar="FILE.rrd", help="Also write a Rerun recording (needs the viz extra: pip install -e '.[viz]').")] = None,
     all_boxes: Annotated[bool, typer.Option(
         "--all-boxes", help="Also draw the environment's boxes (walls, floor, furniture).")] = False,
 ) -> None:
-    """Contact sheets (RGB + boxes, depth, instance, semantic), trajectory.png and imu.png of a recording."""
+    """Contact sheets, trajectory and IMU plots of a run.
+
+    Sheets of RGB with boxes, depth, instance and semantic images; trajectory.png and imu.png.
+
+    \b
+    Examples:
+      grade view runs/demo
+      grade view runs/demo --camera camera --frames 12 --rerun runs/demo/demo.rrd
+    """
     from postprocess.view import view_run  # heavy: OpenCV, matplotlib
 
     result = view_run(run, camera=camera, frames=frames, out=out, rerun=rerun, all_boxes=all_boxes)
@@ -100,12 +108,12 @@ def _postprocess_bag(path: Path, out: Path | None, settings: PostprocessConfig, 
 def postprocess_command(
     path: Annotated[Path, typer.Argument(metavar="RUN|BAG", help="Recording folder, ROS 1 .bag or ROS 2 bag folder.")],
     imu: Annotated[bool, typer.Option("--imu", help="IMU noise (RotorS model, GRADE's defaults).")] = False,
-    depth: Annotated[str | None, typer.Option("--depth", metavar="MODEL",
-                                              help="Depth noise: realsense, kinect or gaussian.")] = None,
+    depth: Annotated[str | None, typer.Option("--depth", metavar="realsense|kinect|gaussian",
+                                              help="Depth noise model.")] = None,
     blur: Annotated[bool, typer.Option("--blur", help="Motion blur over the exposure (0.02 s).")] = False,
     rolling_shutter: Annotated[bool, typer.Option("--rolling-shutter", help="Rolling-shutter readout.")] = False,
-    preset: Annotated[str | None, typer.Option("--preset", metavar="NAME",
-                                               help="Settings of a paper: grade-paper.")] = None,
+    preset: Annotated[str | None, typer.Option("--preset", metavar="grade-paper",
+                                               help="The settings of a paper.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a setting inside the postprocess "
                                                                        "section: --set blur.exposure=0.01.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Redo it even if it is up to date.")] = False,
@@ -130,11 +138,18 @@ def postprocess_command(
     odom_topic: Annotated[str, typer.Option("--odom-topic", help="Bags, blur: the odometry (nav_msgs/Odometry).")]
     = "/odom",
 ) -> None:
-    """Add sensor noise, motion blur and rolling shutter to a recording (new files beside the originals), or
-    crop/retime/rename a ROS 1 or ROS 2 bag and add IMU and depth noise into a new bag (a killed ROS 1
-    recording's .bag.active is reindexed first).
+    """Sensor noise, blur and rolling shutter; bag tools.
 
-    Without flags or a preset, a run's own `postprocess` config section is applied."""
+    A run gets new files beside the originals; a ROS 1 or ROS 2 bag is cropped, retimed or renamed and gets
+    IMU and depth noise into a new bag (a killed ROS 1 recording's .bag.active is reindexed first).
+    Without flags or a preset, a run's own `postprocess` config section is applied.
+
+    \b
+    Examples:
+      grade postprocess runs/demo --preset grade-paper
+      grade postprocess runs/demo --imu --depth realsense --blur
+      grade postprocess recorded.bag --crop --duration 60 --imu
+    """
     from core.errors import ConfigError
     from core.outputs import output_lock
     from core.recording import Recording

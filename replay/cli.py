@@ -20,7 +20,7 @@ def replay_command(
     with_: Annotated[Path | None, typer.Option(
         "--with", metavar="OVERRIDES.yaml", help="Cameras, IMUs, LiDAR, lights and hidden actors to change "
                                                  "(README 'Replaying a run').")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="teleport (the logged state at every step: exact) or "
+    mode: Annotated[str, typer.Option("--mode", metavar="teleport|physics", help="teleport (the logged state at every step: exact) or "
                                                      "physics (the logged commands from a checkpoint).")]
     = "teleport",
     start: Annotated[float | None, typer.Option("--from", help="Replay from this simulation time, s.")] = None,
@@ -29,7 +29,15 @@ def replay_command(
         "--verify", help="Replay unchanged and print the deviation (into --out, or a temporary folder).")] = False,
     wait: Annotated[bool, typer.Option("--wait", help="Queue behind another writer of --out.")] = False,
 ) -> None:
-    """Simulate a recorded run again on its timeline into a new recording, and report the deviation."""
+    """Simulate a recorded run again, with new sensors if asked.
+
+    The run is replayed on its timeline into a new recording, and the deviation is reported.
+
+    \b
+    Examples:
+      grade replay runs/demo --out runs/demo-fisheye --with new-camera.yaml
+      grade replay runs/demo --verify
+    """
     from core.errors import ConfigError
     from replay.overrides import load_overrides
     from replay.run import replay_run

@@ -16,7 +16,7 @@ robot_app = typer.Typer(help="Robot models: S-curve calibration and command-file
 
 @robot_app.command("calibrate")
 def calibrate_command(
-    recordings: Annotated[list[Path], typer.Argument(help="Wheel-velocity recordings of step commands: CSV "
+    recordings: Annotated[list[Path], typer.Argument(metavar="RECORDING...", help="Wheel-velocity recordings of step commands: CSV "
                                                           "(time, FL, FR, RL, RR [, vx, vy, wz]) or ROS bags.")],
     out: Annotated[Path, typer.Option("--out", help="Network file to write (.npz), for robot.tiago.s_curve.")],
     restarts: Annotated[int, typer.Option("--restarts", min=1, help="Random restarts; the best by validation "
@@ -25,7 +25,12 @@ def calibrate_command(
     iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Adam steps per restart "
                                                                                 "(default 3000).")] = None,
 ) -> None:
-    """Fit the S-curve network to recorded wheel velocities and save it."""
+    """Fit the S-curve network to recorded wheel velocities and save it.
+
+    \b
+    Example:
+      grade robot calibrate steps/*.csv --out scurve.npz --restarts 20
+    """
     from simulation.robots.calibration import ITERATIONS, fit_network, read_recording
     from simulation.robots.scurve import save_network
 
@@ -41,16 +46,21 @@ def calibrate_command(
 
 @robot_app.command("drive")
 def drive_command(
-    robot: Annotated[str, typer.Argument(help="Robot kind: tiago_omni.")],
+    robot: Annotated[str, typer.Argument(metavar="tiago_omni", help="Robot kind.")],
     commands: Annotated[Path, typer.Option("--commands", help="Command file: lines 'vx vy wz seconds', or a "
                                                               "recorded cmd_vel .json.")],
-    model: Annotated[str, typer.Option("--model", help="physical or lightweight.")] = "lightweight",
+    model: Annotated[str, typer.Option("--model", metavar="physical|lightweight", help="Base model: MuJoCo wheels or the kinematic one.")] = "lightweight",
     out: Annotated[Path | None, typer.Option("--out", help="Trajectory CSV to write (time, x, y, yaw, vx, vy, "
                                                            "wz).")] = None,
     s_curve: Annotated[Path | None, typer.Option("--s-curve", help="Calibrated S-curve network (.npz); the "
                                                                    "built-in one if unset.")] = None,
 ) -> None:
-    """Drive a robot model on an empty floor through a command file; print the final pose."""
+    """Drive a robot model on an empty floor through a command file; print the final pose.
+
+    \b
+    Example:
+      grade robot drive tiago_omni --commands square.txt --out trajectory.csv
+    """
     import numpy as np
 
     from core.config import TiagoConfig
