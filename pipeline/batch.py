@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -247,11 +248,54 @@ def _locked(run: Path) -> bool:
         return True
 
 
-def report_status(out: Path) -> None:
+STATUS_BAR_WIDTH = 30  # characters of the text bar of `grade batch status`
+FOLLOW_PERIOD_S = 2.0  # how often `grade batch status --follow` looks again
+
+
+def status_bar(done: int, total: int, width: int = STATUS_BAR_WIDTH) -> str:
+    """'[#########.....]  60%': a plain-text bar that reads the same in a terminal and in a log file."""
+    filled = round(width * done / total) if total else width
+    return f"[{'#' * filled}{'.' * (width - filled)}] {100 * done / total if total else 100:3.0f}%"
+
+
+def batch_running(out: Path) -> bool:
+    """Whether a `grade batch` driver holds the batch folder (the batch is being run now)."""
+    from core.outputs import BusyError
+
+    try:
+        with output_lock(out, what="batch folder"):
+            return False
+    except BusyError:
+        return True
+
+
+def follow_status(out: Path, period: float = FOLLOW_PERIOD_S) -> None:
+    """A live bar of finished jobs while a driver runs the batch; returns when the driver stops."""
     groups = batch_status(out)
     total = sum(len(v) for v in groups.values())
-    console.print(f"{out}: {len(groups['done'])}/{total} done, {len(groups['running'])} running, "
-                  f"{len(groups['failed'])} failed, {len(groups['remaining'])} remaining", soft_wrap=True)
+    with progress_task(f"batch {out.name}", total) as advance:
+        done = 0
+        while True:
+            now = len(groups["done"])
+            advance(now - done)
+            done = now
+            if not batch_running(out):
+                return
+            time.sleep(period)
+            groups = batch_status(out)
+
+
+def report_status(out: Path, follow: bool = False) -> None:
+    """Counts by status with a text bar, and each failure with its log; with `follow`, first a live bar until the
+    batch's driver stops."""
+    if follow:
+        follow_status(out)
+    groups = batch_status(out)
+    total = sum(len(v) for v in groups.values())
+    driver = "running" if batch_running(out) else "not running"
+    console.print(f"{out}: {status_bar(len(groups['done']), total)} {len(groups['done'])}/{total} done, "
+                  f"{len(groups['running'])} running, {len(groups['failed'])} failed, "
+                  f"{len(groups['remaining'])} remaining (driver {driver})", soft_wrap=True)
     state = read_batch_state(out)
     for name in groups["failed"]:
         console.print(f"  failed {name}: {state.jobs[name].error} (log {state.jobs[name].log})", soft_wrap=True)

@@ -91,6 +91,8 @@ def batch_command(
         "executor.kind).")] = None,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Jobs at a time.")] = None,
     address: Annotated[str | None, typer.Option("--address", help="ray: 'auto' or host:port.")] = None,
+    follow: Annotated[bool, typer.Option("--follow", help="status: show a live progress bar until the batch's "
+                                                          "driver stops.")] = False,
 ) -> None:
     """Run a batch of experiments, or report its status.
 
@@ -100,14 +102,14 @@ def batch_command(
     Examples:
       grade batch configs/grade-dataset.yaml --out datasets/grade --workers 2
       grade batch configs/grade-dataset.yaml --executor slurm
-      grade batch status datasets/grade
+      grade batch status datasets/grade --follow
     """
     from pipeline.batch import report_status, run_batch
 
     if target == "status":
         if folder is None:
             raise GradeError("name the batch folder: grade batch status DIR", field="DIR")
-        report_status(folder)
+        report_status(folder, follow)
         return
     path = Path(target)
     batch = load_batch(path)

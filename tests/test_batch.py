@@ -25,6 +25,7 @@ from tests.conftest import CONFIGS, ROOT, run_grade
 pytestmark = pytest.mark.slow
 
 SEEDS = [1, 2, 3]
+FOLLOW_TIMEOUT_S = 30
 KILL_TIMEOUT_S = 120
 
 
@@ -93,8 +94,15 @@ def test_a_killed_driver_resumes_without_redoing_finished_jobs(local, tmp_path):
     deadline = time.monotonic() + KILL_TIMEOUT_S
     while stage_status(first) is not StageStatus.COMPLETE and time.monotonic() < deadline:
         time.sleep(0.2)
+    follow = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", "status", str(tmp_path / "out"),
+                               "--follow"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    running = run_grade("batch", "status", str(tmp_path / "out"))
+    assert "(driver running)" in running.stderr and "[" in running.stderr, running.stderr
     os.killpg(driver.pid, signal.SIGKILL)  # the driver and its running job, mid-batch
     driver.wait()
+    followed = follow.communicate(timeout=FOLLOW_TIMEOUT_S)[0]  # --follow ends when the driver is gone
+    assert follow.returncode == 0 and "(driver not running)" in followed, followed
     assert stage_status(first) is StageStatus.COMPLETE
     finished = {p: p.stat().st_mtime_ns for p in first.rglob("*") if p.is_file() and p.name != ".grade.lock"}
     result = run_grade("batch", str(batch))
