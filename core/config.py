@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
+from core.bag_topics import check_namespace
+
 # Seeds are stored as 32-bit signed integers by some consumers (USD int attributes such as scene.usda's
 # grade:seed), so the master seed stays within that range everywhere.
 MAX_SEED = 2**31 - 1
@@ -83,6 +85,19 @@ class EnvironmentConfig(Strict):
         return self
 
 
+class ClipWindowConfig(Strict):
+    """Which part of a long SMPL-family clip (amass, smpl, cloth3d) becomes an animated asset. A whole
+    walk sweeps metres of floor and fits in no room; GRADE keeps 50-500 frames of each sequence."""
+
+    select: Literal["least_sweep", "random", "split", "whole"] = Field(
+        "least_sweep", description="least_sweep: the window whose joints cover the shortest horizontal distance; "
+                                   "random: one window drawn from the experiment seed; split: consecutive windows, "
+                                   "each its own asset; whole: the entire clip")
+    duration: PositiveFloat = Field(2.0, description="s per window (GRADE: 50-500 frames); a shorter clip is used "
+                                                     "whole")
+    max_windows: PositiveInt = Field(8, description="split: at most this many windows per clip, spread over it")
+
+
 class HumansConfig(Strict):
     """Animated humans (or animals) placed collision-free in the environment."""
 
@@ -96,6 +111,7 @@ class HumansConfig(Strict):
         0.02, description="reject a trace with more of its volume than this inside closed furniture: contact "
                           "counts alone depend on mesh density, so a coarse sofa would let a human stand in it")
     fps: PositiveFloat = 30.0
+    window: ClipWindowConfig = Field(default_factory=ClipWindowConfig)
     reverse_playback: StrictBool = Field(True, description="play animations forward then backward to loop smoothly")
 
     @model_validator(mode="after")
@@ -231,6 +247,15 @@ class UavLimits(Strict):
     roll_pitch_rate_deg: PositiveFloat = 40.0
     yaw_rate_deg: PositiveFloat = 30.0
     z_band: FloatRange = Field(default_factory=lambda: FloatRange(min=0.5, max=2.5), description="flight altitude, m")
+    # Dynamics limits, so that motion and IMU readings stay those of a real quadrotor. Defaults: PX4's
+    # auto-mode trajectory limits (MPC_ACC_HOR 3 m/s^2, MPC_JERK_AUTO 4 m/s^3, MPC_YAWRAUTO_ACC 60 deg/s^2);
+    # roll/pitch at 180 deg/s^2, a sixth of ArduCopter's default for 10-inch props (ATC_ACCEL_R/P_MAX
+    # 1100 deg/s^2), is ample to follow the tilt a 4 m/s^3 trajectory asks for (~23 deg/s).
+    max_acceleration: PositiveFloat = Field(3.0, description="m/s^2 (capped at g tan(max_tilt_deg), the most "
+                                                             "a quadrotor tilted that far can reach)")
+    max_jerk: PositiveFloat = Field(4.0, description="m/s^3: how fast the acceleration (and so the tilt) changes")
+    roll_pitch_acceleration_deg: PositiveFloat = Field(180.0, description="angular acceleration, deg/s^2")
+    yaw_acceleration_deg: PositiveFloat = Field(60.0, description="angular acceleration, deg/s^2")
 
 
 class PidGains(Strict):
@@ -291,9 +316,28 @@ class RatesConfig(Strict):
 
 
 class RandomizationConfig(Strict):
-    light_intensity_scale: FloatRange = Field(default_factory=lambda: FloatRange(min=0.8, max=1.2))
-    light_color_temperature_k: FloatRange = Field(default_factory=lambda: FloatRange(min=4000, max=6500))
-    roughness: FloatRange = Field(default_factory=lambda: FloatRange(min=0.3, max=0.9))
+    """Domain randomisation of the embedded backend (simulation.embedded.randomization). GRADE's own
+    settings: roughness {min: 0.1, max: 0.9}, light_intensity {min: 600, max: 4500}, light_color random,
+    light_intensity_scale {min: 1, max: 1}."""
+
+    light_intensity_scale: FloatRange = Field(
+        default_factory=lambda: FloatRange(min=0.8, max=1.2),
+        description="factor drawn per light, multiplying its authored intensity (or the light_intensity draw)")
+    light_intensity: FloatRange | None = Field(
+        None, description="absolute intensity drawn per light, replacing the authored one, in USD sphere-light "
+                          "units (nits; each light keeps its radius), as GRADE draws it: 600-4500; unset: authored")
+    light_color: Literal["temperature", "random", "authored"] = Field(
+        "temperature", description="temperature: the authored colour times a black body of a temperature drawn from "
+                                   "light_color_temperature_k; random: each channel U(0, 1), as GRADE draws it; "
+                                   "authored: the colour as authored")
+    light_color_temperature_k: FloatRange = Field(
+        default_factory=lambda: FloatRange(min=4000, max=6500),
+        description="colour temperature range, K, when light_color is temperature")
+    roughness: FloatRange = Field(default_factory=lambda: FloatRange(min=0.3, max=0.9),
+                                  description="roughness drawn per environment mesh (GRADE: 0.1-0.9)")
+    material_color: FloatRange | None = Field(
+        None, description="factor drawn per channel and per environment material (meshes sharing a colour or "
+                          "texture share it), multiplying its linear colour or texture; unset: authored colours")
     during_run: StrictBool = Field(False, description="also re-randomise lights during the run")
     period: PositiveFloat = Field(5.0, description="seconds between re-randomisations when during_run")
 
@@ -301,6 +345,10 @@ class RandomizationConfig(Strict):
     def _check(self) -> RandomizationConfig:
         if self.light_intensity_scale.min < 0 or self.roughness.min < 0 or self.roughness.max > 1:
             raise ValueError("light_intensity_scale must be >= 0 and roughness within [0, 1]")
+        for name in ("light_intensity", "material_color"):
+            drawn = getattr(self, name)
+            if drawn is not None and drawn.min < 0:
+                raise ValueError(f"{name} must be >= 0")
         return self
 
 
@@ -337,6 +385,15 @@ class RecordingConfig(Strict):
                                                      "(default: NYU40 + GRADE's extras; README 'Semantic classes')")
     checkpoint_period: PositiveFloat = Field(1.0, description="s between full simulator states in states.npz "
                                                               "(replay can start at any of them)")
+    namespace: str = Field(
+        "", description="ROS namespace of the robot's bag topics and TF frames: my_robot_0 (GRADE) records "
+                        "/my_robot_0/camera/rgb/image_raw with frames my_robot_0/base_link; empty: /camera/rgb/"
+                        "image_raw, base_link. /clock, /tf, /tf_static, /starting_experiment and world stay global")
+
+    @field_validator("namespace")
+    @classmethod
+    def _ros_namespace(cls, value: str) -> str:
+        return check_namespace(value)
 
     @model_validator(mode="after")
     def _compression_fits_formats(self) -> RecordingConfig:
@@ -544,7 +601,7 @@ class ExperimentConfig(Strict):
 # same names; a test keeps the two in step.
 ROBOT_LINKS: dict[str, frozenset[str]] = {
     "uav": frozenset({"base_link", "camera_link"}),
-    "tiago_omni": frozenset({"base_link", "torso_lift_link", "head_2_link", "base_laser_link"}),
+    "tiago_omni": frozenset({"base_link", "torso_lift_link", "head_1_link", "head_2_link", "base_laser_link"}),
 }
 
 

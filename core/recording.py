@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from core.bag_topics import BagTopics
 from core.config import CameraConfig, ExperimentConfig
 from core.errors import InputError
 from core.formats.frames import FRAMES_FILE, Box2D, Box3D, FrameRecord, read_frames
@@ -313,6 +314,12 @@ class Recording:
         if not (folder / HUMANS_FILE).is_file():
             return None
         return Humans(read_humans_document(folder), sample_files(folder))
+
+    @property
+    def topics(self) -> BagTopics:
+        """The names of this run's bag topics and TF frames (under its recording.namespace):
+        `rec.topics.rgb("camera")` is "/camera/rgb/image_raw", or "/my_robot_0/camera/rgb/image_raw"."""
+        return BagTopics(self.experiment_config().recording.namespace)
 
     def bags(self) -> Bags:
         folder = self.path / BAGS_DIR

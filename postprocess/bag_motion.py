@@ -13,24 +13,40 @@ the interpolated rate over the interval): R(a) = R(b) exp(-[w] (b - a)).
 Translation: the linear velocity of the camera's optical centre in the optical frame, from the nearest
 nav_msgs/Odometry message (twist in its child frame: v_cam = R^T (v + w x t), [R | t] = child <- optical),
 integrated as p(a) = p(b) - R(midpoint) v (b - a); zero when the bag has no odometry.
+
+Topics: the IMU and odometry topics are looked up as given; one the bag lacks is found under the bag's robot
+namespace (`/imu_camera` is `/my_robot_0/imu_camera` in a bag recorded with recording.namespace my_robot_0) when
+exactly one topic of the bag ends with it.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from core.bag_topics import TF, TF_STATIC
 from core.errors import InputError
 from postprocess.blur import PoseCurve, interpolate_pose
 from simulation.recording.bag_reader import open_bag, stamp_ns
 
 CAMERA_IMU_TOPIC = "/imu_camera"
 ODOMETRY_TOPIC = "/odom"
-TF_TOPICS = ("/tf_static", "/tf")  # static first: it wins over a dynamic value of the same edge
+TF_TOPICS = (TF_STATIC, TF)  # static first: it wins over a dynamic value of the same edge
+
+
+def namespaced_topic(topic: str, available: Iterable[str]) -> str:
+    """`topic` if the bag has it, else the one topic of the bag under a namespace that ends with it (`/odom` ->
+    `/my_robot_0/odom`); `topic` itself when there is none or more than one."""
+    names = set(available)
+    if topic in names:
+        return topic
+    under = [name for name in names if name.endswith(topic if topic.startswith("/") else "/" + topic)]
+    return under[0] if len(under) == 1 else topic
 
 
 def exp_so3(rotvecs: np.ndarray) -> np.ndarray:
@@ -124,6 +140,7 @@ class BagMotion:
         imu_frame, odom_frame = "", None
         edges: dict[str, dict[str, tuple[str, np.ndarray]]] = defaultdict(dict)
         with open_bag(bag) as reader:
+            imu_topic, odom_topic = (namespaced_topic(topic, reader.topics) for topic in (imu_topic, odom_topic))
             wanted = [c for c in reader.connections if c.topic in (imu_topic, odom_topic, *TF_TOPICS)]
             if not any(c.topic == imu_topic for c in wanted):
                 raise InputError(f"motion blur of a bag needs the camera IMU topic {imu_topic} (sensor_msgs/Imu) "
@@ -147,7 +164,7 @@ class BagMotion:
                                                           _matrix(item.transform.translation, item.transform.rotation))
         if len(imu_rows) < 2:
             raise InputError(f"motion blur of a bag needs at least two messages on {imu_topic}", named, "blur")
-        parents = {**edges["/tf"], **edges["/tf_static"]}
+        parents = {**edges[TF], **edges[TF_STATIC]}
         imu_rows.sort(key=lambda row: row[0])
         odom_rows.sort(key=lambda row: row[0])
         return cls(named, imu_frame, np.array([r[0] for r in imu_rows]), np.array([r[1] for r in imu_rows]),

@@ -41,6 +41,7 @@ from rosbags.rosbag1.reader import RecordType, decompressors, read_bytes, read_u
 from rosbags.rosbag2 import Writer as Ros2Writer
 from rosbags.typesys.msg import normalize_msgtype
 
+from core.bag_topics import EXPERIMENT_MARKER, TF_STATIC
 from core.errors import InputError
 from simulation.recording import bag_messages as m
 from simulation.recording.bag_reader import image_array, open_bag, stamp_ns
@@ -55,8 +56,6 @@ from simulation.recording.bags import (
 )
 
 NS_PER_S = 1_000_000_000
-EXPERIMENT_MARKER = "/starting_experiment"
-TF_STATIC = "/tf_static"
 HEADER = "std_msgs/msg/Header"
 # Suffix of the bag a killed `rosbag record` leaves behind.
 ACTIVE_SUFFIX = ".active"

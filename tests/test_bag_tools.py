@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rosbags.highlevel import AnyReader
+from rosbags.interfaces import QosDurability
 from rosbags.rosbag1 import Reader as Ros1Reader
 from rosbags.rosbag1 import Writer as Ros1Writer
 from rosbags.rosbag1.reader import RecordType
@@ -38,16 +39,18 @@ BAG_HEADER_BYTES = 4096
 
 
 def write_stream(folder: Path) -> None:
-    """240 Hz clock and IMU, /tf at 120 Hz (world -> base_link -> cam), /odom at 60 Hz, depth (32FC1 and
-    16UC1) at 30 Hz, the experiment marker at step 60; to ROS 1 and ROS 2 MCAP."""
+    """240 Hz clock and IMU, the latched /tf_static (base_link -> cam) once, /tf at 120 Hz (world -> base_link),
+    /odom at 60 Hz, depth (32FC1 and 16UC1) at 30 Hz, the experiment marker at step 60; to ROS 1 and ROS 2 MCAP."""
     rng = generator(11, "tests/bag_tools")
     with BagWriter(folder, "run", ["ros1", "ros2"], "mcap") as bags:
         for k in range(STEPS):
             t = T0 + k * STEP
             bags.clock(t)
             bags.imu("/imu", "imu", t, rng.normal(size=3), rng.normal(size=3))
+            if k == 0:
+                bags.tf_static(t, [("base_link", "cam", IDENTITY)])
             if k % 2 == 0:
-                bags.tf(t, [("world", "base_link", IDENTITY), ("base_link", "cam", IDENTITY)])
+                bags.tf(t, [("world", "base_link", IDENTITY)])
             if k % 4 == 0:
                 bags.odometry("/odom", t, "world", "base_link", IDENTITY, np.zeros(3), np.zeros(3))
             if k % 8 == 0:
@@ -101,7 +104,8 @@ def test_crop_retime_shift_rename_drop_and_depth_cut(source, tmp_path, kind):
     assert sorted(p.name for p in tmp_path.iterdir()) == [dst.name]  # no temporary left beside it
 
     out = read_back(dst)
-    assert set(out) == {"/imu_body", "/tf", "/odom", "/cam/depth", "/cam/depth_mm", "/starting_experiment"}
+    assert set(out) == {"/imu_body", "/tf", "/tf_static", "/odom", "/cam/depth", "/cam/depth_mm",
+                        "/starting_experiment"}
     window_ns = round(DURATION * NS)
     for topic, items in out.items():
         assert all(0 <= bag_ns < window_ns for bag_ns, _ in items), topic
@@ -120,8 +124,17 @@ def test_crop_retime_shift_rename_drop_and_depth_cut(source, tmp_path, kind):
     assert [stamp_ns(msg.header) for _, msg in out["/odom"]] == pytest.approx(odom_ns, abs=1)
 
     for _, msg in out["/tf"]:
-        assert [(tr.header.frame_id, tr.child_frame_id) for tr in msg.transforms] == [
-            ("world", "robot_gt"), ("robot_gt", "cam")]
+        assert [(tr.header.frame_id, tr.child_frame_id) for tr in msg.transforms] == [("world", "robot_gt")]
+    # The latched /tf_static, sent before the window, holds inside it: kept at the window start, still latched.
+    ((static_ns, static),) = out["/tf_static"]
+    assert static_ns == recorded(kind, 0) and stamp_ns(static.transforms[0].header) == 0
+    assert [(tr.header.frame_id, tr.child_frame_id) for tr in static.transforms] == [("robot_gt", "cam")]
+    with AnyReader([dst]) as reader:
+        (ext,) = [c.ext for c in reader.connections if c.topic == "/tf_static"]
+    if kind == "ros1":
+        assert ext.latching == 1
+    else:
+        assert [qos.durability for qos in ext.offered_qos_profiles] == [QosDurability.TRANSIENT_LOCAL]
     assert {(msg.header.frame_id, msg.child_frame_id) for _, msg in out["/odom"]} == {("world", "robot_gt")}
     assert {msg.header.frame_id for _, msg in out["/imu_body"]} == {"imu"}
 

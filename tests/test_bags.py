@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rosbags.highlevel import AnyReader
+from rosbags.interfaces import QosDurability, QosHistory, QosReliability
 from scipy.spatial.transform import Rotation
 
 from core.errors import InputError
@@ -41,6 +43,7 @@ DEPTH_MM_CASES = [(0.0, 0), (1.2344, 1234), (1.2346, 1235), (2.0, 2000), (0.0014
 
 TOPICS = {
     "/clock": "rosgraph_msgs/msg/Clock", "/imu": "sensor_msgs/msg/Imu", "/tf": "tf2_msgs/msg/TFMessage",
+    "/tf_static": "tf2_msgs/msg/TFMessage",
     "/joint_states": "sensor_msgs/msg/JointState", "/cam/pose": "geometry_msgs/msg/PoseStamped",
     "/odom": "nav_msgs/msg/Odometry", "/cam/rgb/image_raw": "sensor_msgs/msg/Image",
     "/cam/depth/image_raw": "sensor_msgs/msg/Image", "/cam/depth_mm/image_raw": "sensor_msgs/msg/Image",
@@ -96,13 +99,16 @@ def write_sequence(folder: Path, formats, storage: str) -> dict:
             accel, gyro = rng.normal(size=3), rng.normal(size=3)
             bags.imu("/imu", "imu", t, accel, gyro)
             sent["/imu"].append((t, (accel, gyro)))
+            if k == 0:
+                bags.tf_static(t, FIXED_TF)
+                sent["/tf_static"].append((t, FIXED_TF))
             if k % EVERY["tf"] == 0:
-                transforms = [("world", "base_link", base_pose(t)), *FIXED_TF]
+                transforms = [("world", "base_link", base_pose(t))]
                 bags.tf(t, transforms)
                 sent["/tf"].append((t, transforms))
             if k % EVERY["joints"] == 0:
                 positions, velocities = rng.normal(size=3), rng.normal(size=3)
-                bags.joint_states(t, JOINTS, positions, velocities)
+                bags.joint_states("/joint_states", t, JOINTS, positions, velocities)
                 sent["/joint_states"].append((t, (positions, velocities)))
             if k % EVERY["pose"] == 0:
                 cam = base_pose(t) @ FIXED_TF[0][2] @ FIXED_TF[1][2] @ FIXED_TF[2][2]
@@ -183,7 +189,7 @@ def test_stamps_are_sim_time_and_monotonic(written, kind):
         previous = bag_ns
         if topic == "/clock":
             stamp = stamp_ns(msg.clock)
-        elif topic == "/tf":
+        elif topic in ("/tf", "/tf_static"):
             (stamp,) = {stamp_ns(tr.header) for tr in msg.transforms}
         elif topic != "/starting_experiment":
             stamp = stamp_ns(msg.header)
@@ -243,14 +249,16 @@ def test_images_depth_and_camera_info(written, kind):
 @pytest.mark.parametrize("kind", BAGS)
 def test_tf_round_trip_and_tree(written, kind):
     sent = written["sent"]
-    got = messages_by_topic(written[kind], ["/tf"])["/tf"]
-    assert len(got) == len(sent["/tf"])
-    for msg, (_, transforms) in zip(got, sent["/tf"]):
+    got = messages_by_topic(written[kind], ["/tf", "/tf_static"])
+    (static,) = got["/tf_static"]
+    assert len(got["/tf"]) == len(sent["/tf"])
+    for msg, (_, transforms) in zip([static, *got["/tf"]], [*sent["/tf_static"], *sent["/tf"]], strict=True):
         assert [(tr.header.frame_id, tr.child_frame_id) for tr in msg.transforms] == [(p, c) for p, c, _ in transforms]
         for tr, (_, _, matrix) in zip(msg.transforms, transforms):
             np.testing.assert_allclose(transform_matrix(tr.transform), matrix, atol=1e-12)
-        parents = {tr.child_frame_id: tr.header.frame_id for tr in msg.transforms}
-        assert len(parents) == len(msg.transforms)  # each frame has exactly one parent
+    for msg in got["/tf"]:
+        parents = {tr.child_frame_id: tr.header.frame_id for tr in [*static.transforms, *msg.transforms]}
+        assert len(parents) == len(msg.transforms) + len(static.transforms)  # each frame has exactly one parent
         for frame in parents:  # every frame reaches the single root without a cycle
             chain = [frame]
             while chain[-1] in parents:
@@ -258,7 +266,7 @@ def test_tf_round_trip_and_tree(written, kind):
                 assert len(chain) <= len(parents) + 1
             assert chain[-1] == "world"
     # ROS quaternion order (x, y, z, w), against hand-derived values for the exact rotations.
-    by_child = {tr.child_frame_id: tr.transform.rotation for tr in got[0].transforms}
+    by_child = {tr.child_frame_id: tr.transform.rotation for tr in static.transforms}
     quat = {child: (q.x, q.y, q.z, q.w) for child, q in by_child.items()}
     half = np.sqrt(0.5)
     np.testing.assert_allclose(quat["head_link"], (0, 0, half, half), atol=1e-15)  # 90 deg about z
@@ -299,6 +307,25 @@ def test_imu_joints_pose_odometry_cloud_marker(written, kind):
         assert np.array_equal(cloud["intensity"], intensity.astype(np.float32))
         assert cloud["ring"].dtype == np.uint16 and cloud["ring"].tolist() == ring.tolist()
     assert [msg.data for msg in got["/starting_experiment"]] == [MARKER_TEXT]
+
+
+def test_tf_static_is_latched_and_other_topics_are_not(written):
+    """What a latched publisher leaves in a bag, read from the connection records by rosbags: ROS 1
+    `latching=1` (tf2_ros' static broadcaster advertises latched), ROS 2 the offered QoS of tf2_ros'
+    StaticBroadcasterQoS (keep last 1, reliable, transient local) in metadata.yaml."""
+    for kind in BAGS:
+        with AnyReader([written[kind]]) as reader:
+            connections = {c.topic: c.ext for c in reader.connections}
+        assert set(connections) == set(TOPICS)
+        for topic, ext in connections.items():
+            if kind == "ros1":
+                assert ext.latching == (1 if topic == "/tf_static" else None), (kind, topic)
+            elif topic == "/tf_static":
+                (qos,) = ext.offered_qos_profiles
+                assert (qos.durability, qos.reliability, qos.history, qos.depth) == (
+                    QosDurability.TRANSIENT_LOCAL, QosReliability.RELIABLE, QosHistory.KEEP_LAST, 1), kind
+            else:
+                assert not ext.offered_qos_profiles, (kind, topic)
 
 
 # ---------------------------------------------------------------- errors and atomicity

@@ -10,11 +10,15 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from rosbags.highlevel import AnyReader
+from rosbags.interfaces import QosDurability, QosHistory
+from scipy.spatial.transform import Rotation
 
 from core.config_io import load_experiment
 from core.formats.manifest import StageStatus, read_manifest, stage_status
 from core.formats.run_info import read_run_info
 from core.formats.states import load_states
+from core.recording import Recording
 from core.seeding import derived_seed
 from pipeline.generate import generate
 from simulation.recording.bag_reader import (
@@ -27,6 +31,7 @@ from simulation.recording.bag_reader import (
     stamp_ns,
     transform_matrix,
 )
+from simulation.robots.uav_model import CAMERA_OFFSET
 from tests.conftest import CONFIGS, run_grade
 
 pytestmark = pytest.mark.slow  # each test records a demo run (the module's recordings take ~60 s)
@@ -84,10 +89,10 @@ def test_topic_counts_are_rate_times_duration(uav_run, bag):
                 "/camera/rgb/image_raw": 30, "/camera/depth/image_raw": 30, "/camera/camera_info": 30,
                 "/lidar/points": 10}
     summary = bag_summary(uav_run / "bags" / bag)
-    assert set(summary) == set(expected) | {"/starting_experiment"}
+    assert set(summary) == set(expected) | {"/starting_experiment", "/tf_static"}
     for topic, rate in expected.items():
         assert abs(summary[topic].count - rate * TOTAL) <= 1, topic
-    assert summary["/starting_experiment"].count == 1
+    assert summary["/starting_experiment"].count == summary["/tf_static"].count == 1
     assert summary["/starting_experiment"].first_ns == round(BOOTSTRAP * NS)
 
 
@@ -139,26 +144,73 @@ def test_images_match_ground_truth_files(uav_run):
     assert np.allclose(camera_matrix(info), frames[3]["K"])
 
 
-def test_tf_tree_is_connected_and_composes_to_the_camera_pose(uav_run):
-    topics = _messages(uav_run / "bags" / "demo")
-    frames = _frames(uav_run)
-    timestamp, tf = topics["/tf"][4]  # 120 Hz message 4 = 30 Hz frame 1
-    assert timestamp == round(frames[1]["time"] * NS)
-    parent = {t.child_frame_id: (t.header.frame_id, transform_matrix(t.transform)) for t in tf.transforms}
+# camera body frame (x forward, y left, z up) <- ROS optical frame (z forward, x right, y down)
+BODY_FROM_OPTICAL = np.array([[0, 0, 1, 0], [-1, 0, 0, 0], [0, -1, 0, 0], [0, 0, 0, 1]], dtype=float)
 
-    def world_from(frame: str) -> np.ndarray:
-        pose = np.eye(4)
-        for _ in range(10):
-            if frame == "world":
-                return pose
-            up, transform = parent[frame]
-            pose, frame = transform @ pose, up
-        raise AssertionError(f"{frame} does not reach world")
 
-    assert {"base_link", "camera_link", "camera", "camera_optical_frame", "imu_body", "imu_camera", "lidar"} <= set(parent)
-    for child in parent:
-        world_from(child)
-    assert np.allclose(world_from("camera_optical_frame"), frames[1]["pose"], atol=1e-6)
+def _bag_tf(bag: Path) -> tuple[dict[str, tuple[str, np.ndarray]], object, list[tuple[int, str, str, np.ndarray]]]:
+    """The bag's TF, read with rosbags: /tf_static as child -> (parent, parent <- child), the /tf_static
+    connection's extension (ROS 1 latching, ROS 2 QoS) and every /tf transform as (stamp, parent, child, matrix)."""
+    static, ext, moving = {}, None, []
+    with AnyReader([bag]) as reader:
+        connections = [c for c in reader.connections if c.topic in ("/tf", "/tf_static")]
+        for connection, _, raw in reader.messages(connections):
+            for t in reader.deserialize(raw, connection.msgtype).transforms:
+                if connection.topic == "/tf_static":
+                    assert t.child_frame_id not in static  # one /tf_static message, each frame once
+                    static[t.child_frame_id], ext = (t.header.frame_id, transform_matrix(t.transform)), connection.ext
+                else:
+                    moving.append((stamp_ns(t.header), t.header.frame_id, t.child_frame_id,
+                                   transform_matrix(t.transform)))
+    return static, ext, moving
+
+
+def _world_from(tf: tuple, frame: str, stamp: int) -> tuple[np.ndarray, list[str]]:
+    """world <- `frame` composed from a bag's TF (_bag_tf) alone: /tf_static, then per edge the latest /tf at or
+    before `stamp`; with the frames walked through."""
+    static, _, moving = tf
+    parents = dict(static)
+    for when, parent, child, matrix in sorted(moving, key=lambda item: item[0]):
+        if when <= stamp:
+            parents[child] = (parent, matrix)
+    pose, chain = np.eye(4), [frame]
+    while chain[-1] != "world":
+        up, transform = parents[chain[-1]]
+        pose = transform @ pose
+        chain.append(up)
+        assert len(chain) <= len(parents) + 1, f"{frame} does not reach world"
+    return pose, chain
+
+
+def _mount(mount) -> np.ndarray:
+    """link <- sensor of a config mount: translation, then roll/pitch/yaw about the fixed x, y, z axes."""
+    matrix = np.eye(4)
+    matrix[:3, :3] = Rotation.from_euler("xyz", mount.rpy_deg, degrees=True).as_matrix()
+    matrix[:3, 3] = mount.translation
+    return matrix
+
+
+@pytest.mark.parametrize("bag", ["demo.bag", "demo"])
+def test_tf_static_holds_the_mounts_and_the_tree_composes_to_the_camera_pose(uav_run, bag):
+    path, recording = uav_run / "bags" / bag, Recording.open(uav_run)
+    tf = _bag_tf(path)
+    static, ext, moving = tf
+    if bag.endswith(".bag"):
+        assert ext.latching == 1
+    else:
+        (qos,) = ext.offered_qos_profiles
+        assert (qos.durability, qos.history, qos.depth) == (QosDurability.TRANSIENT_LOCAL, QosHistory.KEEP_LAST, 1)
+    assert {(parent, child) for _, parent, child, _ in moving} == {("world", "base_link")}  # the robot only
+    config = recording.experiment_config().robot.sensors
+    for sensor in [*config.cameras, *config.imus, config.lidar]:
+        assert static[sensor.name][0] == sensor.mount.link
+        np.testing.assert_allclose(static[sensor.name][1], _mount(sensor.mount), atol=1e-9)
+    np.testing.assert_allclose(static["camera_optical_frame"][1], BODY_FROM_OPTICAL, atol=1e-12)
+    np.testing.assert_allclose(static["camera_link"][1][:3, 3], CAMERA_OFFSET, atol=1e-12)
+    for frame in recording.camera("camera")[1:4]:
+        pose, chain = _world_from(tf, "camera_optical_frame", round(frame.time * NS))
+        assert chain == ["camera_optical_frame", "camera", "camera_link", "base_link", "world"]
+        np.testing.assert_allclose(pose, frame.pose, atol=1e-6)
 
 
 def test_lidar_points_and_odometry(uav_run):
@@ -284,18 +336,34 @@ def test_a_failed_run_is_marked_and_never_looks_complete(assets, tmp_path, monke
 # ---------------------------------------------------------------- other robots and planners
 
 
-def test_tiago_demo_variant_records_lidar_and_wheel_free_joint_states(assets, tmp_path):
+def test_tiago_demo_variant_records_lidar_and_its_tf_chain_under_a_namespace(assets, tmp_path):
     overrides = TINY + ["robot.sensors.cameras.0.width=64", "robot.sensors.cameras.0.height=48",
                         "robot.sensors.lidar.channels=4", "robot.sensors.lidar.horizontal_resolution_deg=5",
-                        "recording.bag_formats=[ros2]", "recording.ros2_storage=sqlite3"]
+                        "recording.bag_formats=[ros2]", "recording.ros2_storage=sqlite3",
+                        "recording.namespace=my_robot_0"]
     run = generate(_config(overrides, "demo-tiago.yaml"), tmp_path / "tiago", cache=assets).run
-    summary = bag_summary(run / "bags" / "demo-tiago")
-    assert abs(summary["/lidar/points"].count - 10 * TOTAL) <= 1
-    assert abs(summary["/head_camera/rgb/image_raw"].count - 30 * TOTAL) <= 1
-    assert {"/imu_base", "/imu_head", "/odom", "/tf"} <= set(summary)
-    _, tf = next((t, m) for topic, t, m in read_messages(run / "bags" / "demo-tiago", ["/tf"]))
-    children = {t.child_frame_id for t in tf.transforms}
-    assert {"base_link", "torso_lift_link", "head_2_link", "head_camera", "head_camera_optical_frame", "lidar"} <= children
+    bag, recording = run / "bags" / "demo-tiago", Recording.open(run)
+    summary, topics = bag_summary(bag), recording.topics
+    # Every robot topic under the namespace, found through the Recording reader; the shared ones stay global.
+    assert {t for t in summary if not t.startswith("/my_robot_0/")} == {"/clock", "/tf", "/tf_static",
+                                                                      "/starting_experiment"}
+    assert abs(summary[topics.points("lidar")].count - 10 * TOTAL) <= 1
+    assert abs(summary[topics.rgb("head_camera")].count - 30 * TOTAL) <= 1
+    assert summary[topics.rgb("head_camera")] == summary["/my_robot_0/head_camera/rgb/image_raw"]
+    assert {topics.imu("imu_base"), topics.imu("imu_head"), topics.odometry, topics.joint_states,
+            topics.camera_pose("head_camera"), topics.depth("head_camera"), topics.camera_info("head_camera")} <= set(
+        summary)
+    # The real TIAGo++ chain on /tf_static, the mount (25 deg tilt) and optical rotation as configured.
+    tf = _bag_tf(bag)
+    static = tf[0]
+    mount = recording.camera_config("head_camera").mount
+    np.testing.assert_allclose(static["my_robot_0/head_camera"][1], _mount(mount), atol=1e-9)
+    np.testing.assert_allclose(static["my_robot_0/head_camera_optical_frame"][1], BODY_FROM_OPTICAL, atol=1e-12)
+    frame = recording.camera("head_camera")[2]
+    pose, chain = _world_from(tf, "my_robot_0/head_camera_optical_frame", round(frame.time * NS))
+    assert chain == [f"my_robot_0/{name}" for name in ("head_camera_optical_frame", "head_camera", "head_2_link",
+                                                       "head_1_link", "torso_lift_link", "base_link")] + ["world"]
+    np.testing.assert_allclose(pose, frame.pose, atol=1e-6)
 
 
 def test_waypoints_planner_flies_through_the_waypoints(assets, tmp_path):

@@ -81,13 +81,35 @@ def test_ik_keeps_every_bottom_roller_from_slipping_along_its_axis():
 
 
 @pytest.mark.parametrize("kind, variant", [("uav", "uav"), ("tiago_omni", "physical"), ("tiago_omni", "lightweight")])
-def test_links_match_the_config_schema(kind, variant):
+def test_links_match_the_config_schema_and_their_tree_the_compiled_bodies(kind, variant):
     robot = robot_model(kind, variant)
     assert set(robot.links) == ROBOT_LINKS[kind]
     world = build_world(robot)
+    model = world.model
     for link in robot.links:
-        assert mujoco.mj_name2id(world.model, mujoco.mjtObj.mjOBJ_BODY, link) >= 0
+        assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, link) >= 0
     assert world.model.opt.timestep == pytest.approx(DT)
+    # The TF tree of the links, against MuJoCo's compiled body tree: each edge's parent is the first link up
+    # the body parents, and it is fixed exactly when no body on the way (the child included) has a joint.
+    edges = robot.link_edges()
+    assert sorted(edge.child for edge in edges) == sorted(set(robot.links) - {"base_link"})
+    for parent, child, fixed in edges:
+        body, moved = model.body(child).id, False
+        while True:
+            moved |= bool(model.body_jntnum[body])
+            body = int(model.body_parentid[body])
+            if model.body(body).name in robot.links:
+                break
+        assert model.body(body).name == parent and fixed == (not moved), (parent, child)
+    parents = {edge.child: edge.parent for edge in edges}
+    if kind == "tiago_omni":  # the real TIAGo++ URDF's head chain, every joint of it held still here
+        chain = ["head_2_link"]
+        while chain[-1] in parents:
+            chain.append(parents[chain[-1]])
+        assert chain == ["head_2_link", "head_1_link", "torso_lift_link", "base_link"]
+        assert parents["base_laser_link"] == "base_link" and all(edge.fixed for edge in edges)
+    else:
+        assert edges == [("base_link", "camera_link", True)]
 
 
 def test_rollers_are_free_45_degree_hinges_whose_spheres_reach_the_rim(tiago_physical):

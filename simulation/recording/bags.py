@@ -27,12 +27,21 @@ from typing import Literal, Self
 
 import lz4.frame
 import numpy as np
-from rosbags.interfaces import Connection
+from rosbags.interfaces import (
+    Connection,
+    Qos,
+    QosDurability,
+    QosHistory,
+    QosLiveliness,
+    QosReliability,
+    QosTime,
+)
 from rosbags.rosbag1 import Writer as Ros1Writer
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.rosbag2 import Writer as Ros2Writer
 from rosbags.typesys.store import Typestore
 
+from core.bag_topics import CLOCK, TF, TF_STATIC
 from simulation.recording import bag_messages as m
 
 BagFormat = Literal["ros1", "ros2"]
@@ -60,6 +69,16 @@ def ros2_bag_path(folder: Path, name: str) -> Path:
 
 
 ROS1_TIME_MIN_NS = 1
+# A latched topic's connection: ROS 1 `latching=1` in the connection header (what a latched publisher such as
+# tf2_ros' static_transform_broadcaster advertises), ROS 2 the offered QoS of tf2_ros' StaticBroadcasterQoS:
+# keep last 1, reliable, transient local (late subscribers and `ros2 bag play` get the last message); the
+# remaining policies are rclcpp's defaults (0 s = the RMW default, i.e. none).
+ROS1_LATCHING = 1
+DEFAULT_QOS_TIME = QosTime(sec=0, nsec=0)
+LATCHED_QOS = Qos(history=QosHistory.KEEP_LAST, depth=1, reliability=QosReliability.RELIABLE,
+                  durability=QosDurability.TRANSIENT_LOCAL, deadline=DEFAULT_QOS_TIME, lifespan=DEFAULT_QOS_TIME,
+                  liveliness=QosLiveliness.SYSTEM_DEFAULT, liveliness_lease_duration=DEFAULT_QOS_TIME,
+                  avoid_ros_namespace_conventions=False)
 
 
 class _Sink:
@@ -74,9 +93,15 @@ class _Sink:
         self.connections: dict[str, Connection] = {}
         self.seq: dict[str, int] = {}
 
-    def write(self, topic: str, msgtype: str, stamp_ns: int, factory: MessageFactory) -> None:
+    def write(self, topic: str, msgtype: str, stamp_ns: int, factory: MessageFactory, latched: bool) -> None:
         if topic not in self.connections:
-            self.connections[topic] = self.writer.add_connection(topic, msgtype, typestore=self.typestore)
+            if not latched:
+                options = {}
+            elif self.ros1:
+                options = {"latching": ROS1_LATCHING}
+            else:
+                options = {"offered_qos_profiles": [LATCHED_QOS]}
+            self.connections[topic] = self.writer.add_connection(topic, msgtype, typestore=self.typestore, **options)
             self.seq[topic] = 0
         message = factory(self.builder, self.seq[topic])
         if self.ros1:
@@ -163,7 +188,7 @@ class BagWriter:
 
     # ------------------------------------------------------------ the stream
 
-    def _write(self, topic: str, msgtype: str, stamp_ns: int, factory: MessageFactory) -> None:
+    def _write(self, topic: str, msgtype: str, stamp_ns: int, factory: MessageFactory, latched: bool = False) -> None:
         if not self._open:
             raise ValueError(f"{topic}: the bag writer is closed")
         known = self._topic_types.setdefault(topic, msgtype)
@@ -173,12 +198,12 @@ class BagWriter:
             raise ValueError(f"{topic}: stamp {stamp_ns} ns goes backwards (the last message, on "
                              f"{self._last_topic}, was at {self._last_ns} ns); bags must be written in time order")
         for sink in self._sinks:
-            sink.write(topic, msgtype, stamp_ns, factory)
+            sink.write(topic, msgtype, stamp_ns, factory, latched)
         self._last_ns, self._last_topic = stamp_ns, topic
 
     def clock(self, t: float) -> None:
         """/clock rosgraph_msgs/Clock."""
-        topic = "/clock"
+        topic = CLOCK
         stamp = m.stamp_from_seconds(t, topic)
         self._write(topic, m.CLOCK, stamp, lambda b, seq: b.clock(stamp))
 
@@ -191,19 +216,27 @@ class BagWriter:
         self._write(topic, m.IMU, stamp, lambda b, seq: b.imu(b.header(stamp, frame_id, seq), acc, gyro))
 
     def tf(self, t: float, transforms: Sequence[tuple[str, str, np.ndarray]]) -> None:
-        """/tf tf2_msgs/TFMessage; each entry is (parent, child, parent <- child 4x4)."""
-        topic = "/tf"
+        """/tf tf2_msgs/TFMessage (the moving transforms); each entry is (parent, child, parent <- child 4x4)."""
+        self._transforms(TF, t, transforms, latched=False)
+
+    def tf_static(self, t: float, transforms: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        """/tf_static tf2_msgs/TFMessage, latched (LATCHED_QOS): the fixed transforms, all in one message as
+        tf2_ros' static broadcaster sends them; entries as `tf`."""
+        self._transforms(TF_STATIC, t, transforms, latched=True)
+
+    def _transforms(self, topic: str, t: float, transforms: Sequence[tuple[str, str, np.ndarray]],
+                    latched: bool) -> None:
         stamp = m.stamp_from_seconds(t, topic)
         names = [f"transform {parent} -> {child}" for parent, child, _ in transforms]
         matrices = np.array([matrix for _, _, matrix in transforms], dtype=np.float64).reshape(-1, 4, 4)
         translations, quats = m.split_transforms(matrices, topic, names)
         parts = [(str(parent), str(child), translation, quat)
                  for (parent, child, _), translation, quat in zip(transforms, translations, quats)]
-        self._write(topic, m.TF, stamp, lambda b, seq: b.tf(stamp, seq, parts))
+        self._write(topic, m.TF, stamp, lambda b, seq: b.tf(stamp, seq, parts), latched)
 
-    def joint_states(self, t: float, names: Sequence[str], positions: np.ndarray, velocities: np.ndarray) -> None:
-        """/joint_states sensor_msgs/JointState (empty effort, empty frame_id)."""
-        topic = "/joint_states"
+    def joint_states(self, topic: str, t: float, names: Sequence[str], positions: np.ndarray,
+                     velocities: np.ndarray) -> None:
+        """sensor_msgs/JointState (empty effort, empty frame_id)."""
         stamp = m.stamp_from_seconds(t, topic)
         joint_names, pos, vel = m.joint_arrays(names, positions, velocities, topic)
         self._write(topic, m.JOINT_STATE, stamp,

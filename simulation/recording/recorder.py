@@ -5,8 +5,12 @@ Stamps are simulation time. IMU readings refer to the state a step started from,
 after step k -> k+1 is stamped k * dt (and sampled when k is due); everything else is stamped with the
 state's own time. Within one call the IMU (one step older) is written first, so the bags come out sorted.
 
-TF tree: world -> base_link (the robot's pose), base_link -> every other link, link -> each sensor frame
-(named after the sensor: IMUs, the LiDAR, each camera's body frame), camera -> <camera>_optical_frame.
+TF tree: world -> base_link (the robot's pose), then the robot's link tree (each link under its parent link,
+e.g. TIAGo base_link -> torso_lift_link -> head_1_link -> head_2_link), link -> each sensor frame (named after
+the sensor: IMUs, the LiDAR, each camera's body frame), camera -> <camera>_optical_frame. Fixed transforms (the
+links no joint moves, the sensor mounts, the optical frames) go once, at the first sample, on the latched
+/tf_static; /tf carries the moving ones at the TF rate. Topic and frame names (namespace included) come from
+core.bag_topics.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.bag_topics import EXPERIMENT_MARKER, WORLD_FRAME, BagTopics
 from core.config import ExperimentConfig
 from core.formats.humans import (
     HUMANS_DIR,
@@ -34,16 +39,10 @@ from simulation.recording.bags import BagWriter
 from simulation.recording.ground_truth import CameraWriter, ImuLog
 from simulation.recording.schedule import Schedule
 from simulation.recording.states import StateLog
+from simulation.robots import robot_model
 
-WORLD_FRAME = "world"
-BASE_FRAME = "base_link"
-MARKER_TOPIC = "/starting_experiment"
 MARKER_TEXT = "start"
 IMAGE_WRITER_THREADS = 1  # one encoder thread beside the two ray threads of this 2-core default
-
-
-def optical_frame(camera: str) -> str:
-    return f"{camera}_optical_frame"
 
 
 @dataclass
@@ -81,7 +80,12 @@ class Recorder:
         self._bags = (BagWriter(folder / "bags", config.name, recording.bag_formats, recording.ros2_storage,
                                 recording.bag_compression)
                       if recording.bag_formats else None)
-        self._mounts = self._mount_transforms()
+        self._topics = BagTopics(recording.namespace)
+        edges = robot_model(config.robot.kind, config.robot.tiago.model).link_edges()
+        self._moving_links = [(edge.parent, edge.child) for edge in edges if not edge.fixed]
+        self._static = self._fixed_links([(edge.parent, edge.child) for edge in edges if edge.fixed])
+        self._static += self._mount_transforms()
+        self._static_sent = False
         self._humans = backend.humans()
         self._humans_frames = 0
         if self._humans:
@@ -91,17 +95,26 @@ class Recorder:
             (folder / HUMANS_DIR).mkdir(parents=True, exist_ok=True)
             write_humans_document(folder / HUMANS_DIR, document)
 
+    def _link_transform(self, parent: str, child: str) -> tuple[str, str, np.ndarray]:
+        """(parent frame, child frame, parent <- child) of two robot links, at the current state."""
+        backend, frame = self.backend, self._topics.frame
+        return frame(parent), frame(child), np.linalg.inv(backend.link_pose(parent)) @ backend.link_pose(child)
+
+    def _fixed_links(self, edges: list[tuple[str, str]]) -> list[tuple[str, str, np.ndarray]]:
+        return [self._link_transform(parent, child) for parent, child in edges]
+
     def _mount_transforms(self) -> list[tuple[str, str, np.ndarray]]:
-        """(parent, child, parent <- child) of every sensor frame: fixed, so computed once."""
-        backend, sensors = self.backend, self.config.robot.sensors
+        """(parent, child, parent <- child) of every sensor frame and camera optical frame: fixed."""
+        backend, sensors, frame = self.backend, self.config.robot.sensors, self._topics.frame
         mounts = [(c.name, c.mount.link) for c in sensors.cameras] + [(i.name, i.mount.link) for i in sensors.imus]
         mounts += [(sensors.lidar.name, sensors.lidar.mount.link)] if sensors.lidar else []
         transforms = []
         for name, link in mounts:
-            transforms.append((link, name, np.linalg.inv(backend.link_pose(link)) @ backend.sensor_pose(name)))
+            transforms.append((frame(link), frame(name),
+                               np.linalg.inv(backend.link_pose(link)) @ backend.sensor_pose(name)))
         for camera in sensors.cameras:
             body = backend.sensor_pose(camera.name)
-            transforms.append((camera.name, optical_frame(camera.name),
+            transforms.append((frame(camera.name), self._topics.optical_frame(camera.name),
                                np.linalg.inv(body) @ backend.camera_pose(camera.name)))
         return transforms
 
@@ -114,7 +127,11 @@ class Recorder:
         if step > 0:
             self._sample_imus(step - 1)
         self._states.record(backend, step)
-        schedule, bags, counts = self.schedule, self._bags, self.counts
+        schedule, bags, counts, topics = self.schedule, self._bags, self.counts, self._topics
+        if not self._static_sent:  # at the first sample: step 0, or a replay window's first step
+            if bags:
+                bags.tf_static(t, self._static)
+            self._static_sent = True
         if schedule.due("clock", step):
             if bags:
                 bags.clock(t)
@@ -127,18 +144,19 @@ class Recorder:
             if bags:
                 joints = backend.joint_states()
                 names = list(joints)
-                bags.joint_states(t, names, np.array([joints[n][0] for n in names]),
+                bags.joint_states(topics.joint_states, t, names, np.array([joints[n][0] for n in names]),
                                   np.array([joints[n][1] for n in names]))
             counts.add("joint_states")
         if schedule.due("odom", step):
             if bags:
                 linear, angular = backend.robot_velocity()
-                bags.odometry("/odom", t, WORLD_FRAME, BASE_FRAME, backend.robot_pose(), linear, angular)
+                bags.odometry(topics.odometry, t, WORLD_FRAME, topics.base_frame, backend.robot_pose(), linear,
+                              angular)
             counts.add("odom")
         if schedule.due("pose", step):
             for camera in self._cameras:
                 if camera.to_bag and bags:
-                    bags.pose(f"/{camera.name}/pose", t, WORLD_FRAME, backend.camera_pose(camera.name))
+                    bags.pose(topics.camera_pose(camera.name), t, WORLD_FRAME, backend.camera_pose(camera.name))
             counts.add("pose")
         for camera in self._cameras:
             if schedule.due(f"camera/{camera.name}", step):
@@ -149,7 +167,7 @@ class Recorder:
             self._record_humans(t)
         if step == schedule.marker_step:
             if bags:
-                bags.marker(MARKER_TOPIC, t, MARKER_TEXT)
+                bags.marker(EXPERIMENT_MARKER, t, MARKER_TEXT)
             counts.add("starting_experiment")
 
     def _sample_imus(self, imu_step: int) -> None:
@@ -159,29 +177,26 @@ class Recorder:
             reading = self.backend.imu(name)
             self._imu_log.add(name, reading)
             if self._bags:
-                self._bags.imu(f"/{name}", name, reading.time, reading.linear_acceleration, reading.angular_velocity)
+                self._bags.imu(self._topics.imu(name), self._topics.frame(name), reading.time,
+                               reading.linear_acceleration, reading.angular_velocity)
             self.counts.add(f"imu/{name}")
 
     def _tf(self) -> list[tuple[str, str, np.ndarray]]:
-        backend = self.backend
-        base = backend.robot_pose()
-        inverse = np.linalg.inv(base)
-        transforms = [(WORLD_FRAME, BASE_FRAME, base)]
-        transforms += [(BASE_FRAME, link, inverse @ backend.link_pose(link))
-                       for link in backend.robot_links() if link != BASE_FRAME]
-        return transforms + self._mounts
+        """The moving transforms: the robot's pose and its links that joints move."""
+        moving = [self._link_transform(parent, child) for parent, child in self._moving_links]
+        return [(WORLD_FRAME, self._topics.base_frame, self.backend.robot_pose()), *moving]
 
     def _record_camera(self, camera, t: float) -> None:
         frame = self.backend.render(camera.name)
         if camera.name in self._gt:
             self._gt[camera.name].write(t, frame)
         if camera.to_bag and self._bags:
-            bags, frame_id, prefix = self._bags, optical_frame(camera.name), f"/{camera.name}"
-            params = frame.camera
+            bags, topics, name = self._bags, self._topics, camera.name
+            frame_id, params = topics.optical_frame(name), frame.camera
             if frame.rgb is not None:
-                bags.image(f"{prefix}/rgb/image_raw", t, frame_id, frame.rgb)
-            bags.depth(f"{prefix}/depth/image_raw", t, frame_id, frame.depth, self.config.recording.depth_encoding)
-            bags.camera_info(f"{prefix}/camera_info", t, frame_id, params.K, params.width, params.height)
+                bags.image(topics.rgb(name), t, frame_id, frame.rgb)
+            bags.depth(topics.depth(name), t, frame_id, frame.depth, self.config.recording.depth_encoding)
+            bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height)
         self.counts.add(f"camera/{camera.name}")
 
     def _record_lidar(self, t: float) -> None:
@@ -190,7 +205,8 @@ class Recorder:
         save_sweep(self._lidar_folder(), self.counts.counts.get(f"lidar/{name}", 0),
                    LidarSweep(scan.time, scan.pose, scan.ranges, scan.points, scan.ring))
         if self._bags:
-            self._bags.point_cloud(f"/{name}/points", t, name, scan.points, scan.intensity, scan.ring)
+            self._bags.point_cloud(self._topics.points(name), t, self._topics.frame(name), scan.points,
+                                   scan.intensity, scan.ring)
         self.counts.add(f"lidar/{name}")
 
     def _lidar_folder(self) -> Path:

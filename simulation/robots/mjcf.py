@@ -14,11 +14,15 @@ furnished house (they would otherwise be tested against every nearby piece each 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from core.geometry import xyzw_to_wxyz
+
+JOINT_TAGS = ("joint", "freejoint")
 
 STATIC_BIT = 1  # environment pieces
 CHASSIS_BIT = 2  # robot bodies that touch the world (chassis, UAV frame)
@@ -70,3 +74,32 @@ def find_body(root: ET.Element, name: str) -> ET.Element | None:
     if root.tag == "body" and root.get("name") == name:
         return root
     return root.find(f".//body[@name='{name}']")
+
+
+class LinkEdge(NamedTuple):
+    """One edge of a robot's link tree: `child` hangs under `parent`; `fixed` when no joint moves it there."""
+
+    parent: str
+    child: str
+    fixed: bool
+
+
+def link_tree(root: ET.Element, links: Sequence[str]) -> list[LinkEdge]:
+    """The link tree under `root` (a link itself), depth first: each link's parent is its nearest ancestor
+    <body> that is a link, and the edge is fixed when neither the link's body nor a body between the two has a
+    joint. Bodies that are not links (wheels, rollers) are passed through, never listed."""
+    names = set(links)
+    edges: list[LinkEdge] = []
+
+    def walk(body: ET.Element, link: str, moved: bool) -> None:
+        for child in body.iterfind("body"):
+            moves = moved or any(child.find(tag) is not None for tag in JOINT_TAGS)
+            name = child.get("name")
+            if name in names:
+                edges.append(LinkEdge(link, name, not moves))
+                walk(child, name, False)
+            else:
+                walk(child, link, moves)
+
+    walk(root, root.get("name"), False)
+    return edges

@@ -6,6 +6,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Literal
 
+from simulation.robots.mjcf import LinkEdge, link_tree
+
 Drive = Literal["joint_velocity", "wheels", "planar_velocity"]
 
 
@@ -35,3 +37,7 @@ class RobotModel:
     wheel_actuators: tuple[str, ...] = ()
     # (name, link) of the IMUs a robot carries when none are configured: body and camera.
     default_imus: tuple[tuple[str, str], ...] = field(default=())
+
+    def link_edges(self) -> list[LinkEdge]:
+        """(parent, child, fixed) of every link but base_link, from the MJCF body tree: the TF tree of the links."""
+        return link_tree(self.body, self.links)

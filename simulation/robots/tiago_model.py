@@ -1,9 +1,12 @@
 """TIAGo++ Omni: the physical mecanum model and the lightweight velocity model.
 
-Both share the links sensors mount on (base_link, torso_lift_link, head_2_link, base_laser_link) and
-their geometry; the arms are left out and the torso lift and head joints are fixed at a mid pose
-(nothing in GRADE moves them). base_link's origin is the centre of the four wheel axles, r above the
-floor when standing; x forward, y left, z up.
+Both share the links sensors mount on and their geometry. The links carry the real TIAGo++ URDF's names
+and chain: base_link -> torso_lift_link -> head_1_link (pan) -> head_2_link (tilt), and base_link ->
+base_laser_link; the arms are left out and the torso lift and head joints are fixed at a mid pose (nothing
+in GRADE moves them), so these edges are fixed transforms (/tf_static). Unlike the URDF, whose head_2_link
+is rolled -90 deg so that its z is the tilt axis, every link keeps base_link's axes at this pose (x forward,
+y left, z up), so a sensor mount's roll/pitch/yaw reads in the robot's own axes. base_link's origin is the
+centre of the four wheel axles, r above the floor when standing.
 
 Physical model: base_link on a free joint; four wheels on hinge joints (axis +y, so a positive speed
 rolls forward) driven by velocity actuators; each wheel carries 15 free rollers at 45 deg whose
@@ -26,7 +29,7 @@ from simulation.robots.mecanum import ROLLER_HANDEDNESS, WHEEL_NAMES, WHEEL_POSI
 from simulation.robots.mjcf import COLLISION, element, frame_quat
 from simulation.robots.spec import RobotModel
 
-LINKS = ("base_link", "torso_lift_link", "head_2_link", "base_laser_link")
+LINKS = ("base_link", "torso_lift_link", "head_1_link", "head_2_link", "base_laser_link")
 DEFAULT_IMUS = (("imu_body", "base_link"), ("imu_camera", "head_2_link"))
 
 # Chassis: a box from 3 cm above the floor to 0.30 m, covering the wheels; a torso column on top.
@@ -35,7 +38,10 @@ CHASSIS_HALF_XY = (0.33, 0.28)
 CHASSIS_TOP = 0.30  # above the floor
 TORSO_COLUMN = {"pos": (-0.06, 0.0, 0.50), "size": (0.12, 0.15, 0.21)}  # in base_link
 TORSO_LIFT_POS = (-0.062, 0.0, 0.72)  # torso_lift_link in base_link (lift at mid travel)
-HEAD_POS = (0.182, 0.0, 0.40)  # head_2_link in torso_lift_link: camera about 1.2 m above the floor
+# head_2_link sits in head_1_link as in the TIAGo URDF (head_2_joint); head_1_link where it puts the head_2_link
+# origin 1.2 m above the floor.
+HEAD_1_POS = (0.177, 0.0, 0.302)  # head_1_link in torso_lift_link
+HEAD_2_POS = (0.005, 0.0, 0.098)  # head_2_link in head_1_link
 LASER_POS = (0.25, 0.0, 0.02)  # base_laser_link in base_link
 
 # Masses (kg) and inertias (kg m^2); base COM kept low as on the real robot.
@@ -121,7 +127,9 @@ def _base_body(lumped: bool) -> ET.Element:
         element("inertial", torso, pos=TORSO_COM, mass=TORSO_MASS, diaginertia=TORSO_INERTIA)
     element("geom", torso, name="torso_shoulders", type="box", pos=(0, 0, 0.12), size=(0.13, 0.22, 0.12), mass=0,
             rgba=(0.3, 0.3, 0.3, 1), **COLLISION["chassis"])
-    head = element("body", torso, name="head_2_link", pos=HEAD_POS)
+    # head_1_link is a frame only: the head's mass is head_2_link's.
+    pan = element("body", torso, name="head_1_link", pos=HEAD_1_POS)
+    head = element("body", pan, name="head_2_link", pos=HEAD_2_POS)
     if not lumped:
         element("inertial", head, pos=(0, 0, 0), mass=HEAD_MASS, diaginertia=HEAD_INERTIA)
     element("geom", head, name="head", type="sphere", size=0.1, mass=0, rgba=(0.9, 0.9, 0.9, 1),
@@ -133,11 +141,13 @@ def _base_body(lumped: bool) -> ET.Element:
 
 
 def _lumped_inertia() -> tuple[float, tuple[float, float, float], tuple[float, float, float]]:
-    """Mass, centre (moved onto the z axis) and diagonal inertia of base, torso, head and laser."""
+    """Mass, centre (moved onto the z axis) and diagonal inertia of base, torso, head and laser (head_1_link is
+    massless)."""
     torso_com = np.add(TORSO_LIFT_POS, TORSO_COM)
     parts = [  # (mass, centre in base_link, diagonal inertia about own centre)
         (BASE_MASS, np.array(BASE_COM), BASE_INERTIA), (TORSO_MASS, torso_com, TORSO_INERTIA),
-        (HEAD_MASS, torso_com - TORSO_COM + HEAD_POS, HEAD_INERTIA), (LASER_MASS, np.array(LASER_POS), LASER_INERTIA),
+        (HEAD_MASS, torso_com - TORSO_COM + np.add(HEAD_1_POS, HEAD_2_POS), HEAD_INERTIA),
+        (LASER_MASS, np.array(LASER_POS), LASER_INERTIA),
     ]
     mass = sum(m for m, _, _ in parts)
     centre = np.array([0.0, 0.0, sum(m * c[2] for m, c, _ in parts) / mass])
