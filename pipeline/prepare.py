@@ -84,13 +84,15 @@ def _environment_mesh(config: ExperimentConfig, path: Path, out: Path) -> list[J
 def _smpl_sequences(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
     from asset_converters import sequence_jobs
 
-    return sequence_jobs(path, out, config.humans.body_model, config.humans.fps)
+    humans = config.humans
+    return sequence_jobs(path, out, humans.body_model, humans.fps, window=humans.window, seed=config.seed)
 
 
 def _cloth3d(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
     from asset_converters import cloth3d_jobs
 
-    return cloth3d_jobs(path, out, config.humans.body_model, config.humans.fps)
+    humans = config.humans
+    return cloth3d_jobs(path, out, humans.body_model, humans.fps, window=humans.window, seed=config.seed)
 
 
 def _animated_gltf(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:

@@ -248,10 +248,19 @@ class Crowd:
         return placed
 
 
+def asset_order(rng: np.random.Generator, packages: int, count: int) -> np.ndarray:
+    """Which package each of `count` candidates plays: every package once, in a seeded order, before any
+    is used again, so a crowd no larger than the package list has no two humans of the same asset."""
+    if count == 0:
+        return np.zeros(0, dtype=int)
+    rounds = -(-count // packages)
+    return np.concatenate([rng.permutation(packages) for _ in range(rounds)])[:count]
+
+
 def place_humans(world: World, packages: list[Path], config: HumansConfig, seed: int,
                  human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD, blockers: tuple[Solid, ...] = (),
                  ) -> tuple[list[PlacedHuman], list[RejectedHuman], Crowd, int]:
-    """Draw the candidate count and assets, then place each candidate in up to `max_tries` tries,
+    """Draw the candidate count and assets (`asset_order`), then place each candidate in up to `max_tries` tries,
     clear of the `blockers` (the robot's start volume).
 
     Returns the placed and rejected humans, the crowd (for the preview) and the number of candidates.
@@ -262,7 +271,7 @@ def place_humans(world: World, packages: list[Path], config: HumansConfig, seed:
     count = int(rng.integers(config.count.min, config.count.max + 1))
     if count and not packages:
         raise InputError(f"{count} humans requested but no animated packages given", field="humans")
-    choices = rng.integers(0, len(packages), count) if count else np.zeros(0, dtype=int)
+    choices = asset_order(rng, len(packages), count)
     assets: dict[int, HumanAsset] = {}
     crowd = Crowd(world, config.contact_threshold, human_contact_threshold, config.max_inside_fraction)
     for solid in blockers:

@@ -93,6 +93,14 @@ def build_model(rings: int = 12, segments: int = 16, joints: int = 24, seed: int
         ids = np.argsort(dist[:, j])[:REGRESSOR_VERTICES]
         inv = 1.0 / (dist[ids, j] + 1e-3)
         regressor[j, ids] = inv / inv.sum()
+    return _model_arrays(rng, v_template, faces, weights, regressor, parents, shape_components, pose_scale)
+
+
+def _model_arrays(rng: np.random.Generator, v_template: np.ndarray, faces: np.ndarray, weights: np.ndarray,
+                  regressor: np.ndarray, parents: list[int], shape_components: int,
+                  pose_scale: float) -> dict[str, np.ndarray]:
+    """The official layout, with seeded shape and pose blend shapes added."""
+    v, joints = weights.shape
     # Shape components are smooth (a small linear map of the position each) plus a little noise.
     linear = rng.normal(0.0, 0.02, size=(shape_components, 3, 3))
     shapedirs = np.einsum("kab,vb->vak", linear, v_template) + rng.normal(0.0, 1e-4, size=(v, 3, shape_components))
@@ -101,6 +109,58 @@ def build_model(rings: int = 12, segments: int = 16, joints: int = 24, seed: int
     return {"v_template": v_template, "f": faces, "shapedirs": shapedirs, "posedirs": posedirs,
             "J_regressor": regressor, "weights": weights, "kintree_table": kintree,
             "J": regressor @ v_template, "bs_style": np.array("lbs"), "bs_type": np.array("lrotmin")}
+
+
+# Limb radii of the body-shaped model, m, per bone (named by its child joint); torso bones are wider.
+BONE_RADII = {"left_hip": 0.08, "right_hip": 0.08, "spine1": 0.12, "left_knee": 0.07, "right_knee": 0.07,
+              "spine2": 0.12, "left_ankle": 0.05, "right_ankle": 0.05, "spine3": 0.13, "left_foot": 0.04,
+              "right_foot": 0.04, "neck": 0.05, "left_collar": 0.06, "right_collar": 0.06, "head": 0.09,
+              "left_shoulder": 0.06, "right_shoulder": 0.06, "left_elbow": 0.045, "right_elbow": 0.045,
+              "left_wrist": 0.035, "right_wrist": 0.035, "left_hand": 0.03, "right_hand": 0.03}
+BLEND_START = 0.75  # along a bone, where its vertices start blending into the child joint
+
+
+def build_body_model(rings: int = 4, segments: int = 8, seed: int = 7) -> dict[str, np.ndarray]:
+    """A 24-joint model shaped like a T-posed person: one closed tube around each bone of SMPL's tree,
+    skinned to the bone's parent joint and blended into the child near its end, as SMPL's limbs are. Posed
+    by real mocap it stands, walks and swings its arms with a person's footprint (about 0.6 m across with
+    the arms down), where `build_model`'s ellipsoid stays 1.6 m wide."""
+    from asset_converters.smpl.body_model import SMPL_JOINT_NAMES
+
+    rng = generator(seed, "tests/smpl/body_model")
+    rest, parents = SMPL_REST_JOINTS, SMPL_PARENTS
+    unit, unit_faces = body_surface(rings, segments)
+    unit = (unit - np.array([0.0, -0.38, 0.0])) / np.array([0.8, 0.82, 0.14])  # back to the unit sphere
+    vertices, faces, weights = [], [], []
+    for child in range(1, len(rest)):
+        parent = parents[child]
+        start, end = rest[parent], rest[child]
+        axis = end - start
+        length = float(np.linalg.norm(axis))
+        radius = BONE_RADII[SMPL_JOINT_NAMES[child]]
+        # The unit sphere stretched along Y to a capsule-like tube from start to end, then turned onto the bone.
+        t = (unit[:, 1] + 1.0) / 2.0  # 0 at the start, 1 at the end
+        local = np.stack([unit[:, 0] * radius, t * length, unit[:, 2] * radius], axis=1)
+        y = axis / length
+        helper = np.array([0.0, 0.0, 1.0]) if abs(y[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
+        x = np.cross(y, helper)
+        x /= np.linalg.norm(x)
+        frame = np.stack([x, y, np.cross(x, y)], axis=1)
+        faces.append(unit_faces + sum(len(v) for v in vertices))
+        vertices.append(start + local @ frame.T)
+        blend = np.clip((t - BLEND_START) / (1.0 - BLEND_START), 0.0, 1.0) * 0.5
+        w = np.zeros((len(unit), len(rest)))
+        w[:, parent], w[:, child] = 1.0 - blend, blend
+        weights.append(w)
+    v_template, weights = np.concatenate(vertices), np.concatenate(weights)
+    dist = np.linalg.norm(v_template[:, None] - rest[None], axis=2)
+    regressor = np.zeros((len(rest), len(v_template)))
+    for j in range(len(rest)):
+        ids = np.argsort(dist[:, j])[:REGRESSOR_VERTICES]
+        inv = 1.0 / (dist[ids, j] + 1e-3)
+        regressor[j, ids] = inv / inv.sum()
+    return _model_arrays(rng, v_template, np.concatenate(faces).astype(np.uint32), weights, regressor, parents,
+                         SHAPE_COMPONENTS, 2e-3)
 
 
 def model_digest(model: dict[str, np.ndarray]) -> str:

@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import fcl
 import manifold3d
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ import trimesh
 from conftest import run_grade
 from PIL import Image
 from pydantic import ValidationError
+from smpl_fixtures import build_body_model, save_npz
 
 from asset_converters import (
     Animation,
@@ -31,6 +33,7 @@ from asset_converters import (
 )
 from asset_converters.front3d import convert_house
 from asset_converters.procedural import build_demo_assets
+from asset_converters.smpl import convert_sequence
 from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from core.errors import ConfigError, InputError
 from core.formats.manifest import MANIFEST, write_manifest
@@ -46,7 +49,7 @@ from placement import (
     write_outputs,
 )
 from placement.cli import place_command
-from placement.humans import Crowd, load_human
+from placement.humans import Crowd, load_human, place_humans
 from placement.robot_start import open_heading
 from placement.world import load_world
 
@@ -54,6 +57,15 @@ WALL_HEIGHT = 2.0
 NO_HUMANS = HumansConfig(count=IntRange(min=0, max=0))
 NO_FLYING = FlyingObjectsConfig(count=IntRange(min=0, max=0))
 VOLUME_TOL = 1e-6  # m^3: "no overlap" for the boolean intersection check
+FCL_LIFT = 0.01  # m: a placed trace touches the floor; lifted this much, only real overlaps remain
+
+
+def fcl_model(mesh: trimesh.Trimesh) -> fcl.BVHModel:
+    model = fcl.BVHModel()
+    model.beginModel(len(mesh.vertices), len(mesh.faces))
+    model.addSubModel(np.asarray(mesh.vertices, np.float64), np.asarray(mesh.faces, np.int32))
+    model.endModel()
+    return model
 
 
 # ---------------------------------------------------------------- synthetic fixtures
@@ -477,9 +489,16 @@ def check_real_scene(scene, environment: Path) -> None:
         assert overlap_volume(body, trace) < VOLUME_TOL
 
 
+@pytest.fixture(scope="module")
+def front3d_house(realdata, tmp_path_factory) -> Path:
+    """The real 3D-Front house converted without furniture models (furniture as bbox boxes)."""
+    return convert_house(realdata / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json",
+                         tmp_path_factory.mktemp("front3d") / "house")
+
+
 @pytest.mark.slow
-def test_forty_candidates_in_converted_3d_front_house(assets, realdata, tmp_path):
-    house = convert_house(realdata / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json", tmp_path / "house")
+def test_forty_candidates_in_converted_3d_front_house(assets, front3d_house, tmp_path):
+    house = front3d_house
     humans = HumansConfig(count=IntRange(min=40, max=40))
     scene = place_scene(house, list_packages(assets["humans"], "animated"), [], humans, NO_FLYING,
                         RobotConfig(kind="tiago_omni"), seed=1)
@@ -495,3 +514,29 @@ def test_forty_candidates_in_procedural_demo_environment(tmp_path):
     scene = place_scene(demo.environment, demo.humans, demo.objects, humans, FlyingObjectsConfig(),
                         RobotConfig(), seed=0)
     check_real_scene(scene, demo.environment)
+
+
+def test_real_amass_walk_window_lands_in_the_3d_front_house(front3d_house, realdata, tmp_path):
+    """The CMU 01_01 walk (3.6 m of travel: its whole trace fits in no room of this house) cut to the default
+    window lands 7 times in the real house, every placed trace checked here with FCL and shapely."""
+    save_npz(build_body_model(), tmp_path / "models" / "SMPL_NEUTRAL.npz")
+    walk = convert_sequence(realdata / "amass" / "cmu_01_01_smpl_poses.npz", tmp_path / "walk", tmp_path / "models")
+    world = load_world(front3d_house)
+    humans = HumansConfig(count=IntRange(min=7, max=7))  # GRADE's smallest crowd
+    placed, rejected, _, candidates = place_humans(world, [walk], humans, seed=0)
+    print(f"CMU 01_01 window in the 3D-Front house: {len(placed)} of {candidates} placed")
+    assert len(placed) >= 5, [r.reasons for r in rejected]
+    traces = [placed_trace(h, walk / "trace.stl") for h in placed]
+    lifted = [fcl.CollisionObject(fcl_model(t), fcl.Transform(np.eye(3), [0.0, 0.0, FCL_LIFT])) for t in traces]
+    house = fcl.CollisionObject(fcl_model(trimesh.load(front3d_house / "collision.stl")), fcl.Transform())
+    for i, trace in enumerate(lifted):
+        assert shapely.contains_xy(world.polygon, *traces[i].vertices[:, :2].T).all()  # over the floor
+        for other in lifted[i + 1:]:
+            assert fcl.collide(trace, other, fcl.CollisionRequest(), fcl.CollisionResult()) == 0
+        request = fcl.CollisionRequest(num_max_contacts=humans.contact_threshold, enable_contact=True)
+        assert fcl.collide(trace, house, request, fcl.CollisionResult()) < humans.contact_threshold
+    closed = [m for m in (trimesh.Trimesh(p.vertices, p.faces) for p in read_meshes(front3d_house / "asset.usdc"))
+              if m.is_volume]
+    for trace in traces:
+        for piece in closed:
+            assert overlap_volume(trace, piece) < humans.max_inside_fraction * abs(trace.volume) + VOLUME_TOL

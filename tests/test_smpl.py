@@ -21,6 +21,7 @@ from asset_converters.smpl import convert_sequence, forward, load_body_model, re
 from asset_converters.smpl.body_model import SMPL_JOINT_NAMES, find_body_model
 from asset_converters.smpl.sequences import MotionSequence, detected_up, resample
 from asset_converters.usd_io import get_semantic_label
+from core.config import ClipWindowConfig
 from core.errors import InputError
 from core.formats.manifest import StageStatus, stage_status
 from core.geometry import Y_UP_TO_Z_UP
@@ -31,6 +32,7 @@ CMU = "amass/cmu_01_01_smpl_poses.npz"
 TOL = 1e-4  # float32 points in USD
 LEFT_ELBOW = SMPL_JOINT_NAMES.index("left_elbow")
 SMPL_REFERENCE = Path(__file__).parent / "data" / "smpl_reference.npz"
+WHOLE_CLIP = ClipWindowConfig(select="whole")
 SMPLX_TOLERANCE = 1e-5  # m; the gap is ~1e-7 m (smplx adds 1e-8 to every rotation angle)
 
 
@@ -213,7 +215,7 @@ def test_amass_points_package_includes_pose_correctives(realdata, model_dir, mod
 
 def test_plain_smpl_y_up_sequence_comes_out_z_up_and_resampled(realdata, model_dir, model, tmp_path):
     source = realdata / CMU
-    out = convert_sequence(source, tmp_path / "cmu", model_dir, fps=5)
+    out = convert_sequence(source, tmp_path / "cmu", model_dir, fps=5, window=WHOLE_CLIP)
     data = np.load(source)
     count = int(np.floor((241 - 1) / 30 * 5)) + 1
     meta = load_meta(out)

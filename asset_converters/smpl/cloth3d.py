@@ -25,7 +25,7 @@ from asset_converters.animated import write_animated_package
 from asset_converters.batch import Job, hash_inputs
 from asset_converters.parts import Material, PointCacheMesh
 from asset_converters.smpl.body_model import all_model_files, find_body_model, load_body_model, shaped
-from asset_converters.smpl.rig import body_animation
+from asset_converters.smpl.rig import body_animation, joint_paths
 from asset_converters.smpl.sequences import (
     check_poses,
     fit_joints,
@@ -33,7 +33,9 @@ from asset_converters.smpl.sequences import (
     interpolate_rotations,
     resample_times,
 )
+from asset_converters.smpl.windows import DEFAULT_WINDOW, window_count, window_options, window_range, window_suffix
 from asset_converters.usd_io import triangulate
+from core.config import ClipWindowConfig
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo
 from core.geometry import yaw_rotation
@@ -185,8 +187,10 @@ def sample_files(folder: Path, garments: list[str] | None = None) -> list[Path]:
 
 
 def convert_cloth3d(folder: str | Path, out: str | Path, body_model_dir: str | Path, fps: float = CLOTH3D_FPS,
-                    source_fps: float = CLOTH3D_FPS, input_hash: str | None = None) -> Path:
-    """Convert one CLOTH3D sample folder (body + point-cached garments) into an animated package.
+                    source_fps: float = CLOTH3D_FPS, input_hash: str | None = None,
+                    window: ClipWindowConfig = DEFAULT_WINDOW, window_index: int = 0, seed: int = 0) -> Path:
+    """Convert window `window_index` of one CLOTH3D sample folder (body + point-cached garments) into an
+    animated package (`window` and `seed` as for SMPL sequences).
 
     The body is written as points (the exact SMPL surface, pose correctives included) rather than a
     UsdSkel-skinned mesh: the garments were simulated on that surface, and plain skinning would let
@@ -213,29 +217,42 @@ def convert_cloth3d(folder: str | Path, out: str | Path, body_model_dir: str | P
     model_path = find_body_model(body_model_dir, ["smpl", "smplh"], info.gender)
     model = load_body_model(model_path)
     coords = resample_times(n, source_fps, fps)
-    poses, trans = interpolate_rotations(info.poses, coords), interpolate_linear(info.trans, coords)
+    poses = fit_joints(interpolate_rotations(info.poses, coords), model.joint_count)
+    trans = interpolate_linear(info.trans, coords)
     zrot = yaw_rotation(info.zrot)
     _, joints = shaped(model, info.betas)
     # CLOTH3D places the root joint (not the model origin) at `trans`.
-    anim = body_animation(out.name, model, info.betas, fit_joints(poses, model.joint_count), trans - joints[0], fps,
-                          zrot, "points")
+    body_trans = trans - joints[0]
+    start, stop = window_range(window, window_index, len(coords), fps,
+                               lambda: joint_paths(model, info.betas, poses, body_trans, zrot), seed, out.name)
+    coords, trans = coords[start:stop], trans[start:stop]
+    anim = body_animation(out.name, model, info.betas, poses[start:stop], body_trans[start:stop], fps, zrot, "points")
     for name, color, faces, points in garments:
         world = (interpolate_linear(points, coords) + trans[:, None, :]) @ zrot.T
         material = Material(name, base_color=color or DEFAULT_GARMENT_COLOR, roughness=GARMENT_ROUGHNESS)
         anim.point_caches.append(PointCacheMesh(name, world, faces, material))
 
     inputs = sample_files(folder, list(info.garments))
-    options = {"fps": float(fps), "source_fps": float(source_fps)}
+    options = {"fps": float(fps), "source_fps": float(source_fps)} | window_options(window, window_index, seed)
     source = SourceInfo(dataset=CONVERTER, files={p.name: sha256_file(p) for p in [*inputs, model_path]},
-                        options=options | {"body_model": model_path.name, "garments": list(info.garments)})
+                        options=options | {"body_model": model_path.name, "garments": list(info.garments),
+                                           "frames": [start, stop], "clip_frames": len(poses)})
     if input_hash is None:
         input_hash = hash_inputs(CONVERTER, inputs + all_model_files(body_model_dir), options)
     return write_animated_package(anim, out, source, input_hash, "points")
 
 
+def _clip_frames(sample: Path, source_fps: float, fps: float) -> int:
+    """Frames of a sample at `fps`, or 1 when its info.mat cannot be read (its job then reports why)."""
+    try:
+        return len(resample_times(len(read_info(sample / "info.mat").poses), source_fps, fps))
+    except InputError:
+        return 1
+
+
 def cloth3d_jobs(path: str | Path, out_dir: str | Path, body_model_dir: str | Path, fps: float = CLOTH3D_FPS,
-                 source_fps: float = CLOTH3D_FPS) -> list[Job]:
-    """One job per sample folder (a folder holding info.mat) at or below `path`."""
+                 source_fps: float = CLOTH3D_FPS, window: ClipWindowConfig = DEFAULT_WINDOW, seed: int = 0) -> list[Job]:
+    """One job per window of each sample folder (a folder holding info.mat) at or below `path`."""
     path, out_dir = Path(path), Path(out_dir)
     if not path.is_dir():
         raise InputError("not a folder (expected a CLOTH3D sample folder or a folder of samples)", path)
@@ -248,12 +265,15 @@ def cloth3d_jobs(path: str | Path, out_dir: str | Path, body_model_dir: str | Pa
     options = {"fps": float(fps), "source_fps": float(source_fps)}
     jobs = []
     for sample in samples:
-        def run(out: Path, input_hash: str, sample: Path = sample) -> Path:
-            return convert_cloth3d(sample, out, body_model_dir, fps, source_fps, input_hash)
-
         try:
             inputs = sample_files(sample)
         except InputError:  # a broken info.mat: hash the folder's files; the job reports the error when it runs
             inputs = sorted(p for p in sample.iterdir() if p.is_file())
-        jobs.append(Job(sample, out_dir / sample.name, hash_inputs(CONVERTER, inputs + models, options), run))
+        count = window_count(window, _clip_frames(sample, source_fps, fps), fps) if window.select == "split" else 1
+        for index in range(count):
+            def run(out: Path, input_hash: str, sample: Path = sample, index: int = index) -> Path:
+                return convert_cloth3d(sample, out, body_model_dir, fps, source_fps, input_hash, window, index, seed)
+
+            input_hash = hash_inputs(CONVERTER, inputs + models, options | window_options(window, index, seed))
+            jobs.append(Job(sample, out_dir / (sample.name + window_suffix(window, index)), input_hash, run))
     return jobs

@@ -7,8 +7,17 @@ from pathlib import Path
 from asset_converters.animated import write_animated_package
 from asset_converters.batch import Job, hash_inputs
 from asset_converters.smpl.body_model import FAMILY_OF_JOINTS, all_model_files, find_body_model, load_body_model
-from asset_converters.smpl.rig import body_animation, check_representation
-from asset_converters.smpl.sequences import UP_ROTATIONS, fit_joints, read_sequence, resample, resolve_up
+from asset_converters.smpl.rig import body_animation, check_representation, joint_paths
+from asset_converters.smpl.sequences import (
+    UP_ROTATIONS,
+    fit_joints,
+    read_sequence,
+    resample,
+    resample_times,
+    resolve_up,
+)
+from asset_converters.smpl.windows import DEFAULT_WINDOW, window_count, window_options, window_range, window_suffix
+from core.config import ClipWindowConfig
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo
 from core.rundir import sha256_file
@@ -31,11 +40,13 @@ def _options(fps: float, representation: str, up: str | None, gender: str | None
 
 def convert_sequence(path: str | Path, out: str | Path, body_model_dir: str | Path, fps: float = DEFAULT_FPS,
                      representation: str = "skeleton", up: str | None = None, gender: str | None = None,
-                     input_hash: str | None = None) -> Path:
-    """Convert one AMASS or plain SMPL `.npz` into an animated package at `out`.
+                     input_hash: str | None = None, window: ClipWindowConfig = DEFAULT_WINDOW, window_index: int = 0,
+                     seed: int = 0) -> Path:
+    """Convert window `window_index` of one AMASS or plain SMPL `.npz` into an animated package at `out`.
 
     `up` is the data's up axis ('z' or 'y'; default: 'z' for AMASS, 'y' for plain SMPL); `gender`
-    overrides the file's gender when choosing the body model. Nothing is written on bad input.
+    overrides the file's gender when choosing the body model; `window` chooses the frames (see
+    `asset_converters.smpl.windows`; `seed` draws a random one). Nothing is written on bad input.
     """
     path, out = Path(path), Path(out)
     check_representation(representation)
@@ -44,16 +55,29 @@ def convert_sequence(path: str | Path, out: str | Path, body_model_dir: str | Pa
     model_path = find_body_model(body_model_dir, family_order(seq.joint_count), gender or seq.gender)
     model = load_body_model(model_path)
     seq = resample(seq, fps)
-    anim = body_animation(out.name, model, seq.betas, fit_joints(seq.poses, model.joint_count), seq.trans,
-                          seq.fps, UP_ROTATIONS[up_axis], representation)
+    poses, world_rotation = fit_joints(seq.poses, model.joint_count), UP_ROTATIONS[up_axis]
+    start, stop = window_range(window, window_index, seq.frame_count, seq.fps,
+                               lambda: joint_paths(model, seq.betas, poses, seq.trans, world_rotation), seed, out.name)
+    anim = body_animation(out.name, model, seq.betas, poses[start:stop], seq.trans[start:stop], seq.fps,
+                          world_rotation, representation)
     options = _options(fps, representation, up, gender) | {"up_resolved": up_axis, "body_model": model_path.name,
-                                                           "source_joints": seq.joint_count}
+                                                           "source_joints": seq.joint_count,
+                                                           "frames": [start, stop], "clip_frames": seq.frame_count}
     files = {p.name: sha256_file(p) for p in (path, model_path)}
-    source = SourceInfo(dataset=seq.format, files=files, options=options)
+    source = SourceInfo(dataset=seq.format, files=files, options=options | window_options(window, window_index, seed))
     if input_hash is None:
         input_hash = hash_inputs(CONVERTER, [path, *all_model_files(body_model_dir)],
-                                 _options(fps, representation, up, gender))
+                                 _options(fps, representation, up, gender) | window_options(window, window_index, seed))
     return write_animated_package(anim, out, source, input_hash, representation)
+
+
+def resampled_frames(path: Path, fps: float) -> int:
+    """Frames of a sequence file at `fps`, or 1 when it cannot be read (its job then reports why)."""
+    try:
+        seq = read_sequence(path)
+    except InputError:
+        return 1
+    return len(resample_times(seq.frame_count, seq.fps, fps))
 
 
 def sequence_files(path: str | Path) -> list[Path]:
@@ -73,8 +97,10 @@ def package_name(file: Path, root: Path) -> str:
 
 
 def sequence_jobs(path: str | Path, out_dir: str | Path, body_model_dir: str | Path, fps: float = DEFAULT_FPS,
-                  representation: str = "skeleton", up: str | None = None, gender: str | None = None) -> list[Job]:
-    """One job per sequence file; content-addressed by the file, the body model files and the options."""
+                  representation: str = "skeleton", up: str | None = None, gender: str | None = None,
+                  window: ClipWindowConfig = DEFAULT_WINDOW, seed: int = 0) -> list[Job]:
+    """One job per window of each sequence file (one window unless `window.select` is split);
+    content-addressed by the file, the body model files and the options."""
     path, out_dir = Path(path), Path(out_dir)
     check_representation(representation)
     if up is not None and up not in UP_ROTATIONS:
@@ -85,9 +111,14 @@ def sequence_jobs(path: str | Path, out_dir: str | Path, body_model_dir: str | P
     options = _options(fps, representation, up, gender)
     jobs = []
     for file in sequence_files(path):
-        def run(out: Path, input_hash: str, file: Path = file) -> Path:
-            return convert_sequence(file, out, body_model_dir, fps, representation, up, gender, input_hash)
+        # Only split needs the clip's length up front: the other choices make one package per file.
+        count = window_count(window, resampled_frames(file, fps), fps) if window.select == "split" else 1
+        for index in range(count):
+            def run(out: Path, input_hash: str, file: Path = file, index: int = index) -> Path:
+                return convert_sequence(file, out, body_model_dir, fps, representation, up, gender, input_hash,
+                                        window, index, seed)
 
-        input_hash = hash_inputs(CONVERTER, [file, *models], options)
-        jobs.append(Job(file, out_dir / package_name(file, path), input_hash, run))
+            input_hash = hash_inputs(CONVERTER, [file, *models], options | window_options(window, index, seed))
+            name = package_name(file, path) + window_suffix(window, index)
+            jobs.append(Job(file, out_dir / name, input_hash, run))
     return jobs

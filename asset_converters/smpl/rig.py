@@ -22,7 +22,7 @@ import numpy as np
 from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
 from asset_converters.smpl.body_model import BodyModel, forward, rotation_matrices, shaped, sparse_skinning
 from core.errors import InputError
-from core.geometry import Y_UP_TO_Z_UP, compose, matrix_to_quat_wxyz
+from core.geometry import Y_UP_TO_Z_UP, compose, forward_kinematics, matrix_to_quat_wxyz
 
 REPRESENTATIONS = ("skeleton", "points")
 SEMANTIC_LABEL = "person"
@@ -37,6 +37,28 @@ def check_representation(representation: str) -> None:
                          field="representation")
 
 
+def _skeleton(model: BodyModel, betas: np.ndarray | None, poses: np.ndarray, trans: np.ndarray,
+              world_rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(shaped vertices, rest joints, per-frame local rotations (N, J, 3, 3), local translations (N, J, 3))."""
+    v_shaped, joints = shaped(model, betas)
+    rotations = rotation_matrices(poses)
+    n, j = rotations.shape[:2]
+    local_rot = rotations.copy()
+    local_rot[:, 0] = world_rotation @ rotations[:, 0]
+    local_trans = np.empty((n, j, 3))
+    local_trans[:, 0] = (world_rotation @ (joints[0] + trans).T).T
+    local_trans[:, 1:] = joints[1:] - joints[model.parents[1:]]
+    return v_shaped, joints, local_rot, local_trans
+
+
+def joint_paths(model: BodyModel, betas: np.ndarray | None, poses: np.ndarray, trans: np.ndarray,
+                world_rotation: np.ndarray) -> np.ndarray:
+    """World positions (N, J, 3) of the joints of `body_animation` with the same arguments, without
+    building any mesh: cheap enough to look at a whole long clip before choosing part of it."""
+    _, _, local_rot, local_trans = _skeleton(model, betas, poses, trans, world_rotation)
+    return forward_kinematics(model.parents, matrix_to_quat_wxyz(local_rot), local_trans)[:, :, :3, 3]
+
+
 def body_animation(name: str, model: BodyModel, betas: np.ndarray | None, poses: np.ndarray, trans: np.ndarray,
                    fps: float, world_rotation: np.ndarray, representation: str) -> Animation:
     """The Animation of `model` posed by `poses` (N, J, 3) and `trans` (N, 3), both in the data's frame.
@@ -45,20 +67,12 @@ def body_animation(name: str, model: BodyModel, betas: np.ndarray | None, poses:
     position is `world_rotation @ (rest_pelvis + trans)`.
     """
     check_representation(representation)
-    v_shaped, joints = shaped(model, betas)
-    rotations = rotation_matrices(poses)
-    n, j = rotations.shape[:2]
-    parents = model.parents
-
-    local_rot = rotations.copy()
-    local_rot[:, 0] = world_rotation @ rotations[:, 0]
-    local_trans = np.empty((n, j, 3))
-    local_trans[:, 0] = (world_rotation @ (joints[0] + trans).T).T
-    local_trans[:, 1:] = joints[1:] - joints[parents[1:]]
+    v_shaped, joints, local_rot, local_trans = _skeleton(model, betas, poses, trans, world_rotation)
+    j = len(joints)
     bind = compose(np.broadcast_to(TEMPLATE_TO_WORLD, (j, 3, 3)), joints @ TEMPLATE_TO_WORLD.T)
 
     anim = Animation(
-        name=name, fps=float(fps), joint_names=list(model.joint_names), parents=parents.copy(), bind_world=bind,
+        name=name, fps=float(fps), joint_names=list(model.joint_names), parents=model.parents.copy(), bind_world=bind,
         local_rotations=matrix_to_quat_wxyz(local_rot), local_translations=local_trans,
         semantic_label=SEMANTIC_LABEL,
     )
