@@ -19,6 +19,7 @@ from conftest import run_grade
 from PIL import Image
 from pydantic import ValidationError
 from smpl_fixtures import build_body_model, save_npz
+from test_gltf import write_critter
 
 from asset_converters import (
     Animation,
@@ -26,18 +27,22 @@ from asset_converters import (
     SceneMesh,
     SkinnedMesh,
     SourceInfo,
+    load_animation,
+    load_meta,
     read_meshes,
     write_animated_package,
     write_environment_package,
     write_object_package,
 )
+from asset_converters.batch import run_jobs
 from asset_converters.front3d import convert_house
+from asset_converters.mesh import MeshOptions, mesh_jobs
 from asset_converters.procedural import build_demo_assets
 from asset_converters.smpl import convert_sequence
 from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from core.errors import ConfigError, InputError
 from core.formats.manifest import MANIFEST, write_manifest
-from core.geometry import axis_angle_to_quat_wxyz
+from core.geometry import axis_angle_to_quat_wxyz, yaw_rotation
 from placement import (
     ROBOT_VOLUMES,
     AnimationSchedule,
@@ -386,6 +391,16 @@ def test_flying_objects_stay_in_polygon_and_band_with_their_speed(assets):
             assert all(overlap_volume(moved, piece) < VOLUME_TOL for piece in pieces.values())
 
 
+def test_every_package_plays_once_before_any_repeats(assets, bench):
+    packages = list_packages(assets["humans"], "animated")  # walker, stander, turner
+    for seed in range(2):
+        for count in (len(packages), 2 * len(packages)):
+            humans = HumansConfig(count=IntRange(min=count, max=count), max_tries=1)
+            placed, rejected, _, _ = place_humans(bench, packages, humans, seed)
+            played = [h.asset_id for h in placed] + [r.asset_id for r in rejected]
+            assert sorted(played) == sorted([p.name for p in packages] * (count // len(packages)))
+
+
 def test_animation_schedule_plays_forward_then_backward():
     ping_pong = AnimationSchedule(start=0.5, clip_end=2.0, period=4.0, reverse=True)
     np.testing.assert_allclose(animation_time(ping_pong, [0.0, 1.5, 2.5, 3.5, 4.0]), [0.5, 2.0, 1.0, 0.0, 0.5])
@@ -516,18 +531,25 @@ def test_forty_candidates_in_procedural_demo_environment(tmp_path):
     check_real_scene(scene, demo.environment)
 
 
-def test_real_amass_walk_window_lands_in_the_3d_front_house(front3d_house, realdata, tmp_path):
+@pytest.fixture(scope="module")
+def front3d_world(front3d_house):
+    return load_world(front3d_house)
+
+
+def test_real_amass_walk_window_lands_in_the_3d_front_house(front3d_house, front3d_world, realdata, tmp_path):
     """The CMU 01_01 walk (3.6 m of travel: its whole trace fits in no room of this house) cut to the default
     window lands 7 times in the real house, every placed trace checked here with FCL and shapely."""
     save_npz(build_body_model(), tmp_path / "models" / "SMPL_NEUTRAL.npz")
     walk = convert_sequence(realdata / "amass" / "cmu_01_01_smpl_poses.npz", tmp_path / "walk", tmp_path / "models")
-    world = load_world(front3d_house)
+    world = front3d_world
     humans = HumansConfig(count=IntRange(min=7, max=7))  # GRADE's smallest crowd
     placed, rejected, _, candidates = place_humans(world, [walk], humans, seed=0)
     print(f"CMU 01_01 window in the 3D-Front house: {len(placed)} of {candidates} placed")
     assert len(placed) >= 5, [r.reasons for r in rejected]
     traces = [placed_trace(h, walk / "trace.stl") for h in placed]
-    lifted = [fcl.CollisionObject(fcl_model(t), fcl.Transform(np.eye(3), [0.0, 0.0, FCL_LIFT])) for t in traces]
+    model = fcl_model(trimesh.load(walk / "trace.stl"))  # local frame, posed from the JSON values below
+    lifted = [fcl.CollisionObject(model, fcl.Transform(yaw_rotation(h.yaw), [h.x, h.y, h.z + FCL_LIFT]))
+              for h in placed]
     house = fcl.CollisionObject(fcl_model(trimesh.load(front3d_house / "collision.stl")), fcl.Transform())
     for i, trace in enumerate(lifted):
         assert shapely.contains_xy(world.polygon, *traces[i].vertices[:, :2].T).all()  # over the floor
@@ -540,3 +562,23 @@ def test_real_amass_walk_window_lands_in_the_3d_front_house(front3d_house, reald
     for trace in traces:
         for piece in closed:
             assert overlap_volume(trace, piece) < humans.max_inside_fraction * abs(trace.volume) + VOLUME_TOL
+
+
+def test_skinned_gltf_character_route_without_smpl(front3d_world, tmp_path):
+    """The README's route for users without an SMPL licence: a skinned, animated glTF character converted
+    as a person (`grade convert mesh --kind animated --label person --height H --animation NAME`, here through
+    the same jobs) and placed in the real house as a package. The character is test_gltf's synthetic
+    skinned critter (a Fox-like four-legged shape, so a small height keeps its body short enough for rooms)."""
+    (tmp_path / "characters").mkdir()
+    write_critter(tmp_path / "characters" / "critter.glb")
+    height = 0.4
+    options = MeshOptions(kind="animated", height=height, label="person", animation="Idle")
+    result = run_jobs(mesh_jobs(tmp_path / "characters", tmp_path / "humans", options), "characters")
+    assert result.failed == [] and len(result.converted) == 1
+    package = list_packages(tmp_path / "humans", "animated")[0]
+    meta = load_meta(package)
+    assert set(meta.semantic_labels.values()) == {"person"} and meta.source.dataset == "gltf"
+    rest = np.concatenate([m.rest_vertices for m in load_animation(package).skinned])
+    assert np.ptp(rest[:, 2]) == pytest.approx(height, rel=1e-3)  # the rest mesh scaled to the asked height
+    placed, _, _, _ = place_humans(front3d_world, [package], HumansConfig(count=IntRange(min=3, max=3)), seed=0)
+    assert placed and all(h.asset_id == package.name for h in placed)

@@ -17,6 +17,7 @@ from asset_converters import load_animation, load_meta, posed_meshes, read_meshe
 from asset_converters.animated import joint_world_transforms
 from asset_converters.batch import run_jobs
 from asset_converters.procedural import build_demo_assets, build_environment, demo_jobs
+from asset_converters.procedural.demo import MOTION_ORDER, build_human
 from asset_converters.procedural.layout import CEILING_HEIGHT
 from core.errors import InputError
 from core.outputs import LOCK_FILE
@@ -141,7 +142,8 @@ def test_humanoid_usdskel_matches_numpy_skinning(demo, index):
     assert list(meta.motions) == [package.name.split("_")[-1]]
     rest = np.concatenate([m.rest_vertices for m in anim.skinned])
     assert rest[:, 2].min() == pytest.approx(0.0, abs=1e-9)  # feet on the floor in the rest pose
-    assert 1.5 <= rest[:, 2].max() <= 1.95
+    skin = next(m for m in anim.skinned if m.name == "skin")
+    assert 1.5 <= skin.rest_vertices[:, 2].max() <= 1.95  # the top of the head (hair may stand above it)
     for frame in (0, anim.frame_count // 2, anim.frame_count - 1):
         usd = read_meshes(package / "asset.usdc", time=frame)
         numpy_posed = posed_meshes(anim, frame)
@@ -275,3 +277,41 @@ def test_walls_meet_without_overlap_and_close_every_corner(seed):
     assert band.difference(footprint(plan.ceiling - 0.05)).area == pytest.approx(0.0, abs=1e-6)  # lintels close it
     assert footprint(0.1).symmetric_difference(band.difference(shapely.union_all(openings))).area == pytest.approx(
         0.0, abs=1e-6)  # at the floor: exactly the clear doorways are open
+
+
+def body_signature(anim) -> tuple[float, float, float, tuple[float, ...]]:
+    """(height to the top of the head, hip height / height, shoulder width, shirt colour) read off the
+    rest meshes and skeleton."""
+    skin = next(m for m in anim.skinned if m.name == "skin")
+    height = float(skin.rest_vertices[:, 2].max())
+    joint = lambda name: anim.bind_world[anim.joint_names.index(name), :3, 3]
+    shirt = next(m for m in anim.skinned if m.name == "shirt")
+    return (height, float(joint("l_hip")[2]) / height, float(joint("l_shoulder")[1] - joint("r_shoulder")[1]),
+            shirt.material.base_color)
+
+
+def test_humans_of_one_seed_differ_move_differently_and_repeat_byte_for_byte(tmp_path):
+    humans = [build_human(SEED, i, motion, f"human_{i}", tmp_path / f"textures{i}")
+              for i, motion in enumerate(MOTION_ORDER)]
+    signatures = [body_signature(h) for h in humans]
+    for (a, b) in itertools.combinations(signatures, 2):  # every pair differs in every proportion and colour
+        assert abs(a[0] - b[0]) > 1e-3 and abs(a[1] - b[1]) > 1e-4 and abs(a[2] - b[2]) > 1e-3
+        assert np.abs(np.subtract(a[3], b[3])).max() > 0.01
+    assert len({frozenset(m.name for m in h.skinned) for h in humans}) > 1 or len(
+        {next(m.material.base_color for m in h.skinned if m.name == "hair") for h in humans}) > 1  # hair varies
+    speeds = {}
+    for motion, anim in zip(MOTION_ORDER, humans):
+        root = joint_world_transforms(anim)[:, 0, :3, 3]
+        speeds[motion] = np.linalg.norm(root[-1, :2] - root[0, :2]) / ((anim.frame_count - 1) / anim.fps)
+    assert 0.9 <= speeds["walk"] <= 1.6 and 1.8 <= speeds["jog"] <= 3.0  # m/s: walking and jogging paces
+    assert max(speeds["idle"], speeds["wave"], speeds["talk"]) < 0.02  # in place
+    talk = joint_world_transforms(humans[MOTION_ORDER.index("talk")])
+    wrists = talk[:, [humans[4].joint_names.index(n) for n in ("l_wrist", "r_wrist")], 2, 3]
+    assert np.ptp(wrists, axis=0).min() > 0.05  # both hands gesture
+    # The same seed, in another folder: the same arrays and texture bytes.
+    again = build_human(SEED, 3, MOTION_ORDER[3], "human_3", tmp_path / "again")
+    for a, b in zip(humans[3].skinned, again.skinned, strict=True):
+        assert a.rest_vertices.tobytes() == b.rest_vertices.tobytes() and a.material.base_color == b.material.base_color
+        if a.material.texture is not None:
+            assert a.material.texture.read_bytes() == b.material.texture.read_bytes()
+    assert humans[3].local_rotations.tobytes() == again.local_rotations.tobytes()

@@ -28,8 +28,8 @@ from core.seeding import generator
 
 CONVERTER = "procedural"
 # Bump when the generators change what they make, so existing packages are rebuilt.
-GENERATOR_VERSION = "1"
-MOTION_ORDER = ("walk", "idle", "wave")
+GENERATOR_VERSION = "2"
+MOTION_ORDER = ("walk", "idle", "wave", "jog", "talk")  # human i plays MOTION_ORDER[i % 5]
 ENVIRONMENT_ID = "house"
 PERSON_LABEL = "person"
 

@@ -3,7 +3,9 @@
 The body is built in its rest pose standing on z = 0, facing +x with its left side towards +y,
 arms hanging. Every body part is a tube through a list of stations; each station carries skinning
 weights, which are interpolated between stations, so the surface bends smoothly at the joints
-(a station on a joint is weighted half to each side of it). Proportions are fractions of the height.
+(a station on a joint is weighted half to each side of it). Proportions are fractions of the height,
+varied per body: leg and arm length, shoulder width, head size; clothes (short or long sleeves, shorts
+or trousers, colours and patterns) and hair (style and colour) vary too.
 """
 
 from __future__ import annotations
@@ -25,30 +27,50 @@ J = {name: i for i, name in enumerate(JOINTS)}
 
 HEIGHT = (1.5, 1.95)  # m
 GIRTH = (0.85, 1.3)  # width scale of the trunk and limbs
+LEGS = (0.92, 1.08)  # leg length (ankle to hip) relative to the average; the head's top stays at the height
+ARMS = (0.92, 1.08)  # arm length relative to the average
+SHOULDERS = (0.9, 1.15)  # shoulder width relative to the trunk's
+HEAD = (0.92, 1.08)  # head size
 SECTIONS = 12  # vertices around a body tube
 RINGS_BETWEEN = 2  # extra rings between two stations, for smooth bending
 MAX_INFLUENCES = 4  # joints per vertex
 # Rest heights of the joints as fractions of the body height.
 Z = {"ankle": 0.045, "knee": 0.285, "hip": 0.50, "pelvis": 0.53, "spine": 0.60, "chest": 0.70,
-     "shoulder": 0.815, "neck": 0.835, "head": 0.87, "elbow": 0.63, "wrist": 0.475}
+     "upper_chest": 0.78, "shoulder": 0.815, "neck": 0.835, "throat": 0.85, "head": 0.87, "elbow": 0.63,
+     "wrist": 0.475}
+LEG_LEVELS = ("knee", "hip", "pelvis")  # scaled from the ankle by the leg length
+TRUNK_LEVELS = ("spine", "chest", "upper_chest", "shoulder", "neck", "throat")  # between pelvis and head
+ARM_LEVELS = ("elbow", "wrist")  # hanging from the shoulder, scaled by the arm length
 # The shoe: a box from FOOT_HEEL behind to FOOT_TOE in front of the ankle, its sole on z = 0 at rest.
 FOOT_HEEL, FOOT_TOE, FOOT_WIDTH, FOOT_HEIGHT = 0.035, 0.115, 0.05, 0.06
 SKIN_TONES = ((0.36, 0.22, 0.15), (0.95, 0.78, 0.66))  # darkest to lightest
 SHIRT_PATTERNS = ("stripes", "checker", "fabric", "noise")
 TROUSER_PATTERNS = ("fabric", "noise")
 CLOTH_TILE = 0.25  # m of body length per texture tile
+HAIR_STYLES = ("short", "long", "bun", "bald")
+HAIR_COLORS = ((0.05, 0.04, 0.03), (0.2, 0.12, 0.07), (0.36, 0.22, 0.12), (0.72, 0.58, 0.34),
+               (0.5, 0.2, 0.08), (0.62, 0.62, 0.6))  # black, dark brown, brown, blond, red, grey
+HAIR_THICKNESS = 0.006  # fraction of the height the hair stands off the scalp
+HAIR_ROUGHNESS = 0.6
+HAIR_LINE = 0.42  # polar angle of a short cut's edge, fraction of pi from the crown (above the ears)
 
 
 @dataclass(frozen=True)
 class Body:
     height: float
     girth: float
+    levels: dict[str, float]  # rest heights of the joints and body stations, fractions of the height
+    shoulders: float  # shoulder width factor
+    head: float  # head size factor
     joints: np.ndarray  # (J, 3) rest positions
     long_sleeves: bool
+    shorts: bool
+    hair: str  # one of HAIR_STYLES
     skin: tuple[float, float, float]
     shirt: tuple[float, float, float]
     trousers: tuple[float, float, float]
     shoes: tuple[float, float, float]
+    hair_color: tuple[float, float, float]
 
 
 @dataclass(frozen=True)
@@ -73,33 +95,53 @@ def _color(rng: np.random.Generator, low: tuple[float, ...], high: tuple[float, 
     return tuple(float(c) for c in np.asarray(low) + (np.asarray(high) - np.asarray(low)) * t)
 
 
+def body_levels(legs: float, arms: float) -> dict[str, float]:
+    """Joint and station heights (fractions of the height) for the given leg and arm lengths: the legs
+    stretch from the ankle, the trunk fills the space between pelvis and head, the arms hang from the
+    shoulder."""
+    z = dict(Z)
+    for name in LEG_LEVELS:
+        z[name] = Z["ankle"] + (Z[name] - Z["ankle"]) * legs
+    trunk = (Z["head"] - z["pelvis"]) / (Z["head"] - Z["pelvis"])
+    for name in TRUNK_LEVELS:
+        z[name] = z["pelvis"] + (Z[name] - Z["pelvis"]) * trunk
+    for name in ARM_LEVELS:
+        z[name] = z["shoulder"] - (Z["shoulder"] - Z[name]) * arms
+    return z
+
+
 def make_body(rng: np.random.Generator) -> Body:
-    """Random proportions and colours; joint rest positions scale with height and girth."""
+    """Random proportions, clothes and hair; joint rest positions scale with height and girth."""
     h, g = float(rng.uniform(*HEIGHT)), float(rng.uniform(*GIRTH))
+    z = body_levels(float(rng.uniform(*LEGS)), float(rng.uniform(*ARMS)))
+    shoulders, head = float(rng.uniform(*SHOULDERS)), float(rng.uniform(*HEAD))
     chest_half = 0.1 * h * g
-    shoulder_y, hip_y = chest_half + 0.015 * h, 0.05 * h * g
+    shoulder_y, hip_y = chest_half * shoulders + 0.015 * h, 0.05 * h * g
     joints = np.zeros((len(JOINTS), 3))
     for name in ("pelvis", "spine", "chest", "neck", "head"):
-        joints[J[name]] = (0.0, 0.0, Z[name] * h)
+        joints[J[name]] = (0.0, 0.0, z[name] * h)
     for side, s in (("l", 1.0), ("r", -1.0)):
-        joints[J[f"{side}_shoulder"]] = (0.0, s * shoulder_y, Z["shoulder"] * h)
-        joints[J[f"{side}_elbow"]] = (0.0, s * (shoulder_y + 0.01 * h), Z["elbow"] * h)
-        joints[J[f"{side}_wrist"]] = (0.0, s * (shoulder_y + 0.02 * h), Z["wrist"] * h)
+        joints[J[f"{side}_shoulder"]] = (0.0, s * shoulder_y, z["shoulder"] * h)
+        joints[J[f"{side}_elbow"]] = (0.0, s * (shoulder_y + 0.01 * h), z["elbow"] * h)
+        joints[J[f"{side}_wrist"]] = (0.0, s * (shoulder_y + 0.02 * h), z["wrist"] * h)
         for name in ("hip", "knee", "ankle"):
-            joints[J[f"{side}_{name}"]] = (0.0, s * hip_y, Z[name] * h)
+            joints[J[f"{side}_{name}"]] = (0.0, s * hip_y, z[name] * h)
     return Body(
-        height=h, girth=g, joints=joints, long_sleeves=bool(rng.integers(2)),
+        height=h, girth=g, levels=z, shoulders=shoulders, head=head, joints=joints,
+        long_sleeves=bool(rng.integers(2)), shorts=bool(rng.integers(2)),
+        hair=HAIR_STYLES[int(rng.integers(len(HAIR_STYLES)))],
         skin=_color(rng, *SKIN_TONES),
         shirt=tuple(float(c) for c in rng.uniform(0.1, 0.9, 3)),
         trousers=tuple(float(c) for c in rng.uniform(0.05, 0.45, 3)),
         shoes=tuple(float(c) for c in rng.uniform(0.02, 0.25) * np.ones(3)),
+        hair_color=HAIR_COLORS[int(rng.integers(len(HAIR_COLORS)))],
     )
 
 
 def sole_points(body: Body) -> np.ndarray:
     """(2 feet, 4 corners, 3) corners of each sole relative to its ankle joint, in the rest pose."""
     h = body.height
-    ankle_z = Z["ankle"] * h
+    ankle_z = body.levels["ankle"] * h
     corners = [(x * h, y * FOOT_WIDTH * h / 2, -ankle_z) for x in (-FOOT_HEEL, FOOT_TOE) for y in (-1, 1)]
     return np.array([corners, corners])
 
@@ -169,13 +211,13 @@ def rigid_box(extents: tuple[float, float, float], center: tuple[float, float, f
     return Part(vertices, faces, uvs, weights)
 
 
-def _leg(body: Body, side: str) -> Part:
+def _leg_stations(body: Body, side: str) -> list[Station]:
     h, g = body.height, body.girth
     hip, knee, ankle = (body.joints[J[f"{side}_{n}"]] for n in ("hip", "knee", "ankle"))
     x, y = hip[0], hip[1]
     thigh, calf = 0.058 * h * g, 0.036 * h * np.sqrt(g)
     at = lambda z: (x, y, z)
-    return tube([
+    return [
         Station(at(hip[2] + 0.02 * h), (thigh, thigh), {"pelvis": 0.5, f"{side}_hip": 0.5}),
         Station(at(hip[2] - 0.06 * h), (thigh, thigh), {f"{side}_hip": 1.0}),
         Station(at(knee[2] + 0.06 * h), (0.7 * thigh, 0.7 * thigh), {f"{side}_hip": 1.0}),
@@ -183,7 +225,7 @@ def _leg(body: Body, side: str) -> Part:
         Station(at(knee[2] - 0.06 * h), (calf, calf), {f"{side}_knee": 1.0}),
         Station(at(ankle[2] + 0.05 * h), (0.022 * h, 0.022 * h), {f"{side}_knee": 1.0}),
         Station(at(ankle[2]), (0.021 * h, 0.021 * h), {f"{side}_knee": 0.5, f"{side}_ankle": 0.5}),
-    ])
+    ]
 
 
 def _arm_stations(body: Body, side: str) -> list[Station]:
@@ -212,38 +254,74 @@ def _hand(body: Body, side: str) -> Part:
 
 
 def _pelvis(body: Body) -> Part:
-    h, g = body.height, body.girth
+    h, g, z = body.height, body.girth, body.levels
     return tube([
-        Station((0, 0, (Z["hip"] - 0.045) * h), (0.065 * h * g, 0.085 * h * g), {"pelvis": 1.0}),
-        Station((0, 0, Z["hip"] * h), (0.072 * h * g, 0.1 * h * g), {"pelvis": 1.0}),
-        Station((0, 0, Z["spine"] * h), (0.064 * h * g, 0.09 * h * g), {"pelvis": 0.5, "spine": 0.5}),
+        Station((0, 0, (z["hip"] - 0.045) * h), (0.065 * h * g, 0.085 * h * g), {"pelvis": 1.0}),
+        Station((0, 0, z["hip"] * h), (0.072 * h * g, 0.1 * h * g), {"pelvis": 1.0}),
+        Station((0, 0, z["spine"] * h), (0.064 * h * g, 0.09 * h * g), {"pelvis": 0.5, "spine": 0.5}),
     ])
 
 
 def _torso(body: Body) -> Part:
-    h, g = body.height, body.girth
+    h, g, z = body.height, body.girth, body.levels
+    s = body.shoulders
     return tube([
-        Station((0, 0, (Z["spine"] - 0.03) * h), (0.065 * h * g, 0.09 * h * g), {"pelvis": 0.3, "spine": 0.7}),
-        Station((0, 0, (Z["spine"] + Z["chest"]) / 2 * h), (0.066 * h * g, 0.092 * h * g),
+        Station((0, 0, (z["spine"] - 0.03) * h), (0.065 * h * g, 0.09 * h * g), {"pelvis": 0.3, "spine": 0.7}),
+        Station((0, 0, (z["spine"] + z["chest"]) / 2 * h), (0.066 * h * g, 0.092 * h * g),
                 {"spine": 0.5, "chest": 0.5}),
-        Station((0, 0, Z["chest"] * h), (0.074 * h * g, 0.1 * h * g), {"chest": 1.0}),
-        Station((0, 0, 0.78 * h), (0.068 * h * g, 0.1 * h * g), {"chest": 1.0}),
-        Station((0, 0, (Z["shoulder"] + 0.012) * h), (0.05 * h * g, 0.085 * h * g), {"chest": 1.0}),
+        Station((0, 0, z["chest"] * h), (0.074 * h * g, 0.1 * h * g), {"chest": 1.0}),
+        Station((0, 0, z["upper_chest"] * h), (0.068 * h * g, 0.1 * h * g * s), {"chest": 1.0}),
+        Station((0, 0, (z["shoulder"] + 0.012) * h), (0.05 * h * g, 0.085 * h * g * s), {"chest": 1.0}),
     ], cap=(0.02 * h, 0.015 * h))
 
 
+def _head_radii(body: Body) -> tuple[float, float, float]:
+    """Half-axes of the head ellipsoid (forward, sideways, up), m."""
+    h = body.height * body.head
+    return 0.056 * h, 0.048 * h, 0.066 * h
+
+
 def _neck_and_head(body: Body) -> list[Part]:
-    h = body.height
-    neck = tube([Station((0, 0, (Z["shoulder"] - 0.005) * h), (0.027 * h, 0.027 * h), {"chest": 0.5, "neck": 0.5}),
-                 Station((0, 0, 0.85 * h), (0.026 * h, 0.026 * h), {"neck": 1.0}),
-                 Station((0, 0, (Z["head"] + 0.01) * h), (0.026 * h, 0.026 * h), {"neck": 0.5, "head": 0.5})])
-    rx, ry, rz = 0.056 * h, 0.048 * h, 0.066 * h
+    h, z = body.height, body.levels
+    neck = tube([Station((0, 0, (z["shoulder"] - 0.005) * h), (0.027 * h, 0.027 * h), {"chest": 0.5, "neck": 0.5}),
+                 Station((0, 0, z["throat"] * h), (0.026 * h, 0.026 * h), {"neck": 1.0}),
+                 Station((0, 0, (z["head"] + 0.01) * h), (0.026 * h, 0.026 * h), {"neck": 0.5, "head": 0.5})])
+    rx, ry, rz = _head_radii(body)
     cz = h - rz
     phis = np.linspace(0.9, 0.12, 6) * np.pi  # from near the chin up to near the crown
     stations = [Station((0.004 * h, 0.0, cz + rz * np.cos(p)), (rx * np.sin(p), ry * np.sin(p)), {"head": 1.0})
                 for p in phis]
     caps = (rz * (1 + np.cos(phis[0])), rz * (1 - np.cos(phis[-1])))
     return [neck, tube(stations, cap=caps)]
+
+
+def _hair(body: Body) -> list[Part]:
+    """The hair over the head ellipsoid: a cap from the hairline over the crown (every style but bald),
+    plus a fall down the back to the shoulders (long) or a knot at the back of the head (bun)."""
+    if body.hair == "bald":
+        return []
+    h, z = body.height, body.levels
+    rx, ry, rz = (r + HAIR_THICKNESS * h for r in _head_radii(body))
+    cz, x0 = h - _head_radii(body)[2], 0.004 * h
+    phis = np.linspace(HAIR_LINE, 0.12, 4) * np.pi
+    cap = tube([Station((x0 - 0.01 * h, 0.0, cz + rz * np.cos(p)), (rx * np.sin(p), ry * np.sin(p)), {"head": 1.0})
+                for p in phis], cap=(0.0, rz * (1 - np.cos(phis[-1]))))
+    parts = [cap]
+    if body.hair == "long":
+        back = x0 - 0.75 * rx
+        parts.append(tube([
+            Station((back, 0.0, cz + 0.3 * rz), (0.03 * h, 0.8 * ry), {"head": 1.0}),
+            Station((back - 0.01 * h, 0.0, cz - rz), (0.025 * h, 0.75 * ry), {"head": 0.6, "neck": 0.4}),
+            Station((back - 0.02 * h, 0.0, (z["shoulder"] + 0.01) * h), (0.02 * h, 0.7 * ry),
+                    {"neck": 0.3, "chest": 0.7}),
+        ]))
+    elif body.hair == "bun":
+        radius, center = 0.035 * h, np.array([x0 - rx, 0.0, cz + 0.35 * rz])
+        knot = np.linspace(0.85, 0.15, 4) * np.pi
+        parts.append(tube([Station(tuple(center + (0, 0, radius * np.cos(p))), (radius * np.sin(p),) * 2,
+                                   {"head": 1.0}) for p in knot],
+                          cap=(radius * (1 + np.cos(knot[0])), radius * (1 - np.cos(knot[-1])))))
+    return parts
 
 
 def _merge(parts: list[Part]) -> Part:
@@ -262,9 +340,9 @@ def _skinned(name: str, part: Part, material: Material) -> SkinnedMesh:
 
 
 def body_meshes(rng: np.random.Generator, body: Body, texture_dir: Path) -> list[SkinnedMesh]:
-    """Skin, shirt, trousers and shoes as four skinned meshes, clothes textured."""
+    """Skin, shirt, trousers (or shorts), shoes and hair (unless bald) as skinned meshes, clothes textured."""
     h = body.height
-    skin_parts, shirt_parts = _neck_and_head(body), [_torso(body)]
+    skin_parts, shirt_parts, trouser_parts = _neck_and_head(body), [_torso(body)], [_pelvis(body)]
     for side in ("l", "r"):
         arm = _arm_stations(body, side)
         if body.long_sleeves:
@@ -273,7 +351,12 @@ def body_meshes(rng: np.random.Generator, body: Body, texture_dir: Path) -> list
             shirt_parts.append(tube(arm[:4]))
             skin_parts.append(tube(arm[3:]))
         skin_parts.append(_hand(body, side))
-    trouser_parts = [_pelvis(body), _leg(body, "l"), _leg(body, "r")]
+        leg = _leg_stations(body, side)
+        if body.shorts:  # down to above the knee
+            trouser_parts.append(tube(leg[:3]))
+            skin_parts.append(tube(leg[2:]))
+        else:
+            trouser_parts.append(tube(leg))
     heel, toe = FOOT_HEEL * h, FOOT_TOE * h
     shoe_parts = [rigid_box(((heel + toe), FOOT_WIDTH * h, FOOT_HEIGHT * h),
                             ((toe - heel) / 2, body.joints[J[f"{s}_ankle"]][1], FOOT_HEIGHT * h / 2), f"{s}_ankle")
@@ -284,9 +367,13 @@ def body_meshes(rng: np.random.Generator, body: Body, texture_dir: Path) -> list
         path = save_png(make_texture(rng, pattern, color), texture_dir / f"{name}.png")
         return Material(name, color, path, roughness=0.85)
 
-    return [
+    meshes = [
         _skinned("skin", _merge(skin_parts), Material("skin", body.skin, roughness=0.5)),
         _skinned("shirt", _merge(shirt_parts), cloth("shirt", SHIRT_PATTERNS, body.shirt)),
         _skinned("trousers", _merge(trouser_parts), cloth("trousers", TROUSER_PATTERNS, body.trousers)),
         _skinned("shoes", _merge(shoe_parts), Material("shoes", body.shoes, roughness=0.4)),
     ]
+    hair = _hair(body)
+    if hair:
+        meshes.append(_skinned("hair", _merge(hair), Material("hair", body.hair_color, roughness=HAIR_ROUGHNESS)))
+    return meshes

@@ -1,4 +1,4 @@
-"""Procedural motions for the humanoid: walk, idle and wave, as per-frame joint rotations.
+"""Procedural motions for the humanoid: walk, jog, idle, talk and wave, as per-frame joint rotations.
 
 Joint rotations are relative to the parent and, because every bind rotation is the identity,
 expressed in axes parallel to the world's in the rest pose: x forward, y to the body's left, z up.
@@ -20,6 +20,11 @@ FPS = 30.0
 WALK_DISTANCE = (2.0, 4.0)  # m
 WALK_SPEED = 0.72  # body heights per second (about 1.25 m/s for 1.75 m)
 STRIDE = 0.83  # body heights per gait cycle (two steps)
+JOG_DISTANCE = (3.0, 5.0)  # m
+JOG_SPEED = 1.3  # body heights per second (about 2.3 m/s for 1.75 m)
+JOG_STRIDE = 1.1  # body heights per gait cycle
+TALK_SECONDS = (3.0, 4.5)
+TALK_GESTURE_HZ = (0.6, 1.2)
 IDLE_SECONDS = (3.0, 4.5)
 WAVE_SECONDS = (3.0, 4.0)
 WAVE_RAISE = 0.7  # s to raise (and to lower) the arm
@@ -72,19 +77,35 @@ def _smoothstep(x: np.ndarray) -> np.ndarray:
     return x * x * (3 - 2 * x)
 
 
-def walk(rng: np.random.Generator, body: Body) -> Motion:
-    """A straight walk along +x of 2-4 m: legs and arms swing in opposition, the pelvis bobs."""
+@dataclass(frozen=True)
+class Gait:
+    distance: tuple[float, float]  # m
+    speed: float  # body heights per second
+    stride: float  # body heights per gait cycle
+    hip: tuple[float, float]  # swing amplitude range, rad
+    arm: tuple[float, float]  # swing amplitude range, rad
+    knee_swing: float  # extra knee bend in mid-swing, rad
+    elbow: float  # elbow bend, rad
+    lean: float  # forward lean of the spine, rad
+
+
+WALK = Gait(WALK_DISTANCE, WALK_SPEED, STRIDE, (0.35, 0.5), (0.25, 0.45), 0.65, 0.25, 0.05)
+JOG = Gait(JOG_DISTANCE, JOG_SPEED, JOG_STRIDE, (0.45, 0.6), (0.35, 0.55), 1.1, 1.3, 0.15)
+
+
+def _gait(rng: np.random.Generator, body: Body, gait: Gait) -> Motion:
+    """A straight gait along +x: legs and arms swing in opposition, the pelvis bobs."""
     h = body.height
-    distance, speed = float(rng.uniform(*WALK_DISTANCE)), WALK_SPEED * h * float(rng.uniform(0.9, 1.1))
+    distance, speed = float(rng.uniform(*gait.distance)), gait.speed * h * float(rng.uniform(0.9, 1.1))
     frames = round(distance / speed * FPS) + 1
     t = np.arange(frames) / FPS
-    phase = 2 * np.pi * speed / (STRIDE * h) * t + float(rng.uniform(0, 2 * np.pi))
-    hip_amp, arm_amp = float(rng.uniform(0.35, 0.5)), float(rng.uniform(0.25, 0.45))
+    phase = 2 * np.pi * speed / (gait.stride * h) * t + float(rng.uniform(0, 2 * np.pi))
+    hip_amp, arm_amp = float(rng.uniform(*gait.hip)), float(rng.uniform(*gait.arm))
     pose = Pose(frames)
     for side, offset in (("l", 0.0), ("r", np.pi)):
         p = phase + offset
         hip = -hip_amp * np.sin(p)  # negative: the leg swings forward
-        knee = 0.08 + 0.65 * np.maximum(np.cos(p), 0.0) ** 1.5  # bends most in mid-swing
+        knee = 0.08 + gait.knee_swing * np.maximum(np.cos(p), 0.0) ** 1.5  # bends most in mid-swing
         # Foot pitch in the world (positive: toes down): rolls onto the toes while the leg is behind,
         # lifts the toes in the swing, flat otherwise.
         pitch = 0.35 * np.maximum(-np.sin(p), 0.0) ** 2 - 0.1 * np.maximum(np.cos(p), 0.0)
@@ -93,14 +114,25 @@ def walk(rng: np.random.Generator, body: Body) -> Motion:
         pose.turn(f"{side}_ankle", "y", pitch - hip - knee)
         # Each arm swings against the leg on its side.
         pose.turn(f"{side}_shoulder", "y", arm_amp * np.sin(p))
-        pose.turn(f"{side}_elbow", "y", -(0.25 + 0.25 * np.maximum(-np.sin(p), 0.0)))
+        pose.turn(f"{side}_elbow", "y", -(gait.elbow + 0.25 * np.maximum(-np.sin(p), 0.0)))
     pose.turn("pelvis", "z", 0.07 * np.sin(phase))
     pose.turn("chest", "z", -0.1 * np.sin(phase))
-    pose.turn("spine", "y", -0.05)  # a slight forward lean
+    pose.turn("spine", "y", -gait.lean)
     root = np.zeros((frames, 3))
     root[:, 0] = speed * t
     root[:, 2] = body.joints[0, 2]  # the pelvis height then follows from planting the feet
     return _plant(body, pose.quaternions(), _translations(body, frames, root))
+
+
+def walk(rng: np.random.Generator, body: Body) -> Motion:
+    """A straight walk along +x of 2-4 m."""
+    return _gait(rng, body, WALK)
+
+
+def jog(rng: np.random.Generator, body: Body) -> Motion:
+    """A straight jog along +x of 3-5 m: longer strides, bent elbows, more knee lift, a forward lean.
+    Planted like every motion: one foot always touches the floor (no flight phase)."""
+    return _gait(rng, body, JOG)
 
 
 def idle(rng: np.random.Generator, body: Body) -> Motion:
@@ -150,4 +182,29 @@ def wave(rng: np.random.Generator, body: Body) -> Motion:
     return _plant(body, pose.quaternions(), _translations(body, frames, root))
 
 
-MOTIONS: dict[str, Callable[[np.random.Generator, Body], Motion]] = {"walk": walk, "idle": idle, "wave": wave}
+def talk(rng: np.random.Generator, body: Body) -> Motion:
+    """Standing and talking: both forearms gesture out of phase, the head nods, the chest turns a little
+    towards the listener and back. The feet stay put."""
+    frames = round(float(rng.uniform(*TALK_SECONDS)) * FPS)
+    t = np.arange(frames) / FPS
+    duration = frames / FPS
+    beat = 2 * np.pi * float(rng.uniform(*TALK_GESTURE_HZ)) * t
+    phases = rng.uniform(0, 2 * np.pi, 3)
+    # Whole cycles of the slow turn over the clip, so it loops.
+    turn = np.sin(2 * np.pi * t / duration + phases[2])
+    pose = Pose(frames)
+    for side, sign, phase in (("l", 1.0, phases[0]), ("r", -1.0, phases[1])):
+        lift = 0.5 + 0.5 * np.sin(beat + phase)
+        pose.turn(f"{side}_shoulder", "y", -(0.2 + 0.25 * lift))  # upper arm a little forward
+        pose.turn(f"{side}_shoulder", "x", sign * 0.1 * lift)  # and out to the side
+        pose.turn(f"{side}_elbow", "y", -(0.9 + 0.5 * lift))  # forearm up in front
+        pose.turn(f"{side}_wrist", "x", sign * 0.3 * np.sin(beat + phase))
+    pose.turn("chest", "z", 0.15 * turn)
+    pose.turn("head", "y", 0.08 * np.sin(2 * beat + phases[0]))  # nods twice per gesture
+    pose.turn("head", "z", 0.2 * turn)
+    root = np.repeat(body.joints[:1], frames, axis=0)
+    return _plant(body, pose.quaternions(), _translations(body, frames, root))
+
+
+MOTIONS: dict[str, Callable[[np.random.Generator, Body], Motion]] = {
+    "walk": walk, "idle": idle, "wave": wave, "jog": jog, "talk": talk}
