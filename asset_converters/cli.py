@@ -9,11 +9,12 @@ import typer
 from rich.table import Table
 
 from asset_converters.batch import BatchResult, Job, run_jobs
-from core.config import MAX_SEED
-from core.errors import GradeError
+from core.config import MAX_SEED, ClipWindowConfig
+from core.errors import GradeError, InputError
 from core.outputs import output_lock, remove_stale_partials
 from core.progress import console
 
+CLIP_WINDOW = ClipWindowConfig()  # the defaults of humans.window
 convert_app = typer.Typer(help="Convert source datasets into USD asset packages.", no_args_is_help=True)
 
 
@@ -67,6 +68,13 @@ def convert_front3d(
     convert_into(out, front3d_jobs(path, out, future_models, textures, room, labels), "3D-Front houses")
 
 
+def clip_window(select: str, duration: float, max_windows: int) -> ClipWindowConfig:
+    """The window options as the config's model; a duration <= 0 is refused naming the option."""
+    if not duration > 0:
+        raise InputError(f"must be > 0, got {duration}", field="--window-duration")
+    return ClipWindowConfig(select=select, duration=duration, max_windows=max_windows)
+
+
 @convert_app.command("smpl")
 def convert_smpl(
     path: Path = typer.Argument(..., metavar="PATH", help="An AMASS or plain SMPL sequence (.npz), or a folder of them."),
@@ -80,8 +88,14 @@ def convert_smpl(
     up: Literal["z", "y"] | None = typer.Option(None, "--up", help="Up axis of the data (default: z for AMASS, y for "
                                                      "plain SMPL)."),
     gender: Literal["neutral", "male", "female"] | None = typer.Option(None, "--gender", help="Body model gender, overriding the file's."),
+    window: Literal["least_sweep", "random", "split", "whole"] = typer.Option(
+        CLIP_WINDOW.select, "--window", help="Frames to keep (humans.window.select): the least-sweep window, a seeded "
+                                             "random one, consecutive windows as packages <name>_wNN, or the whole clip."),
+    window_duration: float = typer.Option(CLIP_WINDOW.duration, "--window-duration", help="Seconds per window."),
+    max_windows: int = typer.Option(CLIP_WINDOW.max_windows, "--max-windows", min=1, help="split: windows per clip."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Seed of the random window."),
 ) -> None:
-    """AMASS / SMPL motion sequences -> animated packages (SMPL body and skeleton, Z up).
+    """AMASS / SMPL motion sequences -> animated packages (SMPL body and skeleton, Z up), one window each.
 
     \b
     Example:
@@ -89,7 +103,9 @@ def convert_smpl(
     """
     from asset_converters.smpl import sequence_jobs
 
-    convert_into(out, sequence_jobs(path, out, body_model, fps, representation, up, gender), "SMPL sequences")
+    jobs = sequence_jobs(path, out, body_model, fps, representation, up, gender,
+                         clip_window(window, window_duration, max_windows), seed)
+    convert_into(out, jobs, "SMPL sequences")
 
 
 @convert_app.command("cloth3d")
@@ -99,8 +115,13 @@ def convert_cloth3d_command(
     body_model: Path = typer.Option(..., "--body-model", help="Folder with your licensed SMPL model files."),
     out: Path = typer.Option(..., "--out", help="Folder for the packages, one per sample."),
     fps: float = typer.Option(30.0, "--fps", help="Frame rate of the package."),
+    window: Literal["least_sweep", "random", "split", "whole"] = typer.Option(
+        CLIP_WINDOW.select, "--window", help="Frames to keep, as for grade convert smpl."),
+    window_duration: float = typer.Option(CLIP_WINDOW.duration, "--window-duration", help="Seconds per window."),
+    max_windows: int = typer.Option(CLIP_WINDOW.max_windows, "--max-windows", min=1, help="split: windows per clip."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Seed of the random window."),
 ) -> None:
-    """CLOTH3D samples -> animated packages: the SMPL body plus point-cached garments.
+    """CLOTH3D samples -> animated packages: the SMPL body plus point-cached garments, one window each.
 
     \b
     Example:
@@ -108,7 +129,8 @@ def convert_cloth3d_command(
     """
     from asset_converters.smpl import cloth3d_jobs
 
-    convert_into(out, cloth3d_jobs(path, out, body_model, fps), "CLOTH3D samples")
+    jobs = cloth3d_jobs(path, out, body_model, fps, window=clip_window(window, window_duration, max_windows), seed=seed)
+    convert_into(out, jobs, "CLOTH3D samples")
 
 
 @convert_app.command("gso")
