@@ -23,6 +23,7 @@ from core.errors import ConfigError
 if TYPE_CHECKING:
     from core.config import ExperimentConfig
     from simulation.render import Frame
+    from simulation.robots.mjcf import LinkEdge
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,9 @@ class Backend(Protocol):
     def robot_velocity(self) -> tuple[np.ndarray, np.ndarray]:
         """(linear m/s, angular rad/s) velocity of base_link in its own frame (the odometry twist)."""
 
-    def robot_links(self) -> list[str]:
-        """The links sensors can mount on; base_link first."""
+    def link_tree(self) -> list[LinkEdge]:
+        """The TF tree of the robot's links (the links sensors can mount on): (parent, child, fixed) of every link
+        but base_link, fixed when no joint moves the child relative to its parent."""
 
     def link_pose(self, link: str) -> np.ndarray:
         """World <- link 4x4 transform."""

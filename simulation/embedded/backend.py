@@ -34,8 +34,9 @@ from simulation.embedded.sensors import (
 )
 from simulation.physics import PhysicsWorld, SensorMount, build_world
 from simulation.physics.kinematic import mocap_indices
-from simulation.render import Frame, PointLight, render_frame
+from simulation.render import EnvironmentMap, Frame, PointLight, load_environment, render_frame
 from simulation.robots import robot_model
+from simulation.robots.mjcf import LinkEdge
 from simulation.robots.scurve import follower_for
 
 KINEMATIC_CHUNK = 240  # steps of human/object poses computed in one vectorised call
@@ -147,8 +148,8 @@ class EmbeddedBackend:
     def robot_velocity(self) -> tuple[np.ndarray, np.ndarray]:
         return self.physics.base_velocity()
 
-    def robot_links(self) -> list[str]:
-        return list(self.physics.robot.links)
+    def link_tree(self) -> list[LinkEdge]:
+        return self.physics.robot.link_edges()
 
     def link_pose(self, link: str) -> np.ndarray:
         return self.physics.link_pose(link)

@@ -39,7 +39,6 @@ from simulation.recording.bags import BagWriter
 from simulation.recording.ground_truth import CameraWriter, ImuLog
 from simulation.recording.schedule import Schedule
 from simulation.recording.states import StateLog
-from simulation.robots import robot_model
 
 MARKER_TEXT = "start"
 IMAGE_WRITER_THREADS = 1  # one encoder thread beside the two ray threads of this 2-core default
@@ -81,7 +80,7 @@ class Recorder:
                                 recording.bag_compression)
                       if recording.bag_formats else None)
         self._topics = BagTopics(recording.namespace)
-        edges = robot_model(config.robot.kind, config.robot.tiago.model).link_edges()
+        edges = backend.link_tree()
         self._moving_links = [(edge.parent, edge.child) for edge in edges if not edge.fixed]
         self._static = self._fixed_links([(edge.parent, edge.child) for edge in edges if edge.fixed])
         self._static += self._mount_transforms()
