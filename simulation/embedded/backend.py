@@ -34,7 +34,7 @@ from simulation.embedded.sensors import (
 )
 from simulation.physics import PhysicsWorld, SensorMount, build_world
 from simulation.physics.kinematic import mocap_indices
-from simulation.render import EnvironmentMap, Frame, PointLight, load_environment, render_frame
+from simulation.render import Frame, PointLight, render_frame
 from simulation.robots import robot_model
 from simulation.robots.mjcf import LinkEdge
 from simulation.robots.scurve import follower_for
