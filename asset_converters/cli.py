@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from asset_converters.batch import BatchResult, Job, run_jobs
+from asset_converters.front3d_lights import DEFAULT_LIGHT_INTENSITY
 from core.config import MAX_SEED, ClipWindowConfig
 from core.errors import GradeError, InputError
 from core.outputs import output_lock, remove_stale_partials
@@ -56,8 +57,12 @@ def convert_front3d(
     textures: Path | None = typer.Option(None, "--textures", help="3D-FRONT-texture folder (<id>/texture.png)."),
     room: str | None = typer.Option(None, "--room", help="Convert only this room (its instanceid)."),
     labels: Path | None = typer.Option(None, "--labels", help="JSON {raw category: class} remapping the labels."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Seed of the procedural materials of untextured meshes."),
+    light_intensity: float = typer.Option(DEFAULT_LIGHT_INTENSITY, "--light-intensity", min=0.0,
+                                          help="Luminance of the ceiling and lamp lights (USD sphere-light "
+                                               "intensity, nits)."),
 ) -> None:
-    """3D-Front houses -> environment packages (architecture + furniture, Z up, semantics.json).
+    """3D-Front houses -> environment packages (architecture + furniture, lights, Z up, semantics.json).
 
     \b
     Example:
@@ -65,7 +70,8 @@ def convert_front3d(
     """
     from asset_converters.front3d import front3d_jobs
 
-    convert_into(out, front3d_jobs(path, out, future_models, textures, room, labels), "3D-Front houses")
+    convert_into(out, front3d_jobs(path, out, future_models, textures, room, labels, seed, light_intensity),
+                 "3D-Front houses")
 
 
 def clip_window(select: str, duration: float, max_windows: int) -> ClipWindowConfig:

@@ -4,16 +4,25 @@ Architecture comes from the house's `mesh` entries, furniture from 3D-FUTURE mod
 folder is given, else from boxes of each entry's bbox size. Everything is placed by the rooms'
 children (pos, rot x/y/z/w, scale) and turned from 3D-Front's Y up to Z up. The package gets a
 `semantics.json` (class ids, prim -> class, prim -> raw category) next to the usual files.
+
+Surfaces: an architecture mesh whose material has a texture in the 3D-FRONT texture folder gets it; a
+furniture model gets its 3D-FUTURE texture; every other mesh (no texture folder, a texture not found,
+furniture boxes, models without UVs) gets its class's procedural material (asset_converters.class_materials)
+in its 3D-Front material's colour when that is not plain white, drawn from the generator
+`convert/front3d/<house uid>/material/<key>` under `seed`: meshes sharing a house material share one
+material, each furniture piece has its own. Lights: front3d_lights (ceiling lights in every room, lamps).
 """
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from asset_converters.batch import Job, hash_inputs
+from asset_converters.class_materials import class_look, class_material, description_pattern, planar_uvs
 from asset_converters.environment import write_environment_package
 from asset_converters.front3d_future import (
     MODEL_INFO_FILE,
@@ -25,8 +34,9 @@ from asset_converters.front3d_future import (
     load_model_info,
     model_files,
 )
-from asset_converters.front3d_house import ArchMesh, FurnitureEntry, House, Placement, Room, load_house
+from asset_converters.front3d_house import ArchMesh, FurnitureEntry, House, HouseMaterial, Placement, Room, load_house
 from asset_converters.front3d_labels import (
+    CEILING_CLASS,
     FLOOR_CLASS,
     SEMANTICS_FILE,
     UNKNOWN_FURNITURE,
@@ -36,28 +46,53 @@ from asset_converters.front3d_labels import (
     load_label_map,
     semantics_document,
 )
-from asset_converters.parts import Material, SceneMesh
+from asset_converters.front3d_lights import DEFAULT_LIGHT_INTENSITY, RoomPieces, is_lamp, room_lights
+from asset_converters.parts import Light, Material, SceneMesh
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo
 from core.geometry import Y_UP_TO_Z_UP
 from core.progress import get_logger
 from core.rundir import atomic_write_json, sha256_file
+from core.seeding import generator
 
 log = get_logger("convert.front3d")
 
 CONVERTER = "3d-front"
-BOX_MATERIAL = Material("furniture_box", base_color=(0.55, 0.5, 0.45))
-DEFAULT_ARCH_MATERIAL = Material("architecture_default")
+WHITE = (1.0, 1.0, 1.0)  # 3D-Front's colour of materials that have none of their own
 Z_UP = np.block([[Y_UP_TO_Z_UP, np.zeros((3, 1))], [np.zeros((1, 3)), np.ones((1, 1))]])
+
+
+Surface = tuple[Material, np.ndarray, np.ndarray, np.ndarray | None]  # material, vertices, faces, UVs
+
+
+class _ClassMaterials:
+    """The procedural class materials of one conversion, one per key, textures written into `folder`."""
+
+    def __init__(self, seed: int, house_uid: str, folder: Path):
+        self.seed, self.house_uid, self.folder = seed, house_uid, folder
+        self._made: dict[str, Material] = {}
+
+    def surface(self, key: str, default_class: str, vertices: np.ndarray, faces: np.ndarray,
+                source: HouseMaterial | None = None) -> Surface:
+        look = class_look(default_class)
+        if key not in self._made:
+            rng = generator(self.seed, f"convert/front3d/{self.house_uid}/material/{key}")
+            tint = source.color if source is not None and source.color not in (None, WHITE) else None
+            pattern = description_pattern(source.content_type) if source is not None else None
+            name = f"class_{len(self._made):04d}_{default_class}"
+            self._made[key] = class_material(rng, name, look, self.folder, tint, pattern)
+        return self._made[key], *planar_uvs(vertices, faces, look.tile)
 
 
 @dataclass
 class _Sources:
-    """Optional inputs next to the house: model folder (+ its index), texture folder, label mapping."""
+    """Optional inputs next to the house: model folder (+ its index), texture folder, label mapping; the
+    class materials for meshes without a texture."""
 
     future_models: Path | None
     textures: Path | None
     label_map: dict[str, str]
+    materials: _ClassMaterials
     model_info: dict[str, ModelInfo] = field(default_factory=dict)
     models: dict[str, FurnitureModel] = field(default_factory=dict)  # jid -> loaded model, loaded once
 
@@ -66,6 +101,8 @@ class _Sources:
 class _Piece:
     mesh: SceneMesh
     raw_category: str
+    room: str
+    default_class: str  # before the user's label mapping
 
 
 def _place(vertices: np.ndarray, faces: np.ndarray, transform: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -75,19 +112,22 @@ def _place(vertices: np.ndarray, faces: np.ndarray, transform: np.ndarray) -> tu
     return placed, faces[:, ::-1] if np.linalg.det(world[:3, :3]) < 0 else faces
 
 
-def _arch_material(house: House, mesh: ArchMesh, sources: _Sources, stats: dict[str, int]) -> Material:
+def _arch_surface(house: House, mesh: ArchMesh, placement: Placement, default_class: str, vertices: np.ndarray,
+                  faces: np.ndarray, sources: _Sources, stats: dict[str, int]) -> Surface:
+    """The texture of the mesh's material from the texture folder, else its class material."""
     material = house.materials.get(mesh.material or "")
     if material is None:
         stats["meshes_without_material"] += 1
-        return DEFAULT_ARCH_MATERIAL
-    color = material.color or DEFAULT_ARCH_MATERIAL.base_color
-    texture = None
-    if sources.textures is not None and mesh.uvs is not None:
+    elif sources.textures is not None and mesh.uvs is not None:
         texture = find_texture(sources.textures, material)
+        if texture is not None:
+            return Material(f"{material.uid}_tex", base_color=material.color or WHITE, texture=texture), vertices, \
+                faces, mesh.uvs
         # Most materials are plain colours; only a material naming a texture URL expects a file.
-        stats["textures_missing"] += texture is None and bool(material.texture_url)
-    name = f"{material.uid}{'_tex' if texture else ''}"
-    return Material(name, base_color=color, texture=texture)
+        stats["textures_missing"] += bool(material.texture_url)
+    stats["class_materials"] += 1
+    key = f"{material.uid}/{default_class}" if material is not None else placement.where
+    return sources.materials.surface(key, default_class, vertices, faces, material)
 
 
 def _arch_piece(house: House, room: Room, placement: Placement, sources: _Sources,
@@ -99,13 +139,15 @@ def _arch_piece(house: House, room: Room, placement: Placement, sources: _Source
     vertices, faces = _place(mesh.vertices, mesh.faces, placement.transform)
     default = architecture_class(mesh.type)
     label = apply_label_map(mesh.type, default, sources.label_map)
+    material, vertices, faces, uvs = _arch_surface(house, mesh, placement, default, vertices, faces, sources, stats)
     scene_mesh = SceneMesh(f"{room.instance_id}_{mesh.type or 'mesh'}", vertices, faces, label, "architecture",
-                           _arch_material(house, mesh, sources, stats), mesh.uvs, is_floor=default == FLOOR_CLASS)
-    return _Piece(scene_mesh, mesh.type)
+                           material, uvs, is_floor=default == FLOOR_CLASS)
+    return _Piece(scene_mesh, mesh.type, room.instance_id, default)
 
 
 def _furniture_geometry(house: House, entry: FurnitureEntry, sources: _Sources,
-                        stats: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, Material] | None:
+                        stats: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, Material | None] | None:
+    """Local vertices, faces, UVs and textured material of a piece (no material: it takes its class's)."""
     folder = sources.future_models
     # Entries 3D-Front marks valid must have their model in the folder; others fall back to a box.
     if folder is not None and (entry.valid or model_files(folder, entry.jid)[0].is_file()):
@@ -113,14 +155,15 @@ def _furniture_geometry(house: House, entry: FurnitureEntry, sources: _Sources,
             sources.models[entry.jid] = load_future_model(folder, entry.jid, house.path, entry.where)
         model = sources.models[entry.jid]
         stats["furniture_models"] += 1
-        texture = model.texture if model.uvs is not None else None  # an OBJ without UVs cannot map it
-        return model.vertices, model.faces, model.uvs, Material(f"future_{entry.jid}", texture=texture)
+        if model.uvs is None:  # an OBJ without UVs cannot map its texture
+            return model.vertices, model.faces, None, None
+        return model.vertices, model.faces, model.uvs, Material(f"future_{entry.jid}", texture=model.texture)
     if entry.size is None:
         stats["furniture_without_size_skipped"] += 1
         return None
     stats["furniture_boxes"] += 1
     vertices, faces = bbox_box(entry.size)
-    return vertices, faces, None, BOX_MATERIAL
+    return vertices, faces, None, None
 
 
 def _furniture_piece(house: House, room: Room, placement: Placement, sources: _Sources,
@@ -135,8 +178,11 @@ def _furniture_piece(house: House, room: Room, placement: Placement, sources: _S
     raw = (info.category if info else None) or entry.category or UNKNOWN_FURNITURE
     default = furniture_class(raw)
     label = apply_label_map(raw, default, sources.label_map)
+    if material is None:
+        stats["class_materials"] += 1
+        material, vertices, faces, uvs = sources.materials.surface(placement.where, default, vertices, faces)
     return _Piece(SceneMesh(f"{room.instance_id}_{default}", vertices, faces, label, "furniture", material, uvs),
-                  raw)
+                  raw, room.instance_id, default)
 
 
 def select_rooms(house: House, room: str | None) -> list[Room]:
@@ -153,7 +199,7 @@ def house_pieces(house: House, rooms: list[Room], sources: _Sources) -> tuple[li
     """Every placed architecture mesh and furniture piece of `rooms`, Z up, with counts of fallbacks."""
     stats = dict.fromkeys(("architecture_meshes", "furniture_models", "furniture_boxes",
                            "furniture_without_size_skipped", "empty_meshes_skipped", "meshes_without_material",
-                           "textures_missing"), 0)
+                           "textures_missing", "class_materials", "rooms_without_light", "lamp_lights"), 0)
     stats["dangling_furniture_refs_skipped"] = sum(len(room.dangling) for room in rooms)
     pieces, counters = [], {}
     for room in rooms:
@@ -170,14 +216,35 @@ def house_pieces(house: House, rooms: list[Room], sources: _Sources) -> tuple[li
     return pieces, stats
 
 
+def house_lights(pieces: list[_Piece], rooms: list[Room], intensity: float, stats: dict[str, int]) -> list[Light]:
+    """Ceiling and lamp lights of every room (front3d_lights), counting the rooms left without one."""
+    lights = []
+    for room in rooms:
+        groups = RoomPieces(room.instance_id, [], [], [], [], [])
+        for piece in (p for p in pieces if p.room == room.instance_id):
+            mesh = piece.mesh
+            if mesh.category == "furniture":
+                (groups.lamps if is_lamp(piece.raw_category) else groups.furniture).append(mesh)
+            elif piece.default_class == CEILING_CLASS:
+                groups.ceilings.append(mesh)
+            else:
+                (groups.floors if mesh.is_floor else groups.others).append(mesh)
+        found = room_lights(groups, intensity)
+        stats["rooms_without_light"] += not found
+        stats["lamp_lights"] += len(groups.lamps)
+        lights += found
+    return lights
+
+
 def _log_fallbacks(house: House, stats: dict[str, int]) -> None:
     messages = {
         "furniture_boxes": "furniture pieces placed as bbox boxes (no 3D-FUTURE model)",
         "furniture_without_size_skipped": "furniture pieces skipped (no model and no bbox)",
         "dangling_furniture_refs_skipped": "furniture children skipped (uid not in the house's furniture list)",
         "empty_meshes_skipped": "architecture meshes skipped (no faces)",
-        "meshes_without_material": "architecture meshes with an unknown material (default colour)",
-        "textures_missing": "architecture meshes whose texture is not in the texture folder (colour used)",
+        "meshes_without_material": "architecture meshes with an unknown material (class material used)",
+        "textures_missing": "architecture meshes whose texture is not in the texture folder (class material used)",
+        "rooms_without_light": "rooms without a light (no ceiling or floor outline)",
     }
     found = [f"{stats[key]} {text}" for key, text in messages.items() if stats[key]]
     if found:
@@ -193,11 +260,20 @@ def _check_folder(path: str | Path | None, what: str) -> Path | None:
     return path
 
 
-def _options(future_models: Path | None, textures: Path | None, room: str | None) -> dict:
+def _check_numbers(seed: int, light_intensity: float) -> None:
+    if seed < 0:
+        raise InputError(f"must be >= 0, got {seed}", field="seed")
+    if not 0 <= light_intensity < float("inf"):
+        raise InputError(f"must be a finite number >= 0, got {light_intensity}", field="light_intensity")
+
+
+def _options(future_models: Path | None, textures: Path | None, room: str | None, seed: int,
+             light_intensity: float) -> dict:
     # Model and texture folders are identified by path: hashing every model a house uses on each
     # re-run would cost more than the conversion (3D-FUTURE is a fixed release).
     return {"room": room, "future_models": str(future_models.resolve()) if future_models else None,
-            "textures": str(textures.resolve()) if textures else None}
+            "textures": str(textures.resolve()) if textures else None, "seed": seed,
+            "light_intensity": light_intensity}
 
 
 def _input_files(json_path: Path, future_models: Path | None, labels: str | Path | None) -> list[Path]:
@@ -209,19 +285,35 @@ def _input_files(json_path: Path, future_models: Path | None, labels: str | Path
 
 def convert_house(json_path: str | Path, out: str | Path, future_models: str | Path | None = None,
                   textures: str | Path | None = None, room: str | None = None, labels: str | Path | None = None,
-                  input_hash: str | None = None) -> Path:
-    """Convert one house (or one of its rooms) into an environment package at `out`."""
+                  input_hash: str | None = None, seed: int = 0,
+                  light_intensity: float = DEFAULT_LIGHT_INTENSITY) -> Path:
+    """Convert one house (or one of its rooms) into an environment package at `out`; `seed` draws the class
+    materials, `light_intensity` is the luminance of its lights (USD sphere-light intensity)."""
     json_path = Path(json_path)
+    _check_numbers(seed, light_intensity)
     models_dir, textures_dir = _check_folder(future_models, "3D-FUTURE model"), _check_folder(textures, "texture")
-    sources = _Sources(models_dir, textures_dir, load_label_map(labels))
-    if models_dir is not None:
-        sources.model_info = load_model_info(models_dir)
+    label_map = load_label_map(labels)
     house = load_house(json_path)
-    pieces, stats = house_pieces(house, select_rooms(house, room), sources)
+    with tempfile.TemporaryDirectory() as made:
+        sources = _Sources(models_dir, textures_dir, label_map, _ClassMaterials(seed, house.uid, Path(made)))
+        if models_dir is not None:
+            sources.model_info = load_model_info(models_dir)
+        return _write_house(house, sources, out, room, labels, input_hash, seed, light_intensity)
+
+
+def _write_house(house: House, sources: _Sources, out: str | Path, room: str | None, labels: str | Path | None,
+                 input_hash: str | None, seed: int, light_intensity: float) -> Path:
+    json_path, models_dir, textures_dir = house.path, sources.future_models, sources.textures
+    rooms = select_rooms(house, room)
+    pieces, stats = house_pieces(house, rooms, sources)
     if not pieces:
         raise InputError("nothing to convert: no placed architecture or furniture", json_path, "scene.room")
+    lights = house_lights(pieces, rooms, light_intensity, stats)
     _log_fallbacks(house, stats)
-    options = _options(models_dir, textures_dir, room)
+    if not lights:
+        log.warning("%s: no light at all: the house renders with ambient light only and light randomisation "
+                    "has nothing to change", house.path.name)
+    options = _options(models_dir, textures_dir, room, seed, light_intensity)
     files = _input_files(json_path, models_dir, labels)
     source = SourceInfo(dataset=CONVERTER, files={f.name: sha256_file(f) for f in files},
                         options={**options, "labels": str(labels) if labels else None})
@@ -231,15 +323,17 @@ def convert_house(json_path: str | Path, out: str | Path, future_models: str | P
                                       [p.raw_category for p in pieces], sources.label_map, stats)
         atomic_write_json(folder / SEMANTICS_FILE, document)
 
-    return write_environment_package([p.mesh for p in pieces], [], out, source,
+    return write_environment_package([p.mesh for p in pieces], lights, out, source,
                                      input_hash or hash_inputs(CONVERTER, files, options), write_semantics)
 
 
 def front3d_jobs(path: str | Path, out_dir: str | Path, future_models: str | Path | None = None,
                  textures: str | Path | None = None, room: str | None = None,
-                 labels: str | Path | None = None) -> list[Job]:
+                 labels: str | Path | None = None, seed: int = 0,
+                 light_intensity: float = DEFAULT_LIGHT_INTENSITY) -> list[Job]:
     """One job per house JSON (`path` is a file or a folder of them); packages go to out_dir/<house>."""
     path, out_dir = Path(path), Path(out_dir)
+    _check_numbers(seed, light_intensity)
     models_dir, textures_dir = _check_folder(future_models, "3D-FUTURE model"), _check_folder(textures, "texture")
     load_label_map(labels)  # a bad mapping file fails once, before any house
     if path.is_dir():
@@ -250,11 +344,11 @@ def front3d_jobs(path: str | Path, out_dir: str | Path, future_models: str | Pat
         houses = [path]
     else:
         raise InputError("no such file or folder", path)
-    options = _options(models_dir, textures_dir, room)
+    options = _options(models_dir, textures_dir, room, seed, light_intensity)
     jobs = []
     for house in houses:
         def run(out: Path, input_hash: str, house: Path = house) -> Path:
-            return convert_house(house, out, models_dir, textures_dir, room, labels, input_hash)
+            return convert_house(house, out, models_dir, textures_dir, room, labels, input_hash, seed, light_intensity)
 
         name = house.stem if room is None else f"{house.stem}_{room}"
         jobs.append(Job(house, out_dir / name, hash_inputs(CONVERTER, _input_files(house, models_dir, labels), options),

@@ -51,6 +51,7 @@ class HouseMaterial:
     jid: str
     texture_url: str
     color: tuple[float, float, float] | None  # 0..1
+    content_type: str  # lower-case words of `contentType` (e.g. "material flooring - hardwood"), "" when absent
 
 
 @dataclass
@@ -187,8 +188,10 @@ def _material(reader: _Reader, entry: Any, where: str) -> HouseMaterial:
         rgb = tuple(float(c) for c in np.clip(reader.numbers(color[:3], f"{where}.color") / 255.0, 0.0, 1.0))
     texture = entry.get("texture")
     jid = entry.get("jid")
+    content = entry.get("contentType")
+    content = " ".join(c for c in content if isinstance(c, str)) if isinstance(content, list) else ""
     return HouseMaterial(reader.text(entry, "uid", where), jid if isinstance(jid, str) else "",
-                         texture if isinstance(texture, str) else "", rgb)
+                         texture if isinstance(texture, str) else "", rgb, content.lower())
 
 
 def load_house(path: str | Path) -> House:

@@ -29,6 +29,7 @@ ARCHITECTURE_CLASSES = {
     "door": "door", "window": "window", "baseboard": "baseboard", "hole": "opening",
 }
 FLOOR_CLASS = "floor"
+CEILING_CLASS = "ceiling"
 
 
 def snake(text: str) -> str:

@@ -1,5 +1,6 @@
-"""3D-Front converter: the real shared house checked through pxr against its own JSON, a tiny
-synthetic house with a synthetic 3D-FUTURE folder, bad inputs, and the folder batch via the CLI."""
+"""3D-Front converter: the real shared house checked through pxr against its own JSON (geometry, lights, a
+rendered frame), a tiny synthetic house with a synthetic 3D-FUTURE folder (textures, class materials, lamps),
+bad inputs, and the folder batch via the CLI."""
 
 from __future__ import annotations
 
@@ -13,15 +14,22 @@ import shapely
 import trimesh
 from conftest import run_grade
 from PIL import Image
-from pxr import Usd, UsdGeom
+from pxr import Usd, UsdGeom, UsdLux
 from scipy.spatial.distance import cdist
 from scipy.spatial.transform import Rotation
 
 from asset_converters import load_meta, read_meshes
+from asset_converters.class_materials import LOOKS
 from asset_converters.front3d import convert_house
 from asset_converters.usd_io import get_semantic_label
 from core.errors import InputError
 from core.formats.manifest import StageStatus, stage_status
+from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, RobotStart, RobotVolume
+from placement import compose_scene
+from simulation.embedded.scene_file import read_scene_file
+from simulation.embedded.scene_loader import load_scene
+from simulation.render import Camera, RenderOptions, look_at, render_frame
+from simulation.render.shading import srgb_to_linear
 
 HOUSE = "front3d/0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"
 SMALL_ROOM = "Bathroom-771"
@@ -47,22 +55,40 @@ def floor_triangles(data: dict, room: str | None = None) -> np.ndarray:
     return np.concatenate(tris)
 
 
+def box_corners(entry: dict, child: dict) -> np.ndarray | None:
+    """World Z-up corners of a furniture box: bbox centred in x/z, bottom at y = 0, then T R S."""
+    size = entry and (entry.get("bbox") or entry.get("size"))
+    if not size:
+        return None
+    signs = np.array([[sx, sy, sz] for sx in (-0.5, 0.5) for sy in (0.0, 1.0) for sz in (-0.5, 0.5)])
+    local = signs * np.ravel(size) * child["scale"]
+    return y_up_to_z_up(Rotation.from_quat(child["rot"]).apply(local) + child["pos"])
+
+
 def expected_boxes(data: dict) -> list[np.ndarray]:
-    """World Z-up corners of each furniture box: bbox centred in x/z, bottom at y = 0, then T R S."""
     furniture = {f["uid"]: f for f in data["furniture"]}
-    boxes = []
-    for room in data["scene"]["room"]:
-        for child in room["children"]:
-            entry = furniture.get(child["ref"])
-            size = entry and (entry.get("bbox") or entry.get("size"))
-            if not size:
-                continue
-            size = np.ravel(size)
-            signs = np.array([[sx, sy, sz] for sx in (-0.5, 0.5) for sy in (0.0, 1.0) for sz in (-0.5, 0.5)])
-            local = signs * size * child["scale"]
-            world = Rotation.from_quat(child["rot"]).apply(local) + child["pos"]
-            boxes.append(y_up_to_z_up(world))
-    return boxes
+    boxes = [box_corners(furniture.get(c["ref"]), c) for room in data["scene"]["room"] for c in room["children"]]
+    return [b for b in boxes if b is not None]
+
+
+def stage_lights(package: Path) -> np.ndarray:
+    """World positions (N, 3) of the package's sphere lights, read through pxr."""
+    stage = Usd.Stage.Open(str(package / "asset.usdc"))
+    cache = UsdGeom.XformCache()
+    return np.array([np.asarray(cache.GetLocalToWorldTransform(p))[3, :3] for p in stage.Traverse()
+                     if p.IsA(UsdLux.SphereLight)]).reshape(-1, 3)
+
+
+def room_meshes(data: dict, room: dict, types: tuple[str, ...]) -> list[np.ndarray]:
+    """Z-up triangles (T, 3, 3) of the room's architecture meshes of `types` (the sample places them at the origin)."""
+    meshes = {m["uid"]: m for m in data["mesh"]}
+    found = [meshes[c["ref"]] for c in room["children"] if c["ref"] in meshes and meshes[c["ref"]]["type"] in types]
+    return [y_up_to_z_up(m["xyz"])[np.array(m["faces"]).reshape(-1, 3)] for m in found]
+
+
+def is_lamp_entry(entry: dict) -> bool:
+    text = f"{entry.get('category') or ''} {entry.get('title') or ''}".lower()
+    return any(word in text for word in ("lamp", "light", "chandelier"))
 
 
 @pytest.fixture
@@ -197,6 +223,75 @@ def test_unknown_room_lists_valid_ids(house_json, house_data, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
+def test_real_house_every_room_and_lamp_has_a_light(house_pkg, house_data):
+    lights = stage_lights(house_pkg)
+    assert len(lights) == load_meta(house_pkg).environment.lights
+    for room in house_data["scene"]["room"]:
+        floor = shapely.union_all([shapely.Polygon(t[:, :2]) for t in np.concatenate(
+            room_meshes(house_data, room, ("Floor",)))])
+        ceiling = min(t[..., 2].min() for t in room_meshes(house_data, room, ("Ceiling", "CustomizedCeiling")))
+        inside = shapely.contains_xy(floor, lights[:, 0], lights[:, 1]) & (lights[:, 2] > 0) & (lights[:, 2] < ceiling)
+        assert inside.any(), room["instanceid"]
+    furniture = {f["uid"]: f for f in house_data["furniture"]}
+    lamps = [box_corners(furniture[c["ref"]], c) for r in house_data["scene"]["room"] for c in r["children"]
+             if c["ref"] in furniture and is_lamp_entry(furniture[c["ref"]])]
+    assert len(lamps) == 2  # the two pendant lamps over the living room's tables
+    for corners in lamps:  # hanging lamps: a light just under the middle of the shade
+        centre, bottom = (corners.min(axis=0) + corners.max(axis=0))[:2] / 2, corners[:, 2].min()
+        below = lights[np.linalg.norm(lights[:, :2] - centre, axis=1) < TOL]
+        assert len(below) == 1 and 0 < bottom - below[0, 2] <= 0.1
+
+
+def house_scene(package: Path, folder: Path):
+    """The package loaded as the embedded backend loads a scene (no humans, no objects)."""
+    placement = Placement(
+        seed=0, environment=EnvironmentRef(id="house", path=str(package)),
+        parameters=PlacementParameters(human_count_range=(0, 0), human_candidates=0, max_tries=1, contact_threshold=1,
+                                       human_contact_threshold=1, flying_count_range=(0, 0), flying_candidates=0,
+                                       flying_collision_check=False),
+        humans=[], rejected_humans=[], flying_objects=[], rejected_flying_objects=[],
+        robot=RobotStart(kind="uav", x=0, y=0, z=1.2, yaw=0, volume=RobotVolume(shape="box", extents=(0.6, 0.6, 0.3)),
+                         heading_clearance=1.0, tries=1),
+    )
+    return load_scene(read_scene_file(compose_scene(placement, folder / "scene.usda")))
+
+
+LUMINANCE = np.array([0.2126, 0.7152, 0.0722])  # Rec. 709 weights of linear sRGB
+# "Not dark": the floor seen across a room averages at least 0.1 in linear luminance (sRGB 89/255), above
+# what the house rendered before it had lights (0.08: a white floor under the 0.08 ambient term alone, the
+# "flat dark grey" of the report) whatever the floor's colour; and in every room the lights give at least
+# LIT_RATIO times what the ambient term alone gives.
+MIN_FLOOR_LUMINANCE = 0.1
+LIT_RATIO = 3.0
+
+
+@pytest.mark.slow
+def test_real_house_frame_is_lit(house_pkg, house_data, tmp_path):
+    scene = house_scene(house_pkg, tmp_path)
+    floor_ids = [i for i, info in scene.instances.items() if info.semantic_class == "floor"]
+    camera = Camera(64, 48, 32.0, 32.0, 32.0, 24.0)  # 90 deg across
+
+    def luminance(pose, lights):  # of the surfaces seen (not the sky through windows), and which are floor
+        scene.render.lights = lights
+        frame = render_frame(scene.render, camera, pose, options=RenderOptions(boxes=False))
+        seen = frame.instance > 0
+        return (srgb_to_linear(frame.rgb) @ LUMINANCE)[seen], np.isin(frame.instance, floor_ids)[seen]
+
+    for room in house_data["scene"]["room"]:
+        corners = np.concatenate(room_meshes(house_data, room, ("Floor",))).reshape(-1, 3)
+        lo, hi = corners.min(axis=0), corners.max(axis=0)
+        centre = (lo + hi) / 2
+        down = look_at((centre[0], centre[1], 1.5), (centre[0] + 0.3, centre[1], 0.0))
+        lit, _ = luminance(down, scene.lights)
+        ambient, _ = luminance(down, [])
+        assert lit.mean() >= LIT_RATIO * ambient.mean(), room["instanceid"]
+        if room["instanceid"].startswith("LivingDiningRoom"):  # across the largest room, from a corner
+            across = look_at((lo[0] + 0.4, lo[1] + 0.4, 1.5), (centre[0], centre[1], 0.0))
+            lit, floor = luminance(across, scene.lights)
+            assert floor.mean() > 0.1 and lit[floor].mean() >= MIN_FLOOR_LUMINANCE
+
+
 # ---------------------------------------------------------------- a tiny synthetic house
 
 CHAIR_JID = "chair-model"
@@ -285,7 +380,11 @@ def test_future_model_and_textures_replace_box(tmp_path, future_folder, texture_
     architecture = {m.semantic_label: m for m in read_meshes(out / "asset.usdc") if "/architecture/" in m.prim_path}
     assert architecture["floor"].texture.read_bytes() == (
         texture_folder / FLOOR_MATERIAL_JID / "texture.png").read_bytes()
-    assert architecture["wall"].texture is None and architecture["wall"].base_color == pytest.approx((1, 0, 0))
+    wall = architecture["wall"]  # untextured: its class material, in the red of its 3D-Front material
+    red = np.asarray(Image.open(wall.texture).convert("RGB"), dtype=float).reshape(-1, 3).mean(axis=0)
+    assert wall.texture.parent == out / "textures" and red[0] > 3 * max(red[1:])
+    # Planar UVs: the wall stands in the plane y = 0 (z = 0 in the JSON), so u, v are x, z over the tile size.
+    np.testing.assert_allclose(wall.uvs, wall.vertices[:, [0, 2]] / LOOKS["wall"].tile, atol=TOL)
     floor = shapely.geometry.shape(load_meta(out).environment.floor_polygon)
     np.testing.assert_allclose(floor.bounds, (0, -3, 4, 0), atol=TOL)  # z of the JSON became -y
     semantics = json.loads((out / "semantics.json").read_text())
@@ -299,6 +398,51 @@ def test_future_model_and_textures_replace_box(tmp_path, future_folder, texture_
     np.testing.assert_allclose(box.vertices.min(axis=0), [2 - 0.3, -1.5 - 0.25, 0], atol=TOL)
     np.testing.assert_allclose(box.vertices.max(axis=0), [2 + 0.3, -1.5 + 0.25, 0.9], atol=TOL)
     assert load_meta(boxed).environment.floor_area == pytest.approx(12.0)
+
+
+def furnished_house() -> dict:
+    """The tiny house with a second chair, a floor lamp (by category) and a chandelier (by title only)."""
+    data = tiny_house()
+    data["furniture"] += [{"uid": "f/floor_lamp", "jid": "lamp-1", "category": "Floor Lamp", "bbox": [0.4, 1.6, 0.4]},
+                          {"uid": "f/chandelier", "jid": "lamp-2", "title": "Chandelier", "bbox": [0.6, 0.5, 0.6]}]
+    pose = {"rot": [0, 0, 0, 1], "scale": [1, 1, 1]}
+    data["scene"]["room"][0]["children"] += [{"ref": "f/chair", "pos": [1, 0, 0.8], **pose},
+                                             {"ref": "f/floor_lamp", "pos": [3.5, 0, 0.5], **pose},
+                                             {"ref": "f/chandelier", "pos": [1, 2.0, 2], **pose}]
+    return data
+
+
+def test_lamps_and_rooms_become_lights(tmp_path):
+    out = convert_house(write_json(tmp_path / "house.json", furnished_house()), tmp_path / "pkg")
+    lights = stage_lights(out)
+    # The floor lamp (top at 1.6 m) shines from just over its top, the chandelier (2.0-2.5 m, reaching the top of
+    # the 2.5 m wall) from just under its bottom, each over the middle of its box; (x, y) = (x, -z) of the JSON.
+    for (x, y), lo, hi in (((3.5, -0.5), 1.6, 1.7), ((1.0, -2.0), 1.9, 2.0)):
+        found = lights[np.linalg.norm(lights[:, :2] - (x, y), axis=1) < TOL]
+        assert len(found) == 1 and lo < found[0, 2] < hi
+    room = shapely.box(0, -3, 4, 0)  # the floor; the room has no ceiling, its wall is 2.5 m high
+    ceiling = [p for p in lights if shapely.contains_xy(room, p[0], p[1]) and 2.0 < p[2] < 2.5
+               and np.linalg.norm(p[:2] - (1.0, -2.0)) > TOL]
+    assert len(ceiling) == 1 and len(lights) == 3
+
+
+def texture_of(package: Path, prim_path: str) -> bytes:
+    return next(m for m in read_meshes(package / "asset.usdc") if m.prim_path == prim_path).texture.read_bytes()
+
+
+def test_class_materials_differ_per_instance_and_follow_the_seed(tmp_path):
+    house = write_json(tmp_path / "house.json", furnished_house())
+    out = convert_house(house, tmp_path / "a")
+    meshes = read_meshes(out / "asset.usdc")
+    chairs = [m for m in meshes if m.semantic_label == "lounge_chair"]
+    assert len(chairs) == 2 and all(m.texture is not None for m in meshes)
+    assert chairs[0].texture.read_bytes() != chairs[1].texture.read_bytes()
+    low, high = LOOKS["chair"].roughness
+    assert all(low <= m.roughness <= high for m in chairs)
+    floor = next(m for m in meshes if m.semantic_label == "floor")  # planar UVs on the floor: x, y over the tile
+    np.testing.assert_allclose(floor.uvs, floor.vertices[:, :2] / LOOKS["floor"].tile, atol=TOL)
+    other = convert_house(house, tmp_path / "b", seed=1)
+    assert all(texture_of(other, m.prim_path) != m.texture.read_bytes() for m in meshes)
 
 
 def test_label_mapping_file_remaps_classes(tmp_path, future_folder):
@@ -397,5 +541,8 @@ def test_same_input_in_one_go_is_deterministic(tmp_path):
     a, b = convert_house(house, tmp_path / "a" / "pkg"), convert_house(house, tmp_path / "b" / "pkg")
     for name in ("semantics.json", "collision.stl", "meta.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes()
+    textures = sorted(p.name for p in (a / "textures").iterdir())
+    assert textures and textures == sorted(p.name for p in (b / "textures").iterdir())
+    assert all((a / "textures" / n).read_bytes() == (b / "textures" / n).read_bytes() for n in textures)
     grids_a, grids_b = np.load(a / "occupancy.npz"), np.load(b / "occupancy.npz")
     assert all(np.array_equal(grids_a[k], grids_b[k]) for k in grids_a.files)

@@ -103,3 +103,9 @@ def save_png(image: np.ndarray, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(image).save(path, format="PNG", optimize=False)
     return path
+
+
+def ramp_color(rng: np.random.Generator, low: Color, high: Color, jitter: float) -> Color:
+    """A colour on the ramp from `low` to `high`, each channel nudged by up to `jitter`, so a wood stays a wood."""
+    t = rng.uniform() + rng.uniform(-jitter, jitter, 3)
+    return tuple(float(c) for c in np.clip(np.asarray(low) + (np.asarray(high) - np.asarray(low)) * t, 0.0, 1.0))

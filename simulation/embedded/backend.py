@@ -64,7 +64,7 @@ class EmbeddedBackend:
         if scene_file.robot_kind != config.robot.kind:
             raise ConfigError(f"the scene {scene_file.path} was placed for robot {scene_file.robot_kind!r}, "
                               f"not {config.robot.kind!r}", field="robot.kind")
-        self.scene: EmbeddedScene = load_scene(scene_file, self._randomizer.roughness,
+        self.scene: EmbeddedScene = load_scene(scene_file, self._randomizer,
                                                read_class_map(config.recording.class_map), hidden)
         imus = [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None
         frames = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]

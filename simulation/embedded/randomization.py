@@ -1,10 +1,14 @@
-"""Domain randomization of the embedded backend: light intensity and colour temperature, material roughness.
+"""Domain randomization of the embedded backend: light intensity and colour, material roughness and colour.
 
 Draws come from `core.seeding` generators named by what they randomize, so they depend only on
-the master seed. Roughness is drawn once per static mesh when the scene is built. Lights are drawn at
-the start (epoch 0) and, with `during_run`, again at the start of every `period` (epoch k at
-t = k * period), each epoch from its own generator: the lights of any time follow from the seed alone,
-and a restored state needs no generator state.
+the master seed. Roughness is drawn once per static mesh and the colour factor once per static material
+when the scene is built. Lights are drawn at the start (epoch 0) and, with `during_run`, again at the
+start of every `period` (epoch k at t = k * period), each epoch from its own generator: the lights of any
+time follow from the seed alone, and a restored state needs no generator state.
+
+A light's intensity is its authored one, or an absolute draw in USD sphere-light units converted as the
+scene converts its lights, with the light's own radius (`intensity_per_unit`), times the drawn scale. Its colour is the authored
+one times a black body (temperature mode), a uniform draw per channel (random mode, GRADE's), or as authored.
 
 Colour temperature -> colour: the chromaticity of a black body (Planckian locus, Kim et al. 2002
 cubic fit, valid for 1667-25000 K), as linear RGB with Rec. 709 / sRGB primaries and a D65 white,
@@ -16,13 +20,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
+from asset_converters import parts
 from core.config import RandomizationConfig
 from core.errors import ConfigError
 from core.seeding import generator
-from simulation.render import PointLight
+from simulation.render import PointLight, light_from_part
+from simulation.render.shading import linear_to_srgb8, srgb_to_linear
 
 KELVIN_RANGE = (1667.0, 25000.0)  # validity of the Planckian locus fit
 # CIE XYZ -> linear sRGB (IEC 61966-2-1), and the luminance weights of linear sRGB.
@@ -59,6 +66,16 @@ def kelvin_to_rgb(kelvin: float) -> np.ndarray:
     return rgb / float(LUMINANCE @ rgb)
 
 
+def intensity_per_unit(light: PointLight) -> float:
+    """The render intensity one unit of USD sphere-light intensity gives a light of this one's radius."""
+    return light_from_part(parts.Light("unit", light.position, intensity=1.0, radius=light.radius)).intensity
+
+
+def tint_texture(texture: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """An sRGB uint8 texture with its linear colour multiplied per channel by `factor` (3,)."""
+    return linear_to_srgb8(srgb_to_linear(texture[..., :3]) * np.asarray(factor, np.float32))
+
+
 class Randomizer:
     """The randomization of one run: config ranges, master seed and the scene's authored lights."""
 
@@ -75,6 +92,14 @@ class Randomizer:
         rough = self.config.roughness
         return generator(self.seed, "simulation/randomization/roughness").uniform(rough.min, rough.max, count)
 
+    def material_colors(self, count: int) -> np.ndarray | None:
+        """Per-channel colour factors (count, 3) of `count` materials; None without `material_color`."""
+        factor = self.config.material_color
+        if factor is None:
+            return None
+        return generator(self.seed, "simulation/randomization/material_color").uniform(factor.min, factor.max,
+                                                                                      (count, 3))
+
     def epoch(self, time: float) -> int:
         """Which draw of the lights holds at simulation time `time`."""
         if not self.config.during_run:
@@ -82,11 +107,21 @@ class Randomizer:
         return math.floor(time / self.config.period + _EPOCH_TOLERANCE)
 
     def lights(self, authored: Sequence[PointLight], epoch: int) -> list[PointLight]:
-        """The authored lights with the intensity scale and colour temperature drawn for `epoch`."""
+        """The authored lights with the intensities and colours drawn for `epoch` (module docstring)."""
+        config, count = self.config, len(authored)
         rng = generator(self.seed, f"simulation/randomization/lights/{epoch}")
-        scale, temperature = self.config.light_intensity_scale, self.config.light_color_temperature_k
-        scales = rng.uniform(scale.min, scale.max, len(authored))
-        kelvins = rng.uniform(temperature.min, temperature.max, len(authored))
-        return [PointLight(light.position, float(light.intensity * s),
-                           tuple((np.asarray(light.color) * kelvin_to_rgb(float(k))).tolist()))
-                for light, s, k in zip(authored, scales, kelvins)]
+        scale, temperature = config.light_intensity_scale, config.light_color_temperature_k
+        # Scales and temperatures are drawn first whatever the options, so the default draws never change.
+        scales = rng.uniform(scale.min, scale.max, count)
+        kelvins = rng.uniform(temperature.min, temperature.max, count)
+        base = np.array([light.intensity for light in authored], dtype=np.float64)
+        if config.light_intensity is not None:
+            per_unit = np.array([intensity_per_unit(light) for light in authored], dtype=np.float64)
+            base = rng.uniform(config.light_intensity.min, config.light_intensity.max, count) * per_unit
+        colors = np.array([light.color for light in authored], dtype=np.float64).reshape(count, 3)
+        if config.light_color == "temperature":
+            colors = colors * np.array([kelvin_to_rgb(float(k)) for k in kelvins]).reshape(count, 3)
+        elif config.light_color == "random":
+            colors = rng.random((count, 3))
+        return [replace(light, intensity=float(b * s), color=tuple(c.tolist()))  # radius and position kept
+                for light, b, s, c in zip(authored, base, scales, colors)]

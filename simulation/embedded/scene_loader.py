@@ -8,11 +8,14 @@
 - Instances (instances.json) and semantic classes: instance ids number environment meshes, then humans,
   then flying objects, from 1; semantic ids come from the global class map (core.formats.class_map), which
   resolves each asset label to a class, so every run speaks the same ids.
+- Randomization (randomization.py): each environment mesh's roughness, and each environment material's
+  colour factor (materials are told apart by base colour and texture file, numbered in mesh order).
+  An environment without lights is loaded with a warning: only the ambient term lights it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,9 +27,11 @@ from core.errors import InputError
 from core.formats.asset_meta import load_meta
 from core.formats.class_map import DEFAULT_CLASS_MAP, UNLABELLED_ID, ClassMap, Kind
 from core.formats.scene_layout import ENVIRONMENT_PRIM, scene_prim_path
+from core.progress import get_logger
 from simulation.backend import InstanceInfo
 from simulation.embedded.actors import HumanModel, HumanTrack, ObjectTrack, object_parts
 from simulation.embedded.merge import merge_parts
+from simulation.embedded.randomization import Randomizer, tint_texture
 from simulation.embedded.scene_file import SceneFile
 from simulation.physics import EnvironmentCollision, KinematicBody, load_environment_collision
 from simulation.render import (
@@ -39,9 +44,8 @@ from simulation.render import (
     load_texture,
 )
 
+log = get_logger("simulation")
 MAX_INSTANCE_ID = 65535  # instance images are uint16
-# Per-mesh roughness for the environment's static meshes, given their count (randomization), or None.
-RoughnessDraw = Callable[[int], np.ndarray] | None
 
 
 @dataclass
@@ -100,11 +104,35 @@ class _Textures:
         return self._images[path]
 
 
-def load_scene(scene: SceneFile, roughness: RoughnessDraw = None, class_map: ClassMap = DEFAULT_CLASS_MAP,
+MaterialKey = tuple[tuple[float, ...], Path | None]
+
+
+def _environment_materials(meshes: Sequence, randomizer: Randomizer | None,
+                           textures: _Textures) -> list[tuple[tuple[float, float, float], np.ndarray | None]]:
+    """Base colour and texture image of each environment mesh (as `read_meshes` gives them), with the
+    randomizer's colour factor of its material (one per distinct base colour and texture file, numbered in
+    mesh order)."""
+    keys: dict[MaterialKey, int] = {}
+    for mesh in meshes:
+        keys.setdefault((tuple(mesh.base_color), mesh.texture), len(keys))
+    factors = randomizer.material_colors(len(keys)) if randomizer is not None else None
+    made: dict[MaterialKey, tuple[tuple[float, float, float], np.ndarray | None]] = {}
+    for key, index in keys.items():
+        color, texture = key
+        image = textures(texture) if texture else None
+        if factors is not None:
+            color = tuple(np.minimum(np.asarray(color) * factors[index], 1.0).tolist())
+            image = tint_texture(image, factors[index]) if image is not None else None
+        made[key] = (color, image)
+    return [made[(tuple(m.base_color), m.texture)] for m in meshes]
+
+
+def load_scene(scene: SceneFile, randomizer: Randomizer | None = None, class_map: ClassMap = DEFAULT_CLASS_MAP,
                hidden: frozenset[str] = frozenset()) -> EmbeddedScene:
     """Load the packages of a scene file (`read_scene_file` has checked every reference), labelled with
-    `class_map`, without the humans and flying objects whose prim paths are `hidden` (a replay's choice:
-    the others keep the instance ids they have with everything shown)."""
+    `class_map` and the environment's materials randomized by `randomizer` (None: as authored), without the
+    humans and flying objects whose prim paths are `hidden` (a replay's choice: the others keep the instance
+    ids they have with everything shown)."""
     textures = _Textures()
     env = scene.environment
     floor = load_meta(env.package).environment.floor_height
@@ -133,13 +161,14 @@ def load_scene(scene: SceneFile, roughness: RoughnessDraw = None, class_map: Cla
     if count > MAX_INSTANCE_ID:
         raise InputError(f"{count} instances exceed the {MAX_INSTANCE_ID} ids of uint16 instance images", scene.path)
 
-    rough = roughness(len(env_meshes)) if roughness is not None else [m.roughness for m in env_meshes]
+    rough = randomizer.roughness(len(env_meshes)) if randomizer is not None else [m.roughness for m in env_meshes]
+    surfaces = _environment_materials(env_meshes, randomizer, textures)
     instances: dict[int, InstanceInfo] = {}
     static = []
-    for instance_id, (mesh, r) in enumerate(zip(env_meshes, rough), start=1):
+    for instance_id, (mesh, r, (color, image)) in enumerate(zip(env_meshes, rough, surfaces), start=1):
         name = scene_prim_path(ENVIRONMENT_PRIM, mesh.prim_path)
         semantic = classes.get(resolved[instance_id - 1], UNLABELLED_ID)
-        material = RenderMaterial(tuple(mesh.base_color), textures(mesh.texture) if mesh.texture else None, float(r))
+        material = RenderMaterial(color, image, float(r))
         static.append(RenderMesh(name, mesh.vertices, mesh.faces, instance_id, semantic, material,
                                  mesh.uvs if mesh.texture else None))
         instances[instance_id] = InstanceInfo(name, resolved[instance_id - 1], semantic, env.asset_id, "environment",
@@ -155,6 +184,9 @@ def load_scene(scene: SceneFile, roughness: RoughnessDraw = None, class_map: Cla
         instances[instance_id] = InstanceInfo(actor.name, name, semantic, actor.prim.asset_id, kind, label)
 
     lights = tuple(light_from_part(light) for light in read_lights(env.package / "asset.usdc"))
+    if not lights:
+        log.warning("environment %s has no lights: it renders with the ambient term only and light "
+                    "randomization has nothing to change", env.package)
     render = RenderScene(static, dynamic, lights)
     return EmbeddedScene(scene, render, [h for h in humans if h.name not in hidden],
                          [o for o in objects if o.name not in hidden], instances, classes, lights,
