@@ -485,6 +485,44 @@ class PostprocessConfig(Strict):
         return any(step is not None for step in (self.imu, self.depth, self.blur, self.rolling_shutter))
 
 
+# What rays that leave the scene (open doorways, windows) see by default: a light, slightly blue grey sky,
+# linear RGB, about as bright as a lit wall.
+DEFAULT_SKY = (0.5, 0.6, 0.75)
+
+
+class ExposureConfig(Strict):
+    """How every camera turns shaded (linear) colour into 8-bit sRGB, as a camera's exposure and tone curve."""
+
+    mode: Literal["auto", "fixed"] = Field(
+        "auto", description="auto: each frame's log-average luminance is brought to middle grey (metered on that "
+                            "frame alone, so replays match); fixed: the shaded colour is scaled by 2^ev")
+    ev: float = Field(0.0, ge=-20, le=20, description="stops: fixed: the scale is 2^ev; auto: exposure "
+                                                      "compensation on top of the metered exposure (+1 = twice as "
+                                                      "bright)")
+    tone_map: Literal["filmic", "clip"] = Field(
+        "filmic", description="filmic: ACES filmic curve, highlights roll off towards white; clip: values above "
+                              "1 clip to white")
+
+
+class RenderConfig(Strict):
+    """The embedded renderer's background and exposure (every camera)."""
+
+    background: Vec3 = Field(DEFAULT_SKY, description="linear RGB (>= 0) seen by rays that hit nothing "
+                                                      "(open doorways, windows), unless `environment` is set")
+    environment: Path | None = Field(None, description="equirectangular image seen by rays that hit nothing "
+                                                       "(world frame, Z up, centre column along +X): Radiance .hdr "
+                                                       "(linear) or an 8-bit sRGB image")
+    environment_strength: NonNegFloat = Field(1.0, description="factor on the environment image's colours")
+    exposure: ExposureConfig = Field(default_factory=ExposureConfig)
+
+    @field_validator("background")
+    @classmethod
+    def _non_negative(cls, value: Vec3) -> Vec3:
+        if min(value) < 0:
+            raise ValueError(f"colour components must be >= 0, got {list(value)}")
+        return value
+
+
 class ExperimentConfig(Strict):
     """One experiment: a scene, a robot with sensors, a run length and what to record."""
 
@@ -500,6 +538,7 @@ class ExperimentConfig(Strict):
     exploration: ExplorationConfig = Field(default_factory=ExplorationConfig)
     simulation: SimulationConfig = Field(default_factory=SimulationConfig)
     recording: RecordingConfig = Field(default_factory=RecordingConfig)
+    render: RenderConfig = Field(default_factory=RenderConfig)
     postprocess: PostprocessConfig = Field(default_factory=PostprocessConfig,
                                            description="applied after recording (and by `grade postprocess`)")
 
@@ -575,6 +614,8 @@ class ExperimentConfig(Strict):
             data.robot.tiago.s_curve = fix(data.robot.tiago.s_curve)
         if data.recording.class_map is not None and not data.recording.class_map.is_absolute():
             data.recording.class_map = fix(data.recording.class_map)
+        if data.render.environment is not None and not data.render.environment.is_absolute():
+            data.render.environment = fix(data.render.environment)
         return data
 
     def input_paths(self) -> dict[str, Path]:
@@ -594,6 +635,8 @@ class ExperimentConfig(Strict):
             found["robot.tiago.s_curve"] = self.robot.tiago.s_curve
         if self.recording.class_map is not None:
             found["recording.class_map"] = self.recording.class_map
+        if self.render.environment is not None:
+            found["render.environment"] = self.render.environment
         return found
 
 

@@ -228,7 +228,7 @@ def test_parts_adapters(tmp_path):
     mesh = mesh_from_part(part, instance_id=4, semantic_id=2)
     assert mesh.material.roughness == 0.9 and np.array_equal(mesh.material.texture, texture)
     light = light_from_part(parts.Light("lamp", (0, 0, 2), intensity=1000.0, radius=0.1), exposure=0.5)
-    assert light.intensity == pytest.approx(1000.0 * math.pi * 0.01 * 0.5)
+    assert light.intensity == pytest.approx(1000.0 * math.pi * 0.01 * 0.5) and light.radius == 0.1
     scene = RenderScene([mesh], ambient=(1, 1, 1))
     assert scene.instances() == {4: {"name": "poster", "semantic_id": 2, "dynamic": False}}
     frame = render_frame(scene, CAMERA, POSE)
@@ -321,14 +321,16 @@ def test_one_frame_samples_each_mesh_with_its_own_texture_and_filter(tmp_path):
     assert np.all(frame.rgb[plain] == linear_to_srgb8(np.float32(base)))
 
 
-def test_point_light_behind_occluder_casts_shadow_where_geometry_says():
+@pytest.mark.parametrize("radius", [0.0, 1.5])  # a point, and a sphere light whose falloff is 1 / (d^2 + r^2)
+def test_point_light_behind_occluder_casts_shadow_where_geometry_says(radius):
     light, intensity, albedo, ambient = np.array([0.2, 0.1, 3.0]), 6.0, 0.5, 0.1
     lo, hi = np.array([-0.3, -0.3, 1.0]), np.array([0.3, 0.3, 1.2])
     floor = RenderMesh("floor", [[-5, -5, 0], [5, -5, 0], [5, 5, 0], [-5, 5, 0]], [[0, 1, 2], [0, 2, 3]], 1, 1,
                        RenderMaterial((albedo,) * 3, roughness=1.0))
     blocker = cube("blocker", 2, (lo + hi) / 2, 0.3)
     blocker.vertices[:, 2] *= (hi[2] - lo[2]) / 0.6
-    scene = RenderScene([floor, blocker], lights=[PointLight(tuple(light), intensity)], ambient=(ambient,) * 3)
+    scene = RenderScene([floor, blocker], lights=[PointLight(tuple(light), intensity, radius=radius)],
+                        ambient=(ambient,) * 3)
     pose = look_at((0.5, -4.0, 4.0), (0.0, 0.0, 0.0))
     frame = render_frame(scene, CAMERA, pose)
 
@@ -347,13 +349,13 @@ def test_point_light_behind_occluder_casts_shadow_where_geometry_says():
     assert shadow.sum() > 100 and lit.sum() > 5000
     dark = linear_to_srgb8(np.float32(albedo * ambient))
     assert np.all(frame.rgb[shadow] == dark)
-    # Lit floor: Lambert + normalised Blinn-Phong (roughness 1 -> exponent 1), 1/d^2 falloff.
+    # Lit floor: Lambert + normalised Blinn-Phong (roughness 1 -> exponent 1), 1/(d^2 + r^2) falloff.
     n_dot_l = to_light[..., 2] / dist
     view = -directions / np.linalg.norm(directions, axis=-1, keepdims=True)
     half = to_light / dist[..., None] + view
     n_dot_h = half[..., 2] / np.linalg.norm(half, axis=-1)
     lobe = 9 / (8 * np.pi) * n_dot_h
-    expected = albedo * ambient + intensity * n_dot_l / dist**2 * (albedo + 0.04 * lobe)
+    expected = albedo * ambient + intensity * n_dot_l / (dist**2 + radius**2) * (albedo + 0.04 * lobe)
     difference = np.abs(frame.rgb[lit].astype(int) - linear_to_srgb8(expected[lit])[:, None].astype(int))
     assert difference.max() <= 1
     assert np.all(frame.rgb[lit].astype(int).sum(axis=-1) > 3 * int(dark))
@@ -441,6 +443,8 @@ def test_bad_input_names_the_field(tmp_path):
         RenderMesh("bad", np.zeros((0, 3)), np.zeros((0, 3), int), 1)
     with pytest.raises(InputError, match="instance_id"):
         RenderScene([cube("a", 1, (0, 3, 0)), cube("b", 1, (1, 3, 0))])
+    with pytest.raises(InputError, match="radius"):
+        PointLight((0, 0, 3), radius=-0.1)
     scene = RenderScene([], [cube("a", 1, (0, 3, 0))])
     with pytest.raises(InputError, match="vertices"):
         render_frame(scene, CAMERA, POSE, {"a": MeshState(vertices=np.zeros((3, 3)))})

@@ -18,7 +18,13 @@ from core.seeding import generator
 FLOOR_TILE = 1.0  # m of floor per texture tile
 WALL_TILE = 1.2
 FURNITURE_TILE = 0.5
-LIGHT_BELOW_CEILING = 0.15  # m
+# Ceiling lights are pendant globes: hung this far below the ceiling and this large, the ceiling right above
+# one gets ~5x, not ~45x, the light's irradiance at 1 m (render lights fall off as 1 / (d^2 + r^2)), so it
+# shows a bright pool rather than a blown-out hotspot.
+LIGHT_BELOW_CEILING = 0.45  # m, globe centre
+LIGHT_RADIUS = 0.1  # m
+# USD sphere-light luminance: the power of a default parts.Light (30000 nits, 5 cm) spread over the globe.
+LIGHT_LUMINANCE = 30000.0 * (0.05 / LIGHT_RADIUS) ** 2
 FLOOR_PATTERNS = ("wood", "checker", "noise")
 WALL_PATTERNS = ("noise", "stripes")
 COLOR_JITTER = 0.08  # per-channel deviation from a colour ramp
@@ -120,14 +126,14 @@ def furniture_meshes(rng: np.random.Generator, placed: list[Placed], texture_dir
 
 
 def ceiling_lights(rng: np.random.Generator, plan: Plan) -> list[Light]:
-    """One warm-white light under the ceiling at the centre of every room (not in alcoves)."""
+    """One warm-white pendant light under the ceiling at the centre of every room (not in alcoves)."""
     lights = []
     for i, (x0, y0, x1, y1) in enumerate(plan.rooms):
         if i in plan.alcoves:
             continue
         color = (1.0, float(rng.uniform(0.88, 0.97)), float(rng.uniform(0.75, 0.9)))
         lights.append(Light(f"ceiling_light_{i}", ((x0 + x1) / 2, (y0 + y1) / 2, plan.ceiling - LIGHT_BELOW_CEILING),
-                            color=color))
+                            intensity=LIGHT_LUMINANCE, color=color, radius=LIGHT_RADIUS))
     return lights
 
 

@@ -12,12 +12,13 @@ sensors there), or to the start state before the first step; `set_state` restore
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from asset_converters import joint_world_transforms
-from core.config import ExperimentConfig
+from core.config import ExperimentConfig, RenderConfig
 from core.errors import ConfigError, InputError
 from core.formats.class_map import read_class_map
 from core.formats.placement import animation_time
@@ -34,7 +35,7 @@ from simulation.embedded.sensors import (
 )
 from simulation.physics import PhysicsWorld, SensorMount, build_world
 from simulation.physics.kinematic import mocap_indices
-from simulation.render import Frame, PointLight, render_frame
+from simulation.render import EnvironmentMap, Frame, PointLight, load_environment, render_frame
 from simulation.robots import robot_model
 from simulation.robots.mjcf import LinkEdge
 from simulation.robots.scurve import follower_for
@@ -57,15 +58,19 @@ class EmbeddedBackend:
         robot = robot_model(config.robot.kind, config.robot.tiago.model)
         sensors = config.robot.sensors
         check_mount_links(robot, sensors)
-        self._cameras = {c.name: CameraSensor.from_config(c, i) for i, c in enumerate(sensors.cameras)}
+        exposure = config.render.exposure
+        self._cameras = {c.name: CameraSensor.from_config(c, i, exposure) for i, c in enumerate(sensors.cameras)}
         self._lidar = LidarSensor.from_config(sensors.lidar) if sensors.lidar else None
         self._randomizer = Randomizer(config.simulation.randomization, config.seed)
         scene_file = read_scene_file(scene)
         if scene_file.robot_kind != config.robot.kind:
             raise ConfigError(f"the scene {scene_file.path} was placed for robot {scene_file.robot_kind!r}, "
                               f"not {config.robot.kind!r}", field="robot.kind")
+        environment = _environment(config.render)  # before the scene, so that a bad image fails at once
         self.scene: EmbeddedScene = load_scene(scene_file, self._randomizer,
                                                read_class_map(config.recording.class_map), hidden)
+        self.scene.render.background = np.asarray(config.render.background, dtype=np.float32)
+        self.scene.render.environment = environment
         imus = [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None
         frames = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]
         frames += [SensorMount.from_config(sensors.lidar.name, sensors.lidar.mount)] if sensors.lidar else []
@@ -319,5 +324,15 @@ class EmbeddedBackend:
             self.scene.render.lights = self._randomizer.lights(self.scene.lights, epoch)
 
     def set_lights(self, intensity: np.ndarray, color: np.ndarray) -> None:
-        self.scene.render.lights = [PointLight(light.position, float(i), tuple(np.asarray(c, float).tolist()))
+        self.scene.render.lights = [replace(light, intensity=float(i), color=tuple(np.asarray(c, float).tolist()))
                                     for light, i, c in zip(self.scene.lights, intensity, color, strict=True)]
+
+
+def _environment(config: RenderConfig) -> EnvironmentMap | None:
+    """render.environment's image, or None; InputError naming the file and the key."""
+    if config.environment is None:
+        return None
+    try:
+        return load_environment(config.environment, config.environment_strength)
+    except InputError as exc:
+        raise InputError(exc.message, config.environment, "render.environment") from exc

@@ -23,12 +23,12 @@ import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from core.config import CameraConfig, LidarConfig, SensorsConfig
+from core.config import CameraConfig, ExposureConfig, LidarConfig, SensorsConfig
 from core.errors import ConfigError, InputError
 from simulation.backend import LidarScan
 from simulation.physics import PhysicsWorld
 from simulation.physics.sensors import site_name
-from simulation.render import Camera, RenderOptions
+from simulation.render import Camera, Exposure, RenderOptions
 from simulation.robots import RobotModel
 
 # Columns are the optical axes (x right, y down, z forward) in the camera body frame.
@@ -60,7 +60,8 @@ class CameraSensor:
     flow: bool  # optical flow to the next frame (1 / rate_hz later)
 
     @classmethod
-    def from_config(cls, config: CameraConfig, index: int) -> CameraSensor:
+    def from_config(cls, config: CameraConfig, index: int, exposure: ExposureConfig) -> CameraSensor:
+        """Camera `index` of robot.sensors.cameras, exposed as render.exposure says."""
         field = f"robot.sensors.cameras.{index}"
         try:
             if config.intrinsics is not None:
@@ -75,7 +76,7 @@ class CameraSensor:
             raise ConfigError(f"camera {config.name!r}: {exc.message}", field=field) from exc
         outputs = set(config.outputs)
         options = RenderOptions(rgb="rgb" in outputs, boxes=bool(outputs & set(BOX_OUTPUTS)),
-                                supersample=config.supersampling)
+                                supersample=config.supersampling, exposure=Exposure(**exposure.model_dump()))
         return cls(config.name, camera, options, config.rate_hz, "flow" in outputs)
 
 

@@ -1,11 +1,13 @@
 """Ray-cast renderer of the embedded backend (Intel Embree through embreex).
 
-Public surface: cameras, the render scene (meshes, materials, lights, per-frame mesh states), `render`
-and the frame it returns, and the replicator-compatible box dtypes.
+Public surface: cameras, the render scene (meshes, materials, lights, background and environment image,
+per-frame mesh states), exposure, `render` and the frame it returns, and the replicator-compatible box dtypes.
 """
 
 from simulation.render.annotations import BOX_2D_DTYPE, BOX_3D_DTYPE
+from simulation.render.background import EnvironmentMap, load_environment
 from simulation.render.camera import Camera, CameraParams, look_at
+from simulation.render.exposure import Exposure
 from simulation.render.renderer import Frame, RenderOptions, render_frame
 from simulation.render.scene import (
     MeshState,
@@ -21,7 +23,7 @@ from simulation.render.scene import (
 from simulation.render.tiles import NO_HIT_DEPTH
 
 __all__ = [
-    "BOX_2D_DTYPE", "BOX_3D_DTYPE", "NO_HIT_DEPTH", "Camera", "CameraParams", "Frame", "MeshState", "PointLight",
-    "RenderMaterial", "RenderMesh", "RenderOptions", "RenderScene", "light_from_part", "load_texture", "look_at",
-    "material_from_part", "mesh_from_part", "render_frame",
+    "BOX_2D_DTYPE", "BOX_3D_DTYPE", "NO_HIT_DEPTH", "Camera", "CameraParams", "EnvironmentMap", "Exposure", "Frame",
+    "MeshState", "PointLight", "RenderMaterial", "RenderMesh", "RenderOptions", "RenderScene", "light_from_part",
+    "load_environment", "load_texture", "look_at", "material_from_part", "mesh_from_part", "render_frame",
 ]

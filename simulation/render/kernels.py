@@ -1,5 +1,6 @@
 """Compiled per-pixel loops (numba) for the renderer's hottest steps: normals, ground-truth images and their
-per-instance stats, albedo with texture lookups, lighting terms and Blinn-Phong, sRGB encoding, and the
+per-instance stats, albedo with texture lookups, lighting terms and Blinn-Phong, the background of missed rays, metering, tone
+mapping and sRGB encoding, and the
 scanline marks of the occlusion rasteriser.
 
 Each kernel does in one pass per point what whole-array numpy code did in a dozen passes, in the same
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulation.render.shading import ENCODE_LEVELS
+from simulation.render.shading import ENCODE_LEVELS, LUMINANCE_WEIGHTS
 
 _F0 = np.float32(0.0)
 _F1 = np.float32(1.0)
@@ -24,6 +25,11 @@ _HALF = np.float32(0.5)
 _TINY = np.float32(1e-12)
 _DIELECTRIC_F0 = np.float32(0.04)  # specular reflectance of non-metals at normal incidence
 _ENCODE_SCALE = np.float32(ENCODE_LEVELS)
+_TWO_PI = 2.0 * np.pi
+_LUMA_R, _LUMA_G, _LUMA_B = (np.float32(w) for w in LUMINANCE_WEIGHTS)
+# ACES filmic fit (Narkowicz 2015): x (a x + b) / (x (c x + d) + e) of the input times 0.6.
+_FILMIC_INPUT = np.float32(0.6)
+_FILMIC_A, _FILMIC_B, _FILMIC_C, _FILMIC_D, _FILMIC_E = (np.float32(k) for k in (2.51, 0.03, 2.43, 0.59, 0.14))
 
 
 @njit(cache=True, nogil=True)
@@ -186,10 +192,10 @@ def surface_points(components, offset, eye, rays, complete, t, normals, shadow_b
 
 
 @njit(cache=True, nogil=True)
-def light_terms(points, components, offset, rays, complete, t, normals, side, light, shadow_bias,
+def light_terms(points, components, offset, rays, complete, t, normals, side, light, radius_squared, shadow_bias,
                 bias_per_metre):
-    """Per point, for a light at `light` (3,): cos(n, l) on the viewed side, cos(l, v) towards the eye,
-    irradiance n.l / d^2, and the shadow ray (to_light (N, 3), reach (N,) as a fraction of it; 0 when the
+    """Per point, for a light at `light` (3,) of squared radius `radius_squared`: cos(n, l) on the viewed
+    side, cos(l, v) towards the eye, irradiance n.l / (d^2 + r^2), and the shadow ray (to_light (N, 3), reach (N,) as a fraction of it; 0 when the
     point faces away), as rgb.Lighting computes them."""
     n = len(t)
     cos_nl = np.empty(n, np.float32)
@@ -208,7 +214,7 @@ def light_terms(points, components, offset, rays, complete, t, normals, side, li
         lv = ((components[0, r] * l0 + components[1, r] * l1) + components[2, r] * l2) * -inverse
         n_dot_l = max(nl, _F0)
         cos_nl[i], cos_lv[i] = nl, lv
-        irradiance[i] = n_dot_l / max(squared, _TINY)
+        irradiance[i] = n_dot_l / max(squared + radius_squared, _TINY)
         bias = shadow_bias + bias_per_metre * from_eye
         # Times 1 or 0 as in numpy, so that a negative reach next to the light stays -0.
         reach[i] = (_F1 - _F2 * bias * inverse) * (_F1 if n_dot_l > _F0 else _F0)
@@ -253,39 +259,78 @@ def add_light(diffuse, specular, cos_nl, cos_nv, cos_lv, irradiance, intensity, 
 
 
 @njit(cache=True, nogil=True)
-def compose(albedo, ambient, diffuse, specular):
-    """Linear colour (3, N): albedo (ambient + diffuse) + specular."""
-    out = np.empty_like(albedo)
+def compose(out, albedo, ambient, diffuse, specular, rays, complete):
+    """Writes linear colour albedo (ambient + diffuse) + specular of the hits into `out` (3, count) at their
+    rays `rays` (all in order if `complete`)."""
     for c in range(3):
         for i in range(albedo.shape[1]):
-            out[c, i] = albedo[c, i] * (ambient[c] + diffuse[c, i]) + specular[c, i]
-    return out
+            r = i if complete else rays[i]
+            out[c, r] = albedo[c, i] * (ambient[c] + diffuse[c, i]) + specular[c, i]
 
 
 @njit(cache=True, nogil=True)
-def compose_srgb8(albedo, ambient, diffuse, specular, rays, complete, count, background, lut):
-    """uint8 sRGB (count, 3) of `count` rays: albedo (ambient + diffuse) + specular at the hit rays `rays`
-    (all in order if `complete`), `background` elsewhere; encoded through shading's lookup table `lut`."""
-    out = np.empty((count, 3), np.uint8)
-    if not complete:
+def fill_misses(out, hits, color):
+    """Writes `color` (3,) into `out` (3, count) at every ray that is not in the sorted hit rays `hits`."""
+    j = 0
+    for r in range(out.shape[1]):
+        if j < len(hits) and hits[j] == r:
+            j += 1
+            continue
         for c in range(3):
-            code = _encode(background[c], lut)
-            for r in range(count):
-                out[r, c] = code
-    for i in range(albedo.shape[1]):
-        r = i if complete else rays[i]
-        for c in range(3):
-            out[r, c] = _encode(albedo[c, i] * (ambient[c] + diffuse[c, i]) + specular[c, i], lut)
-    return out
+            out[c, r] = color[c]
 
 
 @njit(cache=True, nogil=True)
-def srgb8(linear, lut):
-    """uint8 sRGB (N, 3) of linear (3, N) float32."""
+def fill_misses_environment(out, hits, components, texels):
+    """Writes into `out` (3, count), at every ray not in the sorted hit rays `hits`, the equirectangular
+    image `texels` (3, H, W + 1; column W repeats column 0) looked up bilinearly along the ray's unit world
+    direction (`components` (3, count)): column u = 0.5 - atan2(y, x) / 2pi, row v = 0.5 - asin(z) / pi
+    from the top, texel centres at (i + 0.5) / size, wrapping around in u and clamped in v."""
+    height, width = texels.shape[1], texels.shape[2] - 1
+    j = 0
+    for r in range(out.shape[1]):
+        if j < len(hits) and hits[j] == r:
+            j += 1
+            continue
+        dx, dy = np.float64(components[0, r]), np.float64(components[1, r])
+        dz = min(max(np.float64(components[2, r]), -1.0), 1.0)
+        x = (0.5 - np.arctan2(dy, dx) / _TWO_PI) * width - 0.5
+        y = (0.5 - np.arcsin(dz) / np.pi) * height - 0.5
+        x0, y0 = np.floor(x), np.floor(y)
+        fx, fy = np.float32(x - x0), np.float32(y - y0)
+        column = np.intp(x0) % width
+        row0 = min(max(np.intp(y0), 0), height - 1)
+        row1 = min(max(np.intp(y0) + 1, 0), height - 1)
+        gx, gy = _F1 - fx, _F1 - fy
+        for c in range(3):
+            top = texels[c, row0, column] * gx + texels[c, row0, column + 1] * fx
+            bottom = texels[c, row1, column] * gx + texels[c, row1, column + 1] * fx
+            out[c, r] = top * gy + bottom * fy
+
+
+@njit(cache=True, nogil=True)
+def log_luminance_sum(linear, floor):
+    """Sum over the pixels of linear colour (3, N) of log(floor + Rec. 709 luminance), in float64."""
+    total = 0.0
+    for i in range(linear.shape[1]):
+        luminance = (_LUMA_R * linear[0, i] + _LUMA_G * linear[1, i]) + _LUMA_B * linear[2, i]
+        total += np.log(floor + max(np.float64(luminance), 0.0))
+    return total
+
+
+@njit(cache=True, nogil=True)
+def tone_encode(linear, scale, filmic, lut):
+    """uint8 sRGB (N, 3) of linear colour (3, N) times `scale`, through the filmic curve if `filmic`
+    (exposure.py), encoded through shading's lookup table `lut` (clipping to [0, 1])."""
     out = np.empty((linear.shape[1], 3), np.uint8)
     for c in range(3):
+        if not filmic:
+            for i in range(linear.shape[1]):
+                out[i, c] = _encode(linear[c, i] * scale, lut)
+            continue
         for i in range(linear.shape[1]):
-            out[i, c] = _encode(linear[c, i], lut)
+            x = max(linear[c, i] * scale, _F0) * _FILMIC_INPUT
+            out[i, c] = _encode((x * (_FILMIC_A * x + _FILMIC_B)) / (x * (_FILMIC_C * x + _FILMIC_D) + _FILMIC_E), lut)
     return out
 
 

@@ -7,19 +7,22 @@ rays and shade (embreex and numpy release the GIL in their loops, so the workers
 Meanwhile this thread projects the meshes and rasterises each one alone (for occlusion ratios); it
 makes the boxes once every tile is done. Per-pixel vectors are handled as rows (3, N), see columns.py.
 Every tile's pixels are computed the same way whichever worker takes it, so frames do not depend on
-the thread count or on scheduling.
+the thread count or on scheduling. Colour is shaded in linear RGB and encoded through the camera's
+exposure (exposure.py): a fixed exposure encodes in the tile workers; an auto exposure meters each tile's
+pixels there, sums the tiles in order once all are done and then encodes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
 
 from core.errors import InputError
+from simulation.render import kernels
 from simulation.render.annotations import (
     BOX_2D_DTYPE,
     BOX_3D_DTYPE,
@@ -29,9 +32,11 @@ from simulation.render.annotations import (
     layer_view,
 )
 from simulation.render.camera import Camera, CameraParams, check_pose
+from simulation.render.exposure import LOG_FLOOR, Exposure
 from simulation.render.raycast import RAY_THREADS
 from simulation.render.rgb import Lighting
 from simulation.render.scene import MeshState, RenderScene
+from simulation.render.shading import ENCODE_LUT
 from simulation.render.tiles import GroundTruth, Tile, hit_surface, tile_ranges
 
 
@@ -43,6 +48,7 @@ class RenderOptions:
     occlusion: bool = True  # occlusion ratios (costs rasterising every mesh in view alone)
     supersample: int = 1  # RGB rays per pixel = supersample^2
     threads: int = RAY_THREADS  # tile workers, each tracing and shading whole tiles
+    exposure: Exposure = field(default_factory=Exposure)  # linear colour -> display values (default: as shaded)
 
     def __post_init__(self) -> None:
         if self.supersample < 1:
@@ -74,23 +80,36 @@ def _tile_pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tiles")
 
 
+@dataclass(frozen=True)
+class _TileResult:
+    stats: PixelStats | None  # of the tile's instance ids, when boxes are wanted
+    linear: np.ndarray | None  # (3, pixels) colour left to encode once the frame is metered
+    log_sum: float  # the metering sum of `linear` (kernels.log_luminance_sum)
+
+
 def _tile_job(scene: RenderScene, camera: Camera, pose: np.ndarray, pixels: tuple[int, int],
               geometry: Future, truth: GroundTruth, next_pose: np.ndarray | None, rgb: np.ndarray | None,
-              samples: int, shadows: bool, boxes: bool) -> PixelStats | None:
-    """Ground truth of a tile's pixels, their colour into `rgb` unless it is None, and the stats of their
-    instance ids if `boxes`. `geometry` is the frame's FrameGeometry, still being made when the job starts."""
+              options: RenderOptions) -> _TileResult:
+    """Ground truth of a tile's pixels; their colour encoded into `rgb` (fixed exposure) or kept linear and
+    metered (auto exposure), unless `rgb` is None; the stats of their instance ids if `options.boxes`.
+    `geometry` is the frame's FrameGeometry, still being made when the job starts."""
     tile = Tile(camera, pose, pixels, 1)
     hits = tile.trace(scene)
     surface, normals = hit_surface(scene, geometry.result(), hits)
     truth.fill(scene, camera, tile, surface, normals, geometry.result(), next_pose)
     stats = PixelStats.of_rows(truth.instance[tile.pixels].reshape(-1, camera.width),
-                               pixels[0] // camera.width) if boxes else None
-    if rgb is not None:
-        if samples > 1:
-            tile = Tile(camera, pose, pixels, samples)
-            surface, normals = hit_surface(scene, geometry.result(), tile.trace(scene))
-        rgb[tile.pixels] = Lighting(scene, tile.rays, surface, normals, shadows).srgb(samples)
-    return stats
+                               pixels[0] // camera.width) if options.boxes else None
+    if rgb is None:
+        return _TileResult(stats, None, 0.0)
+    samples, exposure = options.supersample, options.exposure
+    if samples > 1:
+        tile = Tile(camera, pose, pixels, samples)
+        surface, normals = hit_surface(scene, geometry.result(), tile.trace(scene))
+    linear = Lighting(scene, tile.rays, surface, normals, options.shadows).linear(samples)
+    if exposure.metered:
+        return _TileResult(stats, linear, kernels.log_luminance_sum(linear, LOG_FLOOR))
+    rgb[tile.pixels] = kernels.tone_encode(linear, exposure.fixed_scale(), exposure.filmic, ENCODE_LUT)
+    return _TileResult(stats, None, 0.0)
 
 
 def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
@@ -110,8 +129,9 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     rgb = np.empty((height * width, 3), np.uint8) if options.rgb else None
     geometry = Future()
     pool = _tile_pool(options.threads)
-    jobs = [pool.submit(_tile_job, scene, camera, pose, pixels, geometry, truth, next_pose, rgb, options.supersample,
-                        options.shadows, options.boxes) for pixels in tile_ranges(camera)]
+    ranges = tile_ranges(camera)
+    jobs = [pool.submit(_tile_job, scene, camera, pose, pixels, geometry, truth, next_pose, rgb, options)
+            for pixels in ranges]
     try:  # while the tiles trace
         geometry.set_result(scene.frame_geometry(dynamic, next_pose is not None))
         views = (layer_view(camera, pose, scene.static), layer_view(camera, pose, dynamic)) if options.boxes else None
@@ -122,10 +142,12 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
         raise
     finally:
         wait(jobs)  # no tile job outlives the frame, failed or not
-    stats = [job.result() for job in jobs]
+    results = [job.result() for job in jobs]
+    if rgb is not None and options.exposure.metered:
+        _encode_metered(pool, rgb, ranges, results, options.exposure)
     instance = truth.instance.reshape(height, width)
     if views is not None:
-        boxes = frame_boxes(instance, PixelStats.merge(stats), scene, *views, alone)
+        boxes = frame_boxes(instance, PixelStats.merge([r.stats for r in results]), scene, *views, alone)
         ids, tight, loose, boxes_3d = boxes.instance_ids, boxes.tight, boxes.loose, boxes.boxes_3d
     else:
         ids = np.zeros(0, np.uint32)
@@ -140,3 +162,18 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
         boxes_2d_tight=tight, boxes_2d_loose=loose, boxes_3d=boxes_3d,
         camera=CameraParams(camera.K, width, height, pose, camera.near, camera.far),
     )
+
+
+def _encode_metered(pool: ThreadPoolExecutor, rgb: np.ndarray, ranges: list[tuple[int, int]],
+                    results: list[_TileResult], exposure: Exposure) -> None:
+    """Encodes the tiles' linear colour into `rgb`, a job per tile, at the exposure metered over the whole
+    frame (the tiles' sums added in image order, so the scale does not depend on which worker took which tile)."""
+    scale = exposure.auto_scale(sum(r.log_sum for r in results), len(rgb))
+
+    def encode(first: int, last: int, linear: np.ndarray) -> None:
+        rgb[first:last] = kernels.tone_encode(linear, scale, exposure.filmic, ENCODE_LUT)
+
+    jobs = [pool.submit(encode, first, last, r.linear) for (first, last), r in zip(ranges, results, strict=True)]
+    wait(jobs)
+    for job in jobs:
+        job.result()  # raises a job's error

@@ -1,5 +1,6 @@
 """RGB: albedo (base colours, textures), ambient plus Lambert/Blinn-Phong per point light, hard shadows
-from shadow rays, supersample averaging, sRGB encoding.
+from shadow rays, the background of rays that hit nothing, supersample averaging; linear colour, which
+the renderer exposes, tone maps and sRGB-encodes (exposure.py).
 
 `Lighting` traces its shadow rays (one batch per light, for a tile of the image) in the calling thread
 when asked for the colours.
@@ -13,7 +14,6 @@ from simulation.render import kernels
 from simulation.render.camera import Rays
 from simulation.render.raycast import trace_occlusion
 from simulation.render.scene import RenderScene
-from simulation.render.shading import ENCODE_LUT
 from simulation.render.surface import Surface
 
 # Shadow rays start this far off the surface (plus a share of the camera distance) so they do not
@@ -39,7 +39,7 @@ class Lighting:
     """
 
     def __init__(self, scene: RenderScene, rays: Rays, surface: Surface, normals: np.ndarray, shadows: bool):
-        self.scene, self.surface, self.ray_count = scene, surface, len(rays.tfar)
+        self.scene, self.surface, self.rays = scene, surface, rays
         camera = (rays.components, rays.offset, surface.rays, surface.complete, surface.t, normals)
         points, side, self.cos_nv, origins = kernels.surface_points(
             rays.components, rays.offset, rays.eye, surface.rays, surface.complete, surface.t, normals, _BIAS,
@@ -47,7 +47,8 @@ class Lighting:
         self.lights = []
         for light in scene.lights:
             cos_nl, cos_lv, irradiance, to_light, reach = kernels.light_terms(
-                points, *camera, side, np.asarray(light.position, np.float32), _BIAS, _BIAS_PER_METRE)
+                points, *camera, side, np.asarray(light.position, np.float32), np.float32(light.radius**2), _BIAS,
+                _BIAS_PER_METRE)
             # Rays along the unnormalised to_light, so reach is a fraction of the way to the light. Points
             # facing away from the light get a zero-length ray (found unblocked at once): selecting the lit
             # ones would cost more than tracing the few extra rays.
@@ -65,16 +66,20 @@ class Lighting:
                               metallic)
         return diffuse, specular
 
-    def srgb(self, samples: int) -> np.ndarray:
-        """uint8 sRGB (pixels, 3) of the rays' pixels, `samples` x `samples` consecutive rays per pixel:
-        albedo (ambient + Lambert/Blinn-Phong per light)."""
+    def linear(self, samples: int) -> np.ndarray:
+        """Linear colour (3, pixels) of the rays' pixels, `samples` x `samples` consecutive rays per pixel:
+        albedo (ambient + Lambert/Blinn-Phong per light) where a ray hits, the background elsewhere."""
         scene, surface = self.scene, self.surface
         diffuse, specular = self._light_sums()
-        color = albedo(scene, surface)
-        if samples == 1:
-            return kernels.compose_srgb8(color, scene.ambient, diffuse, specular, surface.rays, surface.complete,
-                                         self.ray_count, scene.background, ENCODE_LUT)
-        linear = kernels.compose(color, scene.ambient, diffuse, specular)
+        linear = np.empty((3, len(self.rays.tfar)), np.float32)
+        kernels.compose(linear, albedo(scene, surface), scene.ambient, diffuse, specular, surface.rays,
+                        surface.complete)
         if not surface.complete:
-            linear = surface.scatter(np.repeat(scene.background[:, None], self.ray_count, axis=1), linear)
-        return kernels.srgb8(linear.reshape(3, -1, samples * samples).mean(axis=2), ENCODE_LUT)
+            if scene.environment is None:
+                kernels.fill_misses(linear, surface.rays, scene.background)
+            else:
+                kernels.fill_misses_environment(linear, surface.rays, self.rays.components,
+                                                scene.environment.texels)
+        if samples == 1:
+            return linear
+        return linear.reshape(3, -1, samples * samples).mean(axis=2)

@@ -14,21 +14,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from embreex.rtcore_scene import EmbreeScene
 from PIL import Image, UnidentifiedImageError
 
 from asset_converters import parts
+from core.config import DEFAULT_SKY
 from core.errors import InputError
 from simulation.render.camera import linear_map
 from simulation.render.embree import BUILD_QUALITY_HIGH, BUILD_QUALITY_MEDIUM, SharedScene
 from simulation.render.raycast import drain
 from simulation.render.shading import TEXTURE_FILTERS, TexturePool, specular_lobe, srgb_to_linear
 
+if TYPE_CHECKING:  # background.py reads images with load_texture from here
+    from simulation.render.background import EnvironmentMap
+
 MAX_ID = np.iinfo(np.uint16).max  # instance and semantic images are uint16 (DESIGN.md §2)
 DEFAULT_AMBIENT = (0.08, 0.08, 0.08)
-DEFAULT_BACKGROUND = (0.0, 0.0, 0.0)
+DEFAULT_BACKGROUND = DEFAULT_SKY  # what rays that leave the scene see (linear RGB)
 # parts.Light intensities are USD sphere-light luminances; the render light's intensity is the
 # irradiance (display units) at 1 m, so a 30000-nit, 5 cm light gives ~0.8 at 3 m on white.
 DEFAULT_EXPOSURE = 0.03
@@ -66,13 +71,13 @@ class RenderMaterial:
         return None if self.texture is None else np.ascontiguousarray(srgb_to_linear(self.texture).transpose(2, 0, 1))
 
 
-def load_texture(path: str | Path) -> np.ndarray:
-    """An image file as an (H, W, 3) uint8 sRGB array."""
+def load_texture(path: str | Path, field: str = "texture") -> np.ndarray:
+    """An image file as an (H, W, 3) uint8 sRGB array; errors name `field`."""
     try:
         with Image.open(path) as image:
             return np.asarray(image.convert("RGB"), dtype=np.uint8)
     except (OSError, UnidentifiedImageError) as exc:
-        raise InputError(f"cannot read texture image: {exc}", path, "texture") from exc
+        raise InputError(f"cannot read {field} image: {exc}", path, field) from exc
 
 
 def material_from_part(material: parts.Material) -> RenderMaterial:
@@ -82,11 +87,15 @@ def material_from_part(material: parts.Material) -> RenderMaterial:
 
 @dataclass(frozen=True)
 class PointLight:
-    """Point light; `intensity` is the irradiance (display units) at 1 m, falling off with 1 / d^2."""
+    """A light at `position`; `intensity` is the irradiance (display units) at 1 m. A light of `radius` 0
+    is a point, falling off with 1 / d^2; a light of radius r is a small sphere seen as one point whose
+    falloff 1 / (d^2 + r^2) stays finite next to it (a surface touching a 5 cm bulb gets 400 x its
+    irradiance at 1 m, not an unbounded hotspot)."""
 
     position: tuple[float, float, float]
     intensity: float = 1.0
     color: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    radius: float = field(default=0.0, kw_only=True)
 
     def __post_init__(self) -> None:
         if np.asarray(self.position, dtype=np.float64).shape != (3,) or not np.all(np.isfinite(self.position)):
@@ -95,11 +104,14 @@ class PointLight:
             raise InputError(f"must be >= 0, got {self.intensity}", "light", "intensity")
         if np.asarray(self.color).shape != (3,) or min(self.color) < 0:
             raise InputError(f"must be 3 non-negative numbers, got {self.color!r}", "light", "color")
+        if not self.radius >= 0:
+            raise InputError(f"must be >= 0, got {self.radius}", "light", "radius")
 
 
 def light_from_part(light: parts.Light, exposure: float = DEFAULT_EXPOSURE) -> PointLight:
-    """A USD-style sphere light (luminance, radius) as a point light of the same radiant intensity."""
-    return PointLight(tuple(light.position), light.intensity * np.pi * light.radius**2 * exposure, tuple(light.color))
+    """A USD-style sphere light (luminance, radius) as a light of the same radiant intensity and radius."""
+    return PointLight(tuple(light.position), light.intensity * np.pi * light.radius**2 * exposure, tuple(light.color),
+                      radius=light.radius)
 
 
 @dataclass
@@ -333,16 +345,19 @@ def _normalize_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 class RenderScene:
-    """Static meshes (BVH built once), dynamic meshes (updated per frame), lights, ambient.
+    """Static meshes (BVH built once), dynamic meshes (updated per frame), lights, ambient, background.
 
-    `lights`, `ambient` and `background` are plain attributes: change them between frames at will.
+    Rays that hit nothing see the `environment` image where one is set (background.py), else the
+    `background` colour. `lights`, `ambient`, `background` and `environment` are plain attributes:
+    change them between frames at will.
     The Embree scene holds one frame's dynamic geometry at a time: render frames of one RenderScene
     one after the other, not from several threads at once.
     """
 
     def __init__(self, static_meshes: Sequence[RenderMesh], dynamic_meshes: Sequence[RenderMesh] = (),
                  lights: Sequence[PointLight] = (), ambient: tuple[float, float, float] = DEFAULT_AMBIENT,
-                 background: tuple[float, float, float] = DEFAULT_BACKGROUND):
+                 background: tuple[float, float, float] = DEFAULT_BACKGROUND,
+                 environment: EnvironmentMap | None = None):
         meshes = [*static_meshes, *dynamic_meshes]
         if not meshes:
             raise InputError("a render scene needs at least one mesh", "scene", "meshes")
@@ -353,6 +368,7 @@ class RenderScene:
         self.lights = list(lights)
         self.ambient = np.asarray(ambient, dtype=np.float32)
         self.background = np.asarray(background, dtype=np.float32)
+        self.environment = environment
         self.static_table = MeshTable(static_meshes) if static_meshes else None
         self.dynamic_table = MeshTable(dynamic_meshes) if dynamic_meshes else None
         # Static then dynamic meshes under one numbering: a frame's hits index faces, vertices and meshes here.

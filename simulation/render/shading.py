@@ -15,6 +15,7 @@ import numpy as np
 TEXTURE_FILTERS = ("nearest", "bilinear")
 # Encoding looks linear values up in a 16-bit table: exact for every 8-bit level and much faster than pow.
 ENCODE_LEVELS = 65535
+LUMINANCE_WEIGHTS = (0.2126, 0.7152, 0.0722)  # Rec. 709 / sRGB primaries: Y of linear RGB
 _MIN_ROUGHNESS = 0.05  # keeps the Blinn-Phong exponent finite
 
 
