@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -43,9 +43,25 @@ def get_logger(name: str) -> logging.Logger:
     return root.getChild(name)
 
 
+_shown: list[Progress] = []  # progress displays on screen now, the latest last
+
+
+class _Shown(Progress):
+    """A Progress that `subtask` can add a bar to while it is on screen."""
+
+    def start(self) -> None:
+        super().start()
+        _shown.append(self)
+
+    def stop(self) -> None:
+        if self in _shown:
+            _shown.remove(self)
+        super().stop()
+
+
 def make_progress(*extra_columns) -> Progress:
     """A rich Progress with bar, counts, elapsed time and ETA (plus any extra columns)."""
-    return Progress(
+    return _Shown(
         TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
@@ -68,6 +84,24 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
         for item in items:
             yield item
             progress.advance(task)
+
+
+@contextmanager
+def subtask(description: str, total: float | None) -> Iterator[Callable[[float], None]]:
+    """A bar for one piece of a longer job (a Cycles frame's samples) on the progress display shown now
+    (`grade generate`'s, `grade replay`'s), or on its own display when none is; yields `update(completed)`.
+    The bar is removed from a shared display when the block ends."""
+    if not _shown:
+        with make_progress() as progress:
+            task = progress.add_task(description, total=total)
+            yield lambda completed: progress.update(task, completed=completed, refresh=True)
+        return
+    progress = _shown[-1]
+    task = progress.add_task(description, total=total, info="")  # `info`: the shared displays' text column
+    try:
+        yield lambda completed: progress.update(task, completed=completed, refresh=True)
+    finally:
+        progress.remove_task(task)
 
 
 @contextmanager
