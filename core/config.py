@@ -504,8 +504,26 @@ class ExposureConfig(Strict):
                               "1 clip to white")
 
 
+class CyclesConfig(Strict):
+    """Blender Cycles path tracing on the CPU, when render.rgb is cycles (the `cycles` extra: bpy)."""
+
+    samples: Annotated[int, Field(ge=1, le=65536)] = Field(64, description="path-traced samples per pixel")
+    denoise: StrictBool = Field(True, description="OpenImageDenoise (bundled with Blender) on every frame, "
+                                                  "guided by the albedo and normals")
+    motion_blur: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.0, description="exposure time, s, over which the camera's and the humans' and objects' motion blurs "
+                         "each frame (the shutter opens at the frame's time); 0: sharp frames")
+    max_bounces: Annotated[int, Field(ge=0, le=1024)] = Field(12, description="most bounces of a light path")
+
+
 class RenderConfig(Strict):
     """The embedded renderer's background and exposure (every camera)."""
+
+    rgb: Literal["raycast", "cycles"] = Field(
+        "raycast", description="what renders the RGB images: raycast (the Embree ray caster, fast) or cycles "
+                               "(Blender Cycles path tracing, photoreal, needs the cycles extra); depth, ids, boxes "
+                               "and flow always come from the ray caster")
+    cycles: CyclesConfig = Field(default_factory=CyclesConfig)
 
     background: Vec3 = Field(DEFAULT_SKY, description="linear RGB (>= 0) seen by rays that hit nothing "
                                                       "(open doorways, windows), unless `environment` is set")

@@ -10,12 +10,13 @@
     add_objects:                                            # static objects: a package, or a mesh converted
       - {path: meshes/crate.obj, position: [2.0, 1.0, 0.25], yaw_deg: 30, label: box}
     depth_npy: true                                         # float32 depth files as well
-    set: {recording.bag_formats: [ros1]}                    # other recording, sensor and rate keys
+    set: {recording.bag_formats: [ros1]}                    # other recording, sensor, rate and render keys
 
-Only what a replay can honour is accepted: sensors, recording options, sensor rates, lights, which actors
-are shown and static objects added (after the run's flying objects, so every recorded instance keeps its id;
-paths relative to the overrides file). The scene, robot, planner, physics rate, timing and seed are the recorded run's (replay
-follows its timeline), so `set` refuses keys outside robot.sensors, recording and simulation.rates.
+Only what a replay can honour is accepted: sensors, recording options, sensor rates, rendering (render.rgb:
+cycles re-renders a run photoreal with the same ground truth), lights, which actors are shown and static
+objects added (after the run's flying objects, so every recorded instance keeps its id; paths relative to
+the overrides file). The scene, robot, planner, physics rate, timing and seed are the recorded run's (replay
+follows its timeline), so `set` refuses keys outside robot.sensors, recording, simulation.rates and render.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from core.config_io import apply_overrides, read_yaml, validate_model
 from core.errors import ConfigError
 from core.formats.scene_layout import SceneHuman, SceneObject
 
-SETTABLE = ("robot.sensors.", "recording.", "simulation.rates.")
+SETTABLE = ("robot.sensors.", "recording.", "simulation.rates.", "render.")
 
 
 class LightOverride(Strict):

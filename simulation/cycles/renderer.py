@@ -78,17 +78,17 @@ class CyclesRenderer:
         missing = bpy_missing()
         if missing is not None:
             raise InputError(missing, "render", "rgb")
-        self.settings = settings
         self._render_scene = scene
         self._session = open_session()
         bpy().context.preferences.edit.keyframe_new_interpolation_type = "LINEAR"  # motion over the shutter
         self._blender = BlenderScene(scene)
         self._scratch = tempfile.TemporaryDirectory(prefix="grade-cycles-")
         self.frames = 0  # rendered so far
-        self._configure()
+        self.configure(settings)
 
-    def _configure(self) -> None:
-        settings, scene = self.settings, self._blender.scene
+    def configure(self, settings: CyclesSettings) -> None:
+        """Renders with `settings` from now on (the scene stays as built)."""
+        self.settings, scene = settings, self._blender.scene
         scene.render.engine = "CYCLES"
         cycles = scene.cycles
         cycles.device = "CPU"

@@ -23,6 +23,7 @@ from core.errors import ConfigError, InputError
 from core.formats.class_map import read_class_map
 from core.formats.placement import animation_time
 from simulation.backend import ActorStates, HumanInfo, ImuReading, InstanceInfo, LidarScan
+from simulation.cycles import renderer_for
 from simulation.embedded.randomization import Randomizer
 from simulation.embedded.scene_file import read_scene_file
 from simulation.embedded.scene_loader import EmbeddedScene, load_scene
@@ -35,7 +36,7 @@ from simulation.embedded.sensors import (
 )
 from simulation.physics import PhysicsWorld, SensorMount, build_world
 from simulation.physics.kinematic import mocap_indices
-from simulation.render import EnvironmentMap, Frame, PointLight, load_environment, render_frame
+from simulation.render import EnvironmentMap, Frame, MeshState, PointLight, load_environment, render_frame
 from simulation.robots import robot_model
 from simulation.robots.mjcf import LinkEdge
 from simulation.robots.scurve import follower_for
@@ -91,6 +92,7 @@ class EmbeddedBackend:
         self.scene.render.lights = self._randomizer.lights(self.scene.lights, self._epoch)
         self._pose_kinematic_bodies()
         self.physics.set_state(self.physics.get_state())  # contacts and sensors of the posed start
+        self._cycles = renderer_for(config.render, self.scene.render, config.seed)  # None: ray-cast RGB
 
     # ------------------------------------------------------------ time and stepping
 
@@ -192,10 +194,24 @@ class EmbeddedBackend:
         if sensor.flow:
             next_t = t + 1.0 / sensor.rate_hz
             next_pose = predicted_pose(self.physics, name, next_t - t) @ BODY_TO_OPTICAL
-        frame = render_frame(self.scene.render, sensor.camera, self.camera_pose(name), self.scene.states(t, next_t),
-                             sensor.options, next_pose)
+        states = self.scene.states(t, next_t)
+        options = sensor.options if self._cycles is None else replace(sensor.options, rgb=False)
+        frame = render_frame(self.scene.render, sensor.camera, self.camera_pose(name), states, options, next_pose)
+        if self._cycles is not None and sensor.options.rgb:
+            frame.rgb = self._cycles_rgb(name, sensor, frame.camera.pose, states)
         self._frames[name] = (self._steps, frame)
         return frame
+
+    def _cycles_rgb(self, name: str, sensor: CameraSensor, pose: np.ndarray,
+                    states: dict[str, MeshState]) -> np.ndarray:
+        """The camera's RGB from Cycles. With motion blur the shutter closes render.cycles.motion_blur s later,
+        with the camera moved at its current velocity and the humans and objects where they will be."""
+        shutter = self._cycles.settings.motion_blur
+        close = None
+        if shutter > 0:
+            close = (predicted_pose(self.physics, name, shutter) @ BODY_TO_OPTICAL,
+                     self.scene.states(self.time + shutter))
+        return self._cycles.render(sensor.camera, pose, states, sensor.options.exposure, close)
 
     def imu(self, name: str) -> ImuReading:
         accel, gyro = self.physics.imu(name)

@@ -1,0 +1,95 @@
+"""Seconds per 640x480 frame of Cycles RGB (render.rgb: cycles) against the ray-cast renderer, same frame.
+
+The demo scene (configs/demo.yaml: procedural flat, textured walls and floors, humans, flying objects, its
+lights) is prepared once (cached under --out) and loaded into the embedded backend; the robot's camera at
+its start pose is rendered
+- by the ray caster: the full frame a run records (RGB with shadows, depth, ids, boxes with occlusion),
+  the median of --frames renders after a warm-up one;
+- by Cycles at each of --samples samples per pixel with OpenImageDenoise, one frame each after a warm-up
+  frame at 1 sample (Cycles loads its kernels on the first render), on the render threads (GRADE_THREADS,
+  default 2). A `grade generate` frame with Cycles costs its Cycles time plus the ray caster's ground truth.
+Both are exposed the same way (the config's render.exposure). A side-by-side PNG (ray caster left, Cycles at
+the most samples right) goes to --out. Times vary when other processes share the cores: the load average
+(1 min) is printed before and after each measurement.
+
+    .venv/bin/python benchmarks/cycles.py [--samples 16 64 256] [--frames 5] [--out runs/bench/cycles]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from core.config_io import load_experiment
+from pipeline.prepare import prepare
+from simulation.cycles import CyclesRenderer, CyclesSettings, bpy_missing
+from simulation.embedded import EmbeddedBackend
+from simulation.render import render_frame
+from simulation.render.raycast import RAY_THREADS
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDTH, HEIGHT = 640, 480
+CAMERA = "camera"
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, nargs="+", default=[16, 64, 256])
+    parser.add_argument("--frames", type=int, default=5, help="ray-cast frames timed")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "cycles")
+    args = parser.parse_args()
+    missing = bpy_missing()
+    if missing:
+        raise SystemExit(missing)
+    config = load_experiment(ROOT / "configs" / "demo.yaml", [f"robot.sensors.cameras.0.width={WIDTH}",
+                                                              f"robot.sensors.cameras.0.height={HEIGHT}"])
+    prepared = prepare(config, args.out / "scene", cache=args.out / "assets")
+    backend = EmbeddedBackend(config, prepared.scene)
+    sensor = backend.camera(CAMERA)
+    pose, states = backend.camera_pose(CAMERA), backend.scene.states(backend.time)
+    scene = backend.scene.render
+    print(f"scene: {prepared.scene}: {len(scene.table.faces)} triangles, {len(backend.instances())} instances, "
+          f"{len(scene.lights)} lights; {RAY_THREADS} render threads")
+
+    render_frame(scene, sensor.camera, pose, states, sensor.options)
+    before, seconds = load(), []
+    for _ in range(args.frames):
+        started = time.perf_counter()
+        frame = render_frame(scene, sensor.camera, pose, states, sensor.options)
+        seconds.append(time.perf_counter() - started)
+    truth_only = replace(sensor.options, rgb=False)
+    started = time.perf_counter()
+    render_frame(scene, sensor.camera, pose, states, truth_only)
+    truth_seconds = time.perf_counter() - started
+    print(f"ray caster: {np.median(seconds):.3f} s/frame (median of {args.frames}; RGB + ground truth), ground "
+          f"truth alone {truth_seconds:.3f} s; load {before} -> {load()}")
+
+    started = time.perf_counter()
+    renderer = CyclesRenderer(scene, CyclesSettings(samples=1, denoise=False))
+    print(f"cycles: scene built in {time.perf_counter() - started:.2f} s")
+    renderer.render(sensor.camera, pose, states, sensor.options.exposure)
+    images = {}
+    for samples in args.samples:
+        renderer.configure(replace(renderer.settings, samples=samples, denoise=True))
+        before, started = load(), time.perf_counter()
+        images[samples] = renderer.render(sensor.camera, pose, states, sensor.options.exposure)
+        print(f"cycles {samples:4d} samples + denoising: {time.perf_counter() - started:7.2f} s/frame; "
+              f"load {before} -> {load()}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    picture = args.out / "raycast_vs_cycles.png"
+    Image.fromarray(np.concatenate([frame.rgb, images[max(images)]], axis=1)).save(picture)
+    print(f"side by side (ray caster | cycles {max(images)} samples): {picture}")
+
+
+if __name__ == "__main__":
+    main()
