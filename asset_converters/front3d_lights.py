@@ -23,9 +23,10 @@ import numpy as np
 import shapely
 
 from asset_converters.parts import Light, SceneMesh
+from core.config import FRONT3D_LIGHT_INTENSITY
 from core.formats.class_map import DEFAULT_CLASS_MAP
 
-DEFAULT_LIGHT_INTENSITY = 2500.0  # nits, within GRADE's randomisation range
+DEFAULT_LIGHT_INTENSITY = FRONT3D_LIGHT_INTENSITY
 CEILING_LIGHT_RADIUS = 0.15  # m: a ceiling fitting
 LAMP_LIGHT_RADIUS = 0.1  # m: a bulb in a shade
 CEILING_COLOR = (1.0, 0.96, 0.9)  # warm white

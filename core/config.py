@@ -67,6 +67,10 @@ class IntRange(Strict):
 # ---------------------------------------------------------------- assets and scene
 
 
+# Luminance of the lights the 3D-Front converter makes (USD sphere-light nits), inside GRADE's randomisation range.
+FRONT3D_LIGHT_INTENSITY = 2500.0
+
+
 class EnvironmentConfig(Strict):
     """Where the static environment comes from."""
 
@@ -75,6 +79,8 @@ class EnvironmentConfig(Strict):
     future_models: Path | None = Field(None, description="3D-FUTURE model folder (front3d only)")
     textures: Path | None = Field(None, description="3D-Front texture folder (front3d only)")
     room: str | None = Field(None, description="convert only this room id (front3d only)")
+    light_intensity: NonNegFloat = Field(FRONT3D_LIGHT_INTENSITY, description="front3d: luminance (nits) of the "
+                                         "ceiling lights and lamps made for the house (before randomisation)")
     rooms: PositiveInt = Field(3, description="procedural: number of rooms/alcoves")
     furniture: IntRange = Field(default_factory=lambda: IntRange(min=10, max=20))
 
@@ -293,6 +299,9 @@ class ExplorationConfig(Strict):
     stop_explored_fraction: Annotated[float, Field(gt=0, le=1)] = 0.95
     replan_period: PositiveFloat = 1.0
     safety_margin: NonNegFloat = 0.3
+    initial_turn_deg: Annotated[float, Field(ge=0, le=360)] = Field(
+        360.0, description="frontier planner: how far the robot turns in place before it sets off (360: a full "
+                           "look around; the start pose faces the most open direction, so less sets off sooner)")
 
     @model_validator(mode="after")
     def _waypoints(self) -> ExplorationConfig:

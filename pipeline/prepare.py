@@ -72,7 +72,8 @@ def _front3d(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
     from asset_converters import front3d_jobs
 
     env = config.environment
-    return front3d_jobs(path, out, env.future_models, env.textures, env.room)
+    return front3d_jobs(path, out, env.future_models, env.textures, env.room, seed=config.seed,
+                        light_intensity=env.light_intensity)
 
 
 def _environment_mesh(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:

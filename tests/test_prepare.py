@@ -71,3 +71,25 @@ def test_every_config_source_has_a_converter():
                 for source in get_args(model.model_fields["source"].annotation)}
     assert accepted - set(CONVERTERS) == {(role, source) for role in sections for source in ("procedural", "package")}
     assert set(CONVERTERS) <= accepted
+
+
+def test_front3d_houses_take_the_experiments_seed_and_light_intensity(realdata, tmp_path):
+    from asset_converters.batch import run_jobs
+    from simulation.embedded.scene_loader import read_lights
+
+    house = next((realdata / "front3d").glob("*.json"))
+    packages = {}
+    for seed, intensity in ((1, 900.0), (2, 900.0)):
+        config = load_experiment(CONFIGS / "demo.yaml", [f"seed={seed}", "environment.source=front3d",
+                                                          f"environment.path={house}",
+                                                          "environment.room=Bathroom-771",  # small: fast
+                                                          f"environment.light_intensity={intensity}"])
+        jobs = CONVERTERS[("environment", "front3d")](config, house, tmp_path / f"seed{seed}")
+        assert not run_jobs(jobs, "house").failed
+        packages[seed] = jobs[0].out
+    lights = read_lights(packages[1] / "asset.usdc")
+    assert lights and {light.intensity for light in lights} == {900.0}
+    # The class materials are drawn from the experiment's seed: two seeds, two sets of textures.
+    textures = [sorted((p / "textures").rglob("*.png")) for p in packages.values()]
+    assert textures[0] and [t.name for t in textures[0]] == [t.name for t in textures[1]]
+    assert any(a.read_bytes() != b.read_bytes() for a, b in zip(*textures))
