@@ -99,7 +99,8 @@ def _cloth3d(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
 def _animated_gltf(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
     from asset_converters import MeshOptions, mesh_jobs
 
-    return mesh_jobs(path, out, MeshOptions(kind="animated", fps=config.humans.fps))
+    # They fill the humans role, so they are people (the converter's default label for animated glTF is 'animal').
+    return mesh_jobs(path, out, MeshOptions(kind="animated", fps=config.humans.fps, label="person"))
 
 
 def _gso(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:

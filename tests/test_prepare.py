@@ -93,3 +93,15 @@ def test_front3d_houses_take_the_experiments_seed_and_light_intensity(realdata, 
     textures = [sorted((p / "textures").rglob("*.png")) for p in packages.values()]
     assert textures[0] and [t.name for t in textures[0]] == [t.name for t in textures[1]]
     assert any(a.read_bytes() != b.read_bytes() for a, b in zip(*textures))
+
+
+def test_gltf_humans_are_converted_as_people(tmp_path):
+    from test_gltf import write_critter
+
+    from asset_converters.batch import run_jobs
+
+    write_critter(tmp_path / "critter.glb")
+    config = load_experiment(CONFIGS / "demo.yaml", ["humans.source=gltf", f"humans.paths=[{tmp_path / 'critter.glb'}]"])
+    jobs = CONVERTERS[("humans", "gltf")](config, tmp_path / "critter.glb", tmp_path / "humans")
+    assert not run_jobs(jobs, "characters").failed
+    assert set(load_meta(jobs[0].out).semantic_labels.values()) == {"person"}
