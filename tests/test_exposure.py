@@ -241,6 +241,7 @@ def demo_frames(backend: EmbeddedBackend, options: RenderOptions) -> list[np.nda
             for pose in room_views(backend)]
 
 
+@pytest.mark.slow  # the demo scene is prepared once for these (~5 s)
 def test_demo_frames_are_exposed_without_clipping_and_dark_rooms_are_not_black(demo):
     backend, _ = demo
     options = dataclasses.replace(backend.camera("camera").options, boxes=False)
@@ -262,6 +263,7 @@ def test_demo_frames_are_exposed_without_clipping_and_dark_rooms_are_not_black(d
         render.lights, render.ambient = lights, ambient
 
 
+@pytest.mark.slow  # the demo scene is prepared once for these (~5 s)
 def test_the_backend_shows_the_configured_environment_outside_the_flat(demo):
     """Seen from 20 m outside the flat looking away from it, every ray leaves the scene."""
     backend, columns = demo
@@ -276,6 +278,7 @@ def test_the_backend_shows_the_configured_environment_outside_the_flat(demo):
     assert np.all(frame.depth == NO_HIT_DEPTH) and np.all(frame.instance == 0)
 
 
+@pytest.mark.slow  # the demo scene is prepared once for these (~5 s)
 def test_an_unreadable_environment_image_names_the_file_and_key(demo, tmp_path):
     backend, _ = demo
     (tmp_path / "sky.png").write_text("not an image")
