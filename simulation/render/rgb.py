@@ -33,7 +33,7 @@ def albedo(scene: RenderScene, surface: Surface) -> np.ndarray:
 
 
 class Lighting:
-    """Per-light cosines, irradiance and shadow rays at the surface points; `srgb` traces the shadow rays.
+    """Per-light cosines, irradiance and shadow rays at the surface points; `linear` traces the shadow rays.
 
     Shading uses the side of each face that the camera sees (normals of back faces flipped).
     """
