@@ -23,7 +23,7 @@ from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info, wr
 from core.outputs import install_outputs, output_lock, remove_stale_partials
 from core.progress import console, get_logger, make_progress
 from core.recording import RECORD_OUTPUTS
-from core.rundir import Stopwatch, content_hash
+from core.rundir import Stopwatch, content_hash, sha256_file
 from core.seeding import derived_seeds
 
 log = get_logger("generate")
@@ -46,10 +46,12 @@ class GenerateResult:
 
 def record_hash(config: ExperimentConfig, scene: Path) -> str:
     """What a recording depends on: the config (where it is written and what is applied afterwards excepted),
-    the class map it labels with (the file's contents, not its path) and the composed scene."""
+    the class map it labels with and the environment image it shows (the files' contents, not only their paths)
+    and the composed scene."""
     settings = config.model_dump(mode="json", exclude={"output_dir", "assets_dir", "postprocess"})
     classes = read_class_map(config.recording.class_map).model_dump(mode="json")
-    return content_hash(RECORD_VERSION, settings, classes, (scene.parent / MANIFEST).read_text())
+    sky = sha256_file(config.render.environment) if config.render.environment is not None else None
+    return content_hash(RECORD_VERSION, settings, classes, sky, (scene.parent / MANIFEST).read_text())
 
 
 def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | None = None,

@@ -285,3 +285,17 @@ def test_an_unreadable_environment_image_names_the_file_and_key(demo, tmp_path):
     with pytest.raises(InputError, match="render.environment") as error:
         EmbeddedBackend(with_environment(tmp_path / "sky.png"), backend.scene.file.path)
     assert "sky.png" in str(error.value)
+
+
+def test_a_recording_depends_on_the_environment_images_contents(tmp_path):
+    from core.formats.manifest import MANIFEST
+    from pipeline.generate import record_hash
+
+    sky = tmp_path / "sky.png"
+    Image.fromarray(np.full((4, 8, 3), 100, np.uint8)).save(sky)
+    (tmp_path / MANIFEST).write_text("{}")
+    config = load_experiment(CONFIGS / "demo.yaml", [f"render.environment={sky}"])
+    before = record_hash(config, tmp_path / "scene.usda")
+    assert record_hash(config, tmp_path / "scene.usda") == before
+    Image.fromarray(np.full((4, 8, 3), 200, np.uint8)).save(sky)  # same path, another sky
+    assert record_hash(config, tmp_path / "scene.usda") != before
