@@ -33,6 +33,7 @@ from core.errors import ConfigError
 from core.formats.scene_layout import SceneHuman, SceneObject
 
 SETTABLE = ("robot.sensors.", "recording.", "simulation.rates.", "render.")
+FILE_KEYS = ("recording.class_map", "render.environment")  # settable keys naming a file
 
 
 class LightOverride(Strict):
@@ -74,9 +75,15 @@ def load_overrides(path: Path | None) -> ReplayOverrides:
         return ReplayOverrides()
     data, lines = read_yaml(path)
     overrides = validate_model(ReplayOverrides, data, path, lines)
-    added = [o.model_copy(update={"path": o.path if o.path.is_absolute() else (path.parent / o.path).resolve()})
-             for o in overrides.add_objects]  # relative to the overrides file, as config paths are
-    return overrides.model_copy(update={"add_objects": added})
+    # Paths are relative to the overrides file, as config paths are to the config's.
+    added = [o.model_copy(update={"path": _from(path, o.path)}) for o in overrides.add_objects]
+    files = {key: str(_from(path, Path(value))) for key, value in overrides.set.items()
+             if key in FILE_KEYS and isinstance(value, str)}
+    return overrides.model_copy(update={"add_objects": added, "set": {**overrides.set, **files}})
+
+
+def _from(overrides_file: Path, path: Path) -> Path:
+    return path if path.is_absolute() else (overrides_file.parent / path).resolve()
 
 
 def _by_name(items: list[dict[str, Any]], changes: list[Any]) -> list[dict[str, Any]]:

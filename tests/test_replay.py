@@ -227,3 +227,14 @@ def test_an_added_object_gets_a_new_id_and_leaves_the_others_alone(run, tmp_path
     np.testing.assert_array_equal(instance[~covered], before[0].instance()[~covered])
     depth = after[0].depth()[covered]
     assert depth.min() == pytest.approx(1.3, abs=0.1)  # the near face: 1.5 m minus half the crate
+
+
+def test_override_file_paths_are_relative_to_the_overrides_file(tmp_path):
+    from replay.overrides import load_overrides
+
+    folder = tmp_path / "overrides"
+    folder.mkdir()
+    (folder / "with.yaml").write_text(yaml.safe_dump({"set": {"render.environment": "sky.hdr",
+                                                               "render.exposure.ev": 1.0}}))
+    overrides = load_overrides(folder / "with.yaml")
+    assert overrides.set == {"render.environment": str((folder / "sky.hdr").resolve()), "render.exposure.ev": 1.0}
