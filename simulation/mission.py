@@ -47,6 +47,8 @@ def _hold(backend: Backend, config: ExperimentConfig, until: float, on_step: OnS
     while backend.time < until - 1e-9:
         if step % every == 0:
             driver.hold()
+        else:
+            driver.update()
         backend.step()
         on_step(backend)
         step += 1

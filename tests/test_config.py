@@ -28,7 +28,7 @@ def test_demo_config_is_valid_and_small():
     config = load_experiment(CONFIGS / "demo.yaml")
     assert config.robot.kind == "uav"
     assert config.environment.source == "procedural"
-    assert config.simulation.duration == 10.0
+    assert config.simulation.duration == 25.0
     cam = config.robot.sensors.cameras[0]
     assert (cam.width, cam.height) == (640, 480)
 

@@ -25,7 +25,11 @@ SERVO_SLACK = 0.01
 
 def flight(controller: UavController, seconds: float, start: StartPose = START) -> dict[str, np.ndarray]:
     """Fly the MuJoCo UAV for `seconds` under `controller`; logs per physics step."""
-    world = build_world(uav(), start)
+    return fly(build_world(uav(), start), controller, seconds)
+
+
+def fly(world, controller: UavController, seconds: float) -> dict[str, np.ndarray]:
+    """Fly `world`'s UAV on for `seconds`, running the controller on every physics step."""
     log = {"t": [], "command": [], "position": [], "attitude": [], "velocity": [], "rates": []}
     for _ in range(round(seconds / DT)):
         state = UavState.from_joint_states(world.joint_states())
@@ -113,6 +117,29 @@ def test_hard_acceleration_keeps_tilt_and_rates_within_limits():
     log = flight(controller, 3.0)
     check_limits(log, limits)
     assert np.abs(log["attitude"][:, :2]).max() > math.radians(9.0)  # the tilt limit was reached
+
+
+def test_turns_and_moves_from_rest_keep_the_acceleration_and_jerk_limits():
+    # A half turn and a 2.3 m move asked for at once from a hover, then a sudden velocity set point the
+    # other way: the steps a planner gives, which the controller must not pass on as steps.
+    world, controller = build_world(uav(), START), UavController.from_config(RobotConfig())
+    controller.set_position_target(np.array([2.0, 1.0, 1.5]), yaw=math.radians(179.0))
+    first = fly(world, controller, 5.0)
+    controller.set_velocity_target(np.array([-0.5, 0.0, 0.0]), yaw_rate=-YAW_RATE)
+    second = fly(world, controller, 2.0)
+    log = {key: np.concatenate([first[key], second[key]]) for key in first}
+    check_limits(log)
+    # Joint velocities are MuJoCo's own (qvel), from rest: their differences are the applied accelerations.
+    velocity = np.vstack([np.zeros((1, 6)), np.hstack([log["velocity"], log["rates"]])])
+    acceleration = np.diff(velocity, axis=0) / DT
+    linear = np.linalg.norm(acceleration[:, :3], axis=1)
+    jerk = np.linalg.norm(np.diff(acceleration[:, :3], axis=0), axis=1) / DT
+    assert 1.0 < linear.max() <= LIMITS.max_acceleration + 1e-6
+    assert jerk.max() <= LIMITS.max_jerk * (1 + 1e-6)
+    angular = np.radians([LIMITS.roll_pitch_acceleration_deg] * 2 + [LIMITS.yaw_acceleration_deg])
+    # The nested hinges couple a little when tilted (each servo feels its neighbours' torques).
+    peak = np.abs(acceleration[:, 3:]).max(axis=0)
+    assert np.all(peak <= angular * 1.05) and peak[2] > 0.9 * angular[2]
 
 
 def test_locked_roll_pitch_flies_level():

@@ -8,15 +8,27 @@ Translation. In position mode a PID on the position error (gains `robot.position
 is minus the measured velocity, so a new set point gives no derivative kick) gives a velocity set point;
 in velocity mode the set point is given. Either is limited to `max_speed` (norm over x, y, z), and z is
 kept inside `z_band` (a position target is clamped into it; a vertical velocity is throttled near its
-edges). The commanded velocity follows the set point as a first-order lag of `VELOCITY_TIME_CONSTANT`
-with its acceleration limited to g tan(max_tilt), the most a quadrotor tilted by max_tilt can reach.
+edges). The commanded velocity follows the set point through a jerk-limited profile: the acceleration
+it asks for is the gap over `VELOCITY_TIME_CONSTANT`, at most `max_acceleration` (and g tan(max_tilt),
+the most a quadrotor tilted by max_tilt can reach), and at most sqrt(max_jerk * gap), so that it can be
+wound down at half the jerk limit by the time the gap closes; the acceleration moves towards it by at
+most `max_jerk` per second. So the commanded velocity never steps and its acceleration never jumps.
 
 Attitude. Roll and pitch set points are the tilt a quadrotor needs for that acceleration, clipped to
 +-max_tilt, or zero with `lock_roll_pitch` ("horizontal" flight: the body stays level while the virtual
 joints translate). Yaw follows a yaw set point the shortest way round (errors wrapped to [-pi, pi)) or a
 commanded yaw rate. A PID on the attitude errors (gains `robot.attitude_gains`, derivative minus the
-measured rates) gives the joint rates, limited to `roll_pitch_rate_deg` and `yaw_rate_deg`; a roll or
-pitch rate that would carry the joint past +-max_tilt within the step is cut back.
+measured rates) gives the rate set points, limited to `roll_pitch_rate_deg` and `yaw_rate_deg` and to
+sqrt(angular acceleration * error) (so the turn can stop on its target); a roll or pitch rate that would
+carry the joint past +-max_tilt within the step is cut back. The commanded rates move towards their set
+points by at most `roll_pitch_acceleration_deg` and `yaw_acceleration_deg` per second.
+
+Servos. The commanded velocities and rates above are the motion the body should have. The model's
+velocity servos (simulation.robots.uav_model) reach a command with a first-order lag, so the command
+sent leads the reference's next value by the servo's time constant times the reference's acceleration
+(MuJoCo's implicit-fast step moves the body by (command - velocity) / (time constant + step)): the
+body then moves with the reference, its accelerations within the limits. Call `command` once per physics step (a flight controller's inner
+loop; the set points may come slower): a command held for several steps moves the body in steps.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import numpy as np
 
 from core.config import PidGains, RobotConfig, UavLimits
 from simulation.control.pid import Pid
+from simulation.robots.uav_model import SERVO_TIME_CONSTANT
 
 GRAVITY = 9.81  # m/s^2
 VELOCITY_TIME_CONSTANT = 0.2  # s: lag of the commanded velocity behind its set point (smooth starts and stops)
@@ -73,8 +86,10 @@ class UavController:
                              "(use lock_roll_pitch for level flight)")
         self.limits = limits
         self.max_tilt = math.radians(limits.max_tilt_deg)
-        self.max_acceleration = GRAVITY * math.tan(self.max_tilt)
+        self.max_acceleration = min(limits.max_acceleration, GRAVITY * math.tan(self.max_tilt))
         self.rate_limits = np.radians([limits.roll_pitch_rate_deg, limits.roll_pitch_rate_deg, limits.yaw_rate_deg])
+        self.angular_acceleration_limits = np.radians(
+            [limits.roll_pitch_acceleration_deg, limits.roll_pitch_acceleration_deg, limits.yaw_acceleration_deg])
         self.position_pid = Pid(position_gains.kp, position_gains.ki, position_gains.kd,
                                 output_limit=limits.max_speed, integral_limit=limits.max_speed)
         self.attitude_pid = Pid(attitude_gains.kp, attitude_gains.ki, attitude_gains.kd,
@@ -84,7 +99,10 @@ class UavController:
         self._yaw_target: float | None = None
         self._velocity_target = np.zeros(3)
         self._yaw_rate_target = 0.0
-        self._velocity_command: np.ndarray | None = None
+        # The reference motion: velocity, its acceleration and the joint rates (see "Servos" above).
+        self._velocity: np.ndarray | None = None
+        self._acceleration = np.zeros(3)
+        self._rates: np.ndarray | None = None
 
     @classmethod
     def from_config(cls, robot: RobotConfig) -> UavController:
@@ -127,14 +145,31 @@ class UavController:
         if self._mode == "hold":  # no set point yet: hold where the controller first saw the UAV
             self.set_position_target(state.position, float(state.attitude[2]))
         if self._yaw_target is None and self._mode == "position":
-            self._yaw_target = float(state.attitude[2])
+            # Where a turn under way comes to rest, braking as _rate_setpoint does: no turning back.
+            rate = float(state.rates[2])
+            self._yaw_target = float(state.attitude[2]) + rate * abs(rate) / self.angular_acceleration_limits[2]
         setpoint = self._velocity_setpoint(state, dt)
-        if self._velocity_command is None:
-            self._velocity_command = state.velocity.copy()
-        acceleration = clip_norm((setpoint - self._velocity_command) / VELOCITY_TIME_CONSTANT, self.max_acceleration)
-        self._velocity_command = clip_norm(self._velocity_command + acceleration * dt, self.limits.max_speed)
-        rates = self._attitude_rates(state, acceleration, dt)
-        return np.concatenate([self._velocity_command, rates])
+        if self._velocity is None:  # the reference starts from the motion the UAV has
+            self._velocity, self._rates = state.velocity.copy(), state.rates.copy()
+        self._acceleration = self._shaped_acceleration(setpoint - self._velocity, dt)
+        self._velocity = clip_norm(self._velocity + self._acceleration * dt, self.limits.max_speed)
+        rate_setpoint = self._rate_setpoint(state, self._acceleration, dt)
+        step = self.angular_acceleration_limits * dt
+        angular_acceleration = np.clip(rate_setpoint - self._rates, -step, step) / dt
+        self._rates = self._rates + angular_acceleration * dt
+        velocity = clip_norm(self._velocity + SERVO_TIME_CONSTANT * self._acceleration, self.limits.max_speed)
+        rates = np.clip(self._rates + SERVO_TIME_CONSTANT * angular_acceleration, -self.rate_limits, self.rate_limits)
+        return np.concatenate([velocity, rates])
+
+    def _shaped_acceleration(self, gap: np.ndarray, dt: float) -> np.ndarray:
+        """The commanded velocity's next acceleration towards closing `gap` (see the module docstring)."""
+        distance = float(np.linalg.norm(gap))
+        wanted = np.zeros(3)
+        if distance > 0:
+            magnitude = min(self.max_acceleration, distance / VELOCITY_TIME_CONSTANT,
+                            math.sqrt(self.limits.max_jerk * distance))
+            wanted = gap * (magnitude / distance)
+        return self._acceleration + clip_norm(wanted - self._acceleration, self.limits.max_jerk * dt)
 
     def _velocity_setpoint(self, state: UavState, dt: float) -> np.ndarray:
         band, speed = self.limits.z_band, self.limits.max_speed
@@ -149,7 +184,7 @@ class UavController:
         velocity[2] = min(max(velocity[2], min(low, 0.0)), max(high, 0.0))
         return velocity
 
-    def _attitude_rates(self, state: UavState, acceleration: np.ndarray, dt: float) -> np.ndarray:
+    def _rate_setpoint(self, state: UavState, acceleration: np.ndarray, dt: float) -> np.ndarray:
         if self.limits.lock_roll_pitch:
             roll = pitch = 0.0
         else:
@@ -160,7 +195,9 @@ class UavController:
             roll, pitch = (float(np.clip(a, -self.max_tilt, self.max_tilt)) for a in (roll, pitch))
         yaw = self._yaw_target if self._yaw_target is not None else float(state.attitude[2])
         error = wrap_angle(np.array([roll, pitch, yaw]) - state.attitude)
-        rates = np.clip(self.attitude_pid.update(error, dt, -state.rates), -self.rate_limits, self.rate_limits)
+        # At most the rate from which the turn can still stop on its target at half the acceleration limit.
+        limits = np.minimum(self.rate_limits, np.sqrt(self.angular_acceleration_limits * np.abs(error)))
+        rates = np.clip(self.attitude_pid.update(error, dt, -state.rates), -limits, limits)
         if self._mode == "velocity":
             rates[2] = float(np.clip(self._yaw_rate_target, -self.rate_limits[2], self.rate_limits[2]))
         # Never let roll or pitch step past the tilt limit (or away from level when locked).

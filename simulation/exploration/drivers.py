@@ -2,7 +2,11 @@
 
 Each call computes this control period's command with the robot's controller and sends it to the
 backend: the UAV's 6-DOF PID on position (or, to turn in place, velocity) set points gives six joint
-velocities; the TIAGo's P controller gives a base twist (vx, vy, wz).
+velocities; the TIAGo's P controller gives a base twist (vx, vy, wz). `update` is called on every
+physics step between those calls: the UAV's flight controller runs at the physics rate, as a real
+one's inner loop runs faster than its planner, so its acceleration-limited commands change a little
+every step instead of in steps at the control rate (simulation.control.uav_controller); the TIAGo's
+twist holds until the next call.
 
 A driver's `radius` is the disc the planner keeps clear around the robot's centre, `clearance` a hard
 extra margin on top of it. The UAV needs one: its disc fits its frame's corners exactly, its position
@@ -32,8 +36,8 @@ UAV_CLEARANCE = 0.15  # m, hard margin beyond the UAV's disc (see above)
 
 
 class UavDriver:
-    def __init__(self, backend: Backend, robot: RobotConfig, dt: float):
-        self.backend, self.dt = backend, dt
+    def __init__(self, backend: Backend, robot: RobotConfig):
+        self.backend, self.dt = backend, backend.timestep
         self.controller = UavController.from_config(robot)
         self.radius, self.clearance, self.speed = UAV_RADIUS, UAV_CLEARANCE, robot.uav.max_speed
         self._hold: np.ndarray | None = None
@@ -55,6 +59,10 @@ class UavDriver:
         if self._hold is None:
             self._hold = self.backend.robot_pose()[:3, 3].copy()
         self.controller.set_position_target(self._hold, None)
+        self._send()
+
+    def update(self) -> None:
+        """One physics step on: the next command towards the current set point."""
         self._send()
 
     def stop(self) -> None:
@@ -88,9 +96,13 @@ class BaseDriver:
         """Brake to a stop (within the acceleration limits)."""
         self.backend.set_robot_command(self.controller.command(self._pose(), None, None, self.dt))
 
+    def update(self) -> None:
+        """One physics step on: the twist holds until the next call."""
+
     def stop(self) -> None:
         self.backend.set_robot_command(np.zeros(3))
 
 
 def make_driver(backend: Backend, robot: RobotConfig, dt: float) -> UavDriver | BaseDriver:
-    return UavDriver(backend, robot, dt) if robot.kind == "uav" else BaseDriver(backend, robot, dt)
+    """The robot's driver; `dt` is the period of its set-point calls (the UAV's runs every physics step)."""
+    return UavDriver(backend, robot) if robot.kind == "uav" else BaseDriver(backend, robot, dt)

@@ -9,16 +9,17 @@ The loop, in simulation time (physics steps of the backend):
   current goal while it is reachable and still looks at a frontier, else choose a new one
   (simulation.exploration.goals); the path to it is followed by pure pursuit;
 - every 1 / control_hz s: the robot's controller turns the carrot point and heading into commands
-  (simulation.exploration.drivers).
+  (simulation.exploration.drivers); the UAV's flight controller runs on every physics step in between.
 
 The robot faces the way it goes (turning in place first when the path turns sharply), and on arrival
 turns to the frontier cell its goal looks at; a frontier still there after that, or a goal not reached
-in time, is marked exhausted so the robot never circles a spot it cannot see. It starts with one turn
-in place; the UAV then moves to its cruise altitude, first sideways to a spot whose column down (or
-up) to the cruise slab it has seen free. When frontiers are left but none can be reached it turns in
-place once more (people and flying objects may have left obstacles it has not seen go). Exploration
-ends when the explored fraction reaches `stop_explored_fraction`, when no frontier is left or none can
-be reached after that look around, or at the time budget.
+in time, is marked exhausted so the robot never circles a spot it cannot see. It starts with a turn in
+place (`exploration.initial_turn_deg`, a full one by default); the UAV then moves to its cruise
+altitude, first sideways to a spot whose column down (or up) to the cruise slab it has seen free. When
+frontiers are left but none can be reached it turns a full turn in place once more (people and flying
+objects may have left obstacles it has not seen go). Exploration ends when the explored fraction
+reaches `stop_explored_fraction`, when no frontier is left or none can be reached after that look
+around, or at the time budget.
 
 Paths keep the robot's disc (the circle its corners sweep when it turns) clear; the robot follows them
 within a few centimetres, so where it finds itself closer to an obstacle than its radius it does not
@@ -77,7 +78,7 @@ PLANNING_PHASES = ("transfer", "explore")
 class Explorer:
     """Drives a backend's robot to explore; `run` returns when done or out of time.
 
-    Phases: "spin" (a full turn in place), "transfer" (UAV: to a spot where it can change height),
+    Phases: "spin" (a turn in place), "transfer" (UAV: to a spot where it can change height),
     "descend" (UAV: to the cruise altitude), "explore".
     """
 
@@ -114,6 +115,7 @@ class Explorer:
         self.costs: CostMap | None = None
         self.phase = "spin"
         self._turned, self._last_yaw, self._looked_around = 0.0, None, False
+        self._turn = params.initial_turn  # how far the current "spin" phase turns
         self._flight_z: float | None = None  # the UAV's height until it reaches the cruise altitude
         self._descend_at: np.ndarray | None = None
         self.goal: Goal | None = None
@@ -147,6 +149,8 @@ class Explorer:
                 self._plan()
             if step % self._control_every == 0:
                 self._control()
+            else:
+                self.driver.update()
             backend.step()
             if on_step is not None:
                 on_step(backend)
@@ -284,7 +288,7 @@ class Explorer:
             self.reason = "no frontier"
             return
         self._looked_around = True
-        self.phase, self._turned, self._last_yaw = "spin", 0.0, None
+        self.phase, self._turned, self._last_yaw, self._turn = "spin", 0.0, None, FULL_TURN
 
     def _plan_transfer(self, tree: SearchTree) -> None:
         """UAV: go to the nearest reachable spot (at the current height) whose column between this height
@@ -346,7 +350,7 @@ class Explorer:
         if self._last_yaw is not None:
             self._turned += abs(float(wrap_angle(yaw - self._last_yaw)))
         self._last_yaw = yaw
-        if self._turned < FULL_TURN:
+        if self._turned < self._turn:
             refuge = self._refuge(position)
             if refuge is None:
                 self.driver.spin()

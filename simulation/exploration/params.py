@@ -56,6 +56,7 @@ class ExplorerParams:
     yaw_tolerance: float = math.radians(10.0)
     min_frontier_cells: int = 4
     altitude: float | None = None  # UAV cruise altitude; None: the middle of robot.uav.z_band
+    initial_turn: float = 2 * math.pi  # rad turned in place before setting off
     goal: GoalParams = field(default_factory=GoalParams)
 
     @classmethod
@@ -71,7 +72,7 @@ class ExplorerParams:
         values = {"camera": camera or cameras[0], "map_resolution": exploration.map_resolution,
                   "safety_margin": exploration.safety_margin, "replan_period": exploration.replan_period,
                   "stop_explored_fraction": exploration.stop_explored_fraction,
-                  "budget": config.simulation.duration}
+                  "initial_turn": math.radians(exploration.initial_turn_deg), "budget": config.simulation.duration}
         return cls(**(values | overrides))
 
 

@@ -59,6 +59,8 @@ class WaypointFollower:
                 reached = self._control()
                 if reached:
                     break
+            else:
+                self.driver.update()
             backend.step()
             if on_step is not None:
                 on_step(backend)
