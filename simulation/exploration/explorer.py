@@ -116,6 +116,7 @@ class Explorer:
         self.phase = "spin"
         self._turned, self._last_yaw, self._looked_around = 0.0, None, False
         self._turn = params.initial_turn  # how far the current "spin" phase turns
+        self._seen_around = False  # a full turn in place was made (at the start or later)
         self._flight_z: float | None = None  # the UAV's height until it reaches the cruise altitude
         self._descend_at: np.ndarray | None = None
         self.goal: Goal | None = None
@@ -282,9 +283,10 @@ class Explorer:
 
     def _out_of_goals(self, frontiers_left: bool) -> None:
         """No frontier worth a trip can be reached. If some are left, look around once more (people and
-        objects may have left stale obstacles in the way); finish if there are none or that did not help."""
+        objects may have left stale obstacles in the way); finish if there are none or that did not help.
+        A robot that set off without a full look around makes one before it concludes there are none."""
         self.goal, self.follower = None, None
-        if self._looked_around or not frontiers_left:
+        if self._looked_around or (not frontiers_left and self._seen_around):
             self.reason = "no frontier"
             return
         self._looked_around = True
@@ -358,6 +360,7 @@ class Explorer:
                 self.driver.go(refuge, yaw, self._height())
             return
         self.driver.hold()
+        self._seen_around = self._seen_around or self._turn >= FULL_TURN
         if self.uav and abs(position[2] - self.altitude) > ALTITUDE_TOLERANCE:
             self.phase, self._flight_z, self._replan_now = "transfer", float(position[2]), True
         else:
