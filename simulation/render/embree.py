@@ -120,6 +120,38 @@ def _binding() -> _Binding:
     return _Binding(lib, device, _first_field(device))
 
 
+@dataclass(frozen=True)
+class PacketFunctions:
+    """rtcIntersect8 and rtcOccluded8 as ctypes function objects that compiled code can call (packets.py):
+    (valid mask, RTCScene, RTCRayHit8 or RTCRay8, arguments or 0), every pointer as an address."""
+
+    intersect: ctypes._CFuncPtr
+    occluded: ctypes._CFuncPtr
+
+
+@cache
+def packet_functions() -> PacketFunctions:
+    lib = _binding().lib
+    prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_size_t] * 4)
+
+    def function(name: str) -> ctypes._CFuncPtr:
+        return prototype(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
+
+    return PacketFunctions(function("rtcIntersect8"), function("rtcOccluded8"))
+
+
+def scene_handle(scene: EmbreeScene) -> int:
+    """The committed RTCScene inside an embreex scene (the layout `_binding` checked), committed here if
+    embreex has not (as its own `run` would)."""
+    binding = _binding()
+    handle = _first_field(scene)
+    if not scene.is_committed:
+        binding.lib.rtcCommitScene(handle)
+        binding.check("build its BVH")
+        scene.is_committed = 1
+    return handle
+
+
 class SharedScene:
     """An Embree scene of triangle geometries, ids 0, 1, ... in the order added; trace `embree` with embreex.
 

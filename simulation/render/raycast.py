@@ -1,11 +1,11 @@
-"""Trace ray batches through embreex: nearest hits and occlusion tests.
+"""Trace ray batches through Embree: nearest hits and occlusion tests.
 
-embreex releases the GIL inside `EmbreeScene.run`, so a batch traces while other threads keep working:
-the renderer's tile workers each trace their own tiles (`trace_hits`, `trace_occlusion`), and
-`intersect` splits one batch into a contiguous chunk per thread of a small pool. Results do not depend
-on the split: every ray is traced independently. Ray arrays may be any (N, 3) float32 views, e.g.
-transposed (3, N) rows. The thread count is 2, or GRADE_THREADS where set (`grade batch` gives each job its
-share of the cores).
+Batches trace as Embree ray packets in compiled loops that release the GIL (packets.py), so a batch traces
+while other threads keep working: the renderer's tile workers each trace their own tiles (`trace_hits`,
+`trace_occlusion`), and `intersect` splits one batch into a contiguous chunk per thread of a small pool.
+Results do not depend on the split: every ray is traced independently. Scenes are embreex scenes (their
+Embree handle is traced); ray arrays may be any (N, 3) float32 views, e.g. transposed (3, N) rows. The
+thread count is 2, or GRADE_THREADS where set (`grade batch` gives each job its share of the cores).
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from itertools import pairwise
 
 import numpy as np
 from embreex.rtcore_scene import EmbreeScene
+
+from simulation.render import packets
+from simulation.render.embree import packet_functions, scene_handle
 
 THREADS_ENV = "GRADE_THREADS"  # set by `grade batch` for its jobs: the cores each job may use
 RAY_THREADS = max(1, int(os.environ.get(THREADS_ENV, "2")))  # this 2-core machine's default
@@ -63,10 +66,16 @@ def drain() -> None:
 
 def _run(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray,
          query: str) -> dict | np.ndarray:
-    """embreex's output for one batch: a dict of hit arrays (INTERSECT) or the geomID per ray (OCCLUDED)."""
-    # tfar is copied: embreex writes hit distances into it.
-    return scene.run(origins.astype(np.float32, copy=False), directions.astype(np.float32, copy=False),
-                     np.array(tfar, dtype=np.float32), query, 1 if query == "INTERSECT" else 0)
+    """One batch's nearest hits as embreex's INTERSECT output (a dict of hit arrays), or whether each ray is
+    blocked (OCCLUDED)."""
+    functions, handle, (lanes, valid) = packet_functions(), scene_handle(scene), packets.packet()
+    origins, directions = origins.astype(np.float32, copy=False), directions.astype(np.float32, copy=False)
+    tfar = tfar.astype(np.float32, copy=False)
+    if query == "OCCLUDED":
+        return packets.occluded(functions.occluded, handle, origins, directions, tfar, lanes, valid)
+    t, geometry, prim, u, v, normal = packets.intersect(functions.intersect, handle, origins, directions, tfar,
+                                                        lanes, valid)
+    return {"tfar": t, "geomID": geometry, "primID": prim, "u": u, "v": v, "Ng": normal}
 
 
 def _hits(parts: list[dict]) -> Hits:
@@ -92,7 +101,7 @@ def trace_occlusion(scene: EmbreeScene, origins: np.ndarray, directions: np.ndar
     """Whether something lies in the way of each ray within (0, tfar], traced in the calling thread."""
     if not len(tfar):
         return np.zeros(0, dtype=bool)
-    return _run(scene, origins, directions, tfar, "OCCLUDED") != _NO_HIT
+    return _run(scene, origins, directions, tfar, "OCCLUDED")
 
 
 def intersect(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray,
