@@ -18,6 +18,7 @@ from pipeline.generate import generate
 from simulation.cycles import CyclesRenderer, CyclesSettings, bpy_missing, expose
 from simulation.render import (
     Camera,
+    EnvironmentMap,
     Exposure,
     MeshState,
     PointLight,
@@ -28,6 +29,7 @@ from simulation.render import (
     look_at,
     render_frame,
 )
+from simulation.render.shading import srgb_to_linear
 from tests.conftest import CONFIGS
 
 pytestmark = pytest.mark.skipif(bpy_missing() is not None, reason=bpy_missing() or "")
@@ -143,6 +145,41 @@ def test_motion_blur_smears_a_moving_box_along_its_path():
     assert between.sum() > 20 and sharp_red[between].mean() < 0.02 * box_red
     assert 0.075 * box_red < red[between].mean() < 0.3 * box_red
     assert red[start].mean() < 0.3 * box_red
+
+
+def test_textures_and_the_environment_image_look_as_in_the_ray_caster():
+    # A textured quad (red grows along u, green along v) in uniform white light: Cycles' radiance is the albedo,
+    # as the ray caster's is with a white ambient term and no lights.
+    u, v = np.meshgrid(np.linspace(0, 1, 32), np.linspace(1, 0, 32))  # rows from the top: v = 1 first
+    texture = (np.stack([u, v, np.full_like(u, 0.3)], axis=-1) * 255).round().astype(np.uint8)
+    quad = RenderMesh("quad", np.array([[-1.0, 3.0, -0.75], [1.0, 3.0, -0.75], [1.0, 3.0, 0.75], [-1.0, 3.0, 0.75]]),
+                      np.array([[0, 1, 2], [0, 2, 3]]), 1, 1, RenderMaterial(texture=texture, roughness=1.0),
+                      np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]))
+    scene = RenderScene([quad], [], [], ambient=(1.0, 1.0, 1.0), background=(1.0, 1.0, 1.0))
+    camera, pose = Camera.from_fov(80, 60, 60.0), look_at(np.zeros(3), np.array([0.0, 1.0, 0.0]))
+    truth = render_frame(scene, camera, pose, options=RenderOptions(boxes=False))
+    linear = CyclesRenderer(scene, CyclesSettings(samples=16, denoise=False)).render_linear(camera, pose)
+    on = truth.instance == 1
+    assert on.sum() > 1000
+    expected = srgb_to_linear(truth.rgb)[on]
+    for channel in (0, 1):  # red along u, green along v: a flipped or swapped texture would anti-correlate
+        assert np.corrcoef(linear[on][:, channel], expected[:, channel])[0, 1] > 0.95
+    bright = expected > 0.2
+    assert 0.85 < np.median(linear[on][bright] / expected[bright]) < 1.2
+
+    # An equirectangular environment (red along the columns, green down the rows) seen towards +X and +Y.
+    columns, rows = np.meshgrid(np.linspace(0, 1, 64), np.linspace(0, 1, 32))
+    environment = EnvironmentMap.of(np.stack([columns, rows, np.full_like(rows, 0.2)], axis=-1))
+    far = RenderMesh("far", np.array([[-1.0, -1.0, -90.0], [1.0, -1.0, -90.0], [0.0, 1.0, -90.0]]),
+                     np.array([[0, 1, 2]]), 1)  # a scene needs a mesh: this one is out of view
+    scene = RenderScene([far], [], [], environment=environment)
+    renderer = CyclesRenderer(scene, CyclesSettings(samples=4, denoise=False))
+    for target in ((1.0, 0.0, 0.3), (0.0, 1.0, -0.3)):
+        pose = look_at(np.zeros(3), np.array(target))
+        truth = render_frame(scene, camera, pose, options=RenderOptions(boxes=False))
+        rgb = renderer.render(camera, pose)
+        difference = np.abs(rgb.astype(int) - truth.rgb.astype(int))
+        assert truth.rgb.std() > 10 and difference.mean() < 2 and difference.max() < 8
 
 
 # A tiny run: one small room, one human, one flying object, a 10 Hz camera for 0.2 s.

@@ -21,6 +21,7 @@ from types import ModuleType
 
 import numpy as np
 
+from core.errors import InputError
 from core.progress import get_logger
 
 log = get_logger("cycles")
@@ -66,8 +67,13 @@ def tail(text: str) -> str:
 @cache
 def bpy() -> ModuleType:
     """The bpy module, imported once with its start-up messages kept off the terminal."""
-    with captured((_STDOUT, _STDERR)) as output:
-        import bpy as module
+    output: list[str] = []
+    try:
+        with captured((_STDOUT, _STDERR)) as output:
+            import bpy as module
+    except ImportError as exc:
+        raise InputError(f"cannot import Blender's Python module (bpy): {exc}; it printed: {tail(''.join(output))}; "
+                         f"{INSTALL_HINT}", "render", "rgb") from exc
     log.debug("bpy %s imported; its start-up output: %s", module.app.version_string, tail(output[0]))
     atexit.register(_free)
     return module

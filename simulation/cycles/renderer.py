@@ -82,7 +82,7 @@ class CyclesRenderer:
         self._session = open_session()
         bpy().context.preferences.edit.keyframe_new_interpolation_type = "LINEAR"  # motion over the shutter
         self._blender = BlenderScene(scene)
-        self._scratch = tempfile.TemporaryDirectory(prefix="grade-cycles-")
+        self._scratch = tempfile.TemporaryDirectory(prefix="grade-cycles-")  # removed with the renderer
         self.frames = 0  # rendered so far
         self.configure(settings)
 
@@ -102,6 +102,7 @@ class CyclesRenderer:
         scene.render.threads_mode = "FIXED"
         scene.render.threads = settings.threads
         scene.render.film_transparent = False
+        scene.render.use_persistent_data = True  # frames after the first re-sync only what moved
         scene.render.use_motion_blur = settings.motion_blur > 0
         scene.render.motion_blur_position = "START"
         scene.render.motion_blur_shutter = SHUTTER_CLOSE - SHUTTER_OPEN
@@ -192,10 +193,6 @@ class CyclesRenderer:
             cycles.samples, cycles.use_denoising, cycles.filter_width, scene.render.use_motion_blur = saved
         depth, index = images
         return depth, np.rint(index).astype(np.int64)
-
-    def close(self) -> None:
-        """Removes the scratch folder."""
-        self._scratch.cleanup()
 
 
 def renderer_for(config: RenderConfig, scene: RenderScene, seed: int) -> CyclesRenderer | None:

@@ -79,6 +79,7 @@ class BlenderScene:
             self._object(mesh).matrix_world = _matrix(mesh.pose)
         self._dynamic = {mesh.name: _Dynamic(mesh, self._object(mesh)) for mesh in dynamic}
         self._lights = []
+        self._keyed = False  # poses are keyframes over the shutter (motion blur), set on first use
         self.set_lights(scene.lights)
         self._world(scene)
         camera = data.cameras.new("camera")
@@ -180,22 +181,24 @@ class BlenderScene:
     def pose(self, camera_pose: np.ndarray, states: Mapping[str, MeshState],
              close: tuple[np.ndarray, Mapping[str, MeshState]] | None = None) -> None:
         """Places the camera (Blender's world matrix) and the dynamic meshes at the shutter's opening, and
-        with `close` (the camera and states at its closing) keys the motion over the exposure."""
+        with `close` (the camera and states at its closing) keys the motion over the exposure. Once keyed, a
+        scene stays keyed (a sharp frame then keys no motion)."""
+        self._keyed = self._keyed or close is not None
         for name, dynamic in self._dynamic.items():
             state = states.get(name, MeshState())
             vertices = dynamic.mesh.vertices if state.vertices is None else state.vertices
             pose = dynamic.mesh.pose if state.pose is None else state.pose
-            if close is None:
+            if not self._keyed:
                 self._set_vertices(dynamic, vertices)
                 dynamic.obj.matrix_world = _matrix(pose)
                 continue
-            after = close[1].get(name, MeshState())
+            after = close[1].get(name, MeshState()) if close is not None else MeshState()
             self._key_vertices(dynamic, vertices, vertices if after.vertices is None else after.vertices)
             self._key_pose(dynamic.obj, pose, pose if after.pose is None else after.pose)
-        if close is None:
+        if not self._keyed:
             self.camera.matrix_world = _matrix(camera_pose)
         else:
-            self._key_pose(self.camera, camera_pose, close[0])
+            self._key_pose(self.camera, camera_pose, camera_pose if close is None else close[0])
 
     @staticmethod
     def _set_vertices(dynamic: _Dynamic, vertices: np.ndarray) -> None:

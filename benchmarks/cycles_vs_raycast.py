@@ -9,10 +9,13 @@ its start pose is rendered
   frame at 1 sample (Cycles loads its kernels on the first render), on the render threads (GRADE_THREADS,
   default 2). A `grade generate` frame with Cycles costs its Cycles time plus the ray caster's ground truth.
 Both are exposed the same way (the config's render.exposure). A side-by-side PNG (ray caster left, Cycles at
-the most samples right) goes to --out. Times vary when other processes share the cores: the load average
+the most samples right) and each Cycles frame go to --out. Times vary when other processes share the cores: the load average
 (1 min) is printed before and after each measurement.
 
-    .venv/bin/python benchmarks/cycles.py [--samples 16 64 256] [--frames 5] [--out runs/bench/cycles]
+    .venv/bin/python benchmarks/cycles_vs_raycast.py [--samples 16 64 256] [--frames 5] [--out runs/bench/cycles]
+
+(Not benchmarks/cycles.py: a script's folder comes first on sys.path, and Blender's Cycles add-on is the
+module `cycles`.)
 """
 
 from __future__ import annotations
@@ -86,9 +89,12 @@ def main() -> None:
         print(f"cycles {samples:4d} samples + denoising: {time.perf_counter() - started:7.2f} s/frame; "
               f"load {before} -> {load()}")
     args.out.mkdir(parents=True, exist_ok=True)
+    for samples, image in images.items():
+        Image.fromarray(image).save(args.out / f"cycles_{samples}.png")
     picture = args.out / "raycast_vs_cycles.png"
     Image.fromarray(np.concatenate([frame.rgb, images[max(images)]], axis=1)).save(picture)
-    print(f"side by side (ray caster | cycles {max(images)} samples): {picture}")
+    print(f"side by side (ray caster | cycles {max(images)} samples): {picture}; each Cycles frame: "
+          f"{args.out}/cycles_<samples>.png")
 
 
 if __name__ == "__main__":
