@@ -28,7 +28,12 @@ from core.errors import InputError
 FRAME_DIGITS = 6
 MM_PER_M = 1000.0
 MAX_DEPTH_MM = np.iinfo(np.uint16).max
-PNG_COMPRESSION = 3  # OpenCV's 0-9; 3 is fast with most of the size gain
+PNG_COMPRESSION = 1  # zlib's 0-9: with a fixed PNG filter, 1 is ~2.5x faster than 3 for files a few % larger
+# One PNG row filter instead of libpng's per-row choice among five (which costs more than the compression):
+# colour images predict from the pixel to the left, depth and id images from the row above (runs of equal
+# ids and smooth depth repeat down the image). A 640x480 frame's four PNGs take ~17 ms instead of ~45 ms.
+PNG_FILTER_COLOUR = cv2.IMWRITE_PNG_FILTER_SUB
+PNG_FILTER_SINGLE = cv2.IMWRITE_PNG_FILTER_UP
 # Post-processed kinds and the recorded kind each is stored like.
 DERIVED = {"rgb_blur": "rgb", "instance_blur": "instance", "semantic_blur": "semantic", "depth_noisy": "depth"}
 SUFFIX = {"rgb": ".png", "depth": ".png", "instance": ".png", "semantic": ".png",
@@ -79,7 +84,9 @@ def write_image(path: Path, stored: np.ndarray) -> None:
     if path.suffix == ".npy":
         np.save(path, stored)
         return
-    if not cv2.imwrite(str(path), stored, [cv2.IMWRITE_PNG_COMPRESSION, PNG_COMPRESSION]):
+    row_filter = PNG_FILTER_COLOUR if stored.ndim == 3 else PNG_FILTER_SINGLE
+    if not cv2.imwrite(str(path), stored, [cv2.IMWRITE_PNG_COMPRESSION, PNG_COMPRESSION, cv2.IMWRITE_PNG_FILTER,
+                                           row_filter]):
         raise OSError(f"could not write {path}")
 
 
