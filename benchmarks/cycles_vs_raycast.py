@@ -9,8 +9,8 @@ its start pose is rendered
   frame at 1 sample (Cycles loads its kernels on the first render), on the render threads (GRADE_THREADS,
   default 2). A `grade generate` frame with Cycles costs its Cycles time plus the ray caster's ground truth.
 Both are exposed the same way (the config's render.exposure). A side-by-side PNG (ray caster left, Cycles at
-the most samples right) and each Cycles frame go to --out. Times vary when other processes share the cores: the load average
-(1 min) is printed before and after each measurement.
+the most samples right) and each Cycles frame go to --out. Times vary when other processes share the cores:
+the load average (1 min) is printed before and after each measurement.
 
     .venv/bin/python benchmarks/cycles_vs_raycast.py [--samples 16 64 256] [--frames 5] [--out runs/bench/cycles]
 

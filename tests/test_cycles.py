@@ -1,11 +1,13 @@
 """Cycles RGB (simulation.cycles, the `cycles` extra) against analytic geometry and the ray caster's ground truth:
 lit versus shadowed floor and the lights' calibration, Cycles' own depth and object-index passes through the
 same pixels as the ray caster (skewed intrinsics, a dynamic mesh posed per frame), motion blur, and a
-`grade generate` run whose RGB comes from Cycles while its ground truth stays byte-identical."""
+`grade generate` run and a `grade replay` whose RGB comes from Cycles while their ground truth stays
+byte-identical."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,8 @@ from PIL import Image
 
 from core.config_io import load_experiment
 from pipeline.generate import generate
+from replay.overrides import ReplayOverrides
+from replay.run import replay_run
 from simulation.cycles import CyclesRenderer, CyclesSettings, bpy_missing, expose
 from simulation.render import (
     Camera,
@@ -187,7 +191,7 @@ TINY = ["seed=3", "simulation.duration=0.2", "simulation.bootstrap=0", "environm
         "environment.furniture={min: 2, max: 2}", "humans.count={min: 1, max: 1}",
         "flying_objects.count={min: 1, max: 1}", f"robot.sensors.cameras.0.width={W}",
         f"robot.sensors.cameras.0.height={H}", "robot.sensors.cameras.0.rate_hz=10"]
-CYCLES = ["render.rgb=cycles", "render.cycles.samples=2", "render.cycles.denoise=false"]
+CYCLES = {"render.rgb": "cycles", "render.cycles.samples": 2, "render.cycles.denoise": False}
 
 
 def _files(run: Path, kind: str) -> dict[str, str]:
@@ -196,18 +200,21 @@ def _files(run: Path, kind: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_generate_writes_cycles_rgb_with_the_ray_casters_ground_truth(tmp_path):
+def test_generate_and_replay_write_cycles_rgb_with_the_ray_casters_ground_truth(tmp_path):
     assets = tmp_path / "assets"
     runs = {}
-    for name, extra in (("raycast", []), ("cycles", CYCLES)):
+    for name, extra in (("raycast", []), ("cycles", [f"{key}={json.dumps(value)}" for key, value in CYCLES.items()])):
         runs[name] = tmp_path / name
         generate(load_experiment(CONFIGS / "demo.yaml", [*TINY, *extra, f"assets_dir={assets}"]), runs[name])
+    # The ray-cast run replayed with Cycles RGB: the same frames as the Cycles run.
+    runs["replay"] = tmp_path / "replay"
+    replay_run(runs["raycast"], runs["replay"], ReplayOverrides(set=CYCLES))
     for kind in ("depth", "instance", "semantic"):
-        assert _files(runs["raycast"], kind) == _files(runs["cycles"], kind)
+        assert _files(runs["raycast"], kind) == _files(runs["cycles"], kind) == _files(runs["replay"], kind)
     assert (runs["raycast"] / "gt/camera/frames.jsonl").read_bytes() == (runs["cycles"] / "gt/camera/frames.jsonl"
                                                                          ).read_bytes()
     ray, cycles = _files(runs["raycast"], "rgb"), _files(runs["cycles"], "rgb")
-    assert ray.keys() == cycles.keys() and len(ray) == 3
+    assert ray.keys() == cycles.keys() and len(ray) == 3 and _files(runs["replay"], "rgb") == cycles
     for name in ray:
         image = np.asarray(Image.open(runs["cycles"] / "gt/camera/rgb" / name))
         assert image.shape == (H, W, 3) and image.std() > 5
