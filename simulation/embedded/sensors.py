@@ -75,7 +75,8 @@ class CameraSensor:
         except InputError as exc:
             raise ConfigError(f"camera {config.name!r}: {exc.message}", field=field) from exc
         outputs = set(config.outputs)
-        options = RenderOptions(rgb="rgb" in outputs, boxes=bool(outputs & set(BOX_OUTPUTS)),
+        # Boxes (and their occlusion ratios, the costliest extra) only go to gt/ files: a bag-only camera skips them.
+        options = RenderOptions(rgb="rgb" in outputs, boxes=config.to_gt and bool(outputs & set(BOX_OUTPUTS)),
                                 supersample=config.supersampling, exposure=Exposure(**exposure.model_dump()))
         return cls(config.name, camera, options, config.rate_hz, "flow" in outputs)
 
