@@ -58,9 +58,13 @@ def coverage(grid: Grid2D, truth: np.ndarray, truth_origin: np.ndarray, truth_re
     return float(known.mean())
 
 
-def robot_contacts(world: PhysicsWorld) -> dict[str, int]:
+def robot_contacts(world: PhysicsWorld, approaching: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, int]:
     """Current contacts of the robot's chassis / frame, by what it touches: "environment" (static
-    geoms; the floor plane excluded), "human" and "object" (kinematic bodies named human/..., object/...)."""
+    geoms; the floor plane excluded), "human" and "object" (kinematic bodies named human/..., object/...).
+
+    With `approaching` = (robot position, world velocity), a contact with a moving (kinematic) body counts
+    only while the robot moves towards the contact point: a person walking into a hovering robot from
+    behind is not a collision the robot caused."""
     counts = {"environment": 0, "human": 0, "object": 0}
     model, data = world.model, world.data
     for index in range(data.ncon):
@@ -73,6 +77,10 @@ def robot_contacts(world: PhysicsWorld) -> dict[str, int]:
         if kind & STATIC_BIT:
             counts["environment"] += 1
         elif kind & KINEMATIC_BIT:
+            if approaching is not None:
+                position, velocity = approaching
+                if float(np.dot(velocity, data.contact.pos[index] - position)) <= 0.0:
+                    continue
             body = model.body(model.geom_bodyid[other]).name
             counts["human" if body.startswith("human/") else "object"] += 1
     return counts
