@@ -13,7 +13,7 @@ wrapped call counts for the inner one only): rendering camera frames (`EmbeddedB
 (`EmbeddedBackend.step`), the bags (`BagWriter`'s writes), ground-truth images handed to the writer thread
 and frames.jsonl (`CameraWriter.write`), the rest of the recorder (`Recorder.sample`: TF, IMU, states), and
 everything else (exploration: mapping and planning). PNG encoding runs on the writer thread beside the
-rest; its CPU seconds are printed apart (they overlap the other stages' wall time).
+rest; its CPU seconds (`ground_truth._encode_and_write`) are printed apart (they overlap the other stages' wall time).
 The 60 s sequence time is convert + place + the simulate-and-record time scaled to 1 s of bootstrap +
 60 s (give `--set simulation.duration=60` for a real one). Wall-clock figures depend on what else runs on
 the machine, so the CPU seconds of the whole process (all threads) per simulated second and the load
@@ -31,6 +31,7 @@ import json
 import os
 import resource
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from core.config_io import load_experiment, read_yaml
 from pipeline.generate import generate
 from pipeline.prepare import convert_assets, place_and_compose
 from simulation.embedded import EmbeddedBackend
+from simulation.recording import ground_truth
 from simulation.recording.bags import BagWriter
 from simulation.recording.ground_truth import CameraWriter
 from simulation.recording.recorder import Recorder
@@ -48,6 +50,24 @@ PAPER_CONFIG = ROOT / "configs" / "paper-indoor.yaml"
 BAG_METHODS = ("clock", "imu", "tf", "tf_static", "joint_states", "pose", "odometry", "image", "depth", "camera_info",
                "point_cloud", "marker", "close")
 KIB_PER_GIB = 1024**2
+
+
+class WriterCpu:
+    """CPU seconds of the ground-truth image writes (encoding + file), on whichever thread they run."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+
+    def wrap(self, write):
+        def timed(*args, **kwargs):
+            start = time.thread_time()
+            try:
+                return write(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.seconds += time.thread_time() - start
+        return timed
 
 
 class Stages:
@@ -75,8 +95,9 @@ class Stages:
         self.seconds.clear()
 
 
-def instrument(stages: Stages) -> None:
+def instrument(stages: Stages, writer: WriterCpu) -> None:
     """Wraps the entry points of each stage (module docstring), once per process."""
+    ground_truth._encode_and_write = writer.wrap(ground_truth._encode_and_write)
     EmbeddedBackend.render = stages.wrap("rendering (camera frames)", EmbeddedBackend.render)
     EmbeddedBackend.step = stages.wrap("physics steps", EmbeddedBackend.step)
     for name in BAG_METHODS:
@@ -99,21 +120,7 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def writer_cpu_seconds() -> float:
-    """CPU seconds of this process's ground-truth writer threads so far (Linux /proc; 0 elsewhere)."""
-    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
-    tasks = Path("/proc/self/task")
-    for task in tasks.iterdir() if tasks.is_dir() else ():
-        try:
-            if (task / "comm").read_text().startswith("gt-writer"):
-                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-        except OSError:
-            continue  # the thread ended meanwhile
-    return total
-
-
-def run(setup: str, overrides: list[str], out: Path, stages: Stages) -> None:
+def run(setup: str, overrides: list[str], out: Path, stages: Stages, writer: WriterCpu) -> None:
     config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
     shutil.rmtree(out, ignore_errors=True)
     cache = out / "assets"
@@ -126,21 +133,9 @@ def run(setup: str, overrides: list[str], out: Path, stages: Stages) -> None:
     place = time.perf_counter() - start
 
     stages.reset()
-    writer_threads = [0.0]
-
-    def sample_writers(close):  # the writer threads end at the recorder's close: read their CPU time first
-        def closing(self):
-            writer_threads[0] = writer_cpu_seconds()
-            return close(self)
-        return closing
-
-    original_close = Recorder.close
-    Recorder.close = sample_writers(original_close)
+    writer.seconds = 0.0
     cpu_start, start = cpu_seconds(), time.perf_counter()
-    try:
-        result = generate(config, out, cache=cache)
-    finally:
-        Recorder.close = original_close
+    result = generate(config, out, cache=cache)
     record, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
     info, sim_time = result.info, result.info.sim_time_end
     total = convert + place + record
@@ -163,7 +158,7 @@ def run(setup: str, overrides: list[str], out: Path, stages: Stages) -> None:
     print(f"real-time factor of simulate + record: {sim_time / record:.2f}x; end to end: {sim_time / total:.2f}x; "
           f"a {SEQUENCE_SECONDS:g} s sequence (+ bootstrap) takes {sequence:.0f} s = {sequence / 60:.1f} min")
     print(f"CPU (all threads) in simulate + record: {cpu:.1f} s = {cpu / sim_time:.2f} s per simulated second "
-          f"({cpu / record:.2f} cores busy); PNG/npy encoding on the writer thread {writer_threads[0]:.1f} s CPU; "
+          f"({cpu / record:.2f} cores busy); PNG/npy encoding on the writer thread {writer.seconds:.1f} s CPU; "
           f"peak RSS {peak_gib:.2f} GiB")
     print(f"mission: {info.mission}")
 
@@ -175,14 +170,14 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="config overrides for every setup, e.g. simulation.duration=60")
     args = parser.parse_args()
-    stages = Stages()
-    instrument(stages)
+    stages, writer = Stages(), WriterCpu()
+    instrument(stages, writer)
     print(f"{os.cpu_count()} cores; load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     if args.setup in ("demo", "both"):
-        run("demo", args.overrides, args.out / "demo", stages)
+        run("demo", args.overrides, args.out / "demo", stages, writer)
     if args.setup in ("paper", "both"):
         run("paper camera setup (640x480 bag + 1920x1080 ground truth)", [*paper_overrides(), *args.overrides],
-            args.out / "paper", stages)
+            args.out / "paper", stages, writer)
     print("load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 

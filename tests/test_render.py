@@ -35,7 +35,7 @@ from simulation.render import (
 )
 from simulation.render.annotations import AloneCoverage, layer_view
 from simulation.render.embree import BUILD_QUALITY_LOW, BUILD_QUALITY_MEDIUM, SharedScene
-from simulation.render.raycast import intersect
+from simulation.render.raycast import intersect, trace_occlusion
 from simulation.render.scene import closed_edges
 from simulation.render.shading import linear_to_srgb8, srgb_to_linear
 
@@ -533,6 +533,31 @@ def test_tile_size_and_worker_count_do_not_change_the_frame(monkeypatch):
         for name in ("rgb", "depth", "distance", "instance", "semantic", "normals", "flow", "boxes_2d_tight",
                      "boxes_2d_loose", "boxes_3d"):
             assert getattr(frame, name).tobytes() == getattr(frames[0], name).tobytes(), name
+
+
+def test_occlusion_packets_match_embreex_and_skip_rays_of_no_reach():
+    """Shadow-ray packets agree with embreex's one-ray OCCLUDED query, rays of zero or negative reach included
+    (such rays are not traced: zero reach is never blocked, negative reach always, as embreex reports them)."""
+    rng = generator(0, "tests/render/occlusion")
+    sphere = trimesh.creation.icosphere(2, 1.0)
+    vertices = (sphere.vertices + [0.0, 0.0, 5.0]).astype(np.float32)
+    count = 3001  # not a multiple of the packet width
+    origins = rng.uniform(-2.0, 2.0, (count, 3)).astype(np.float32)
+    directions = rng.normal(0.0, 0.3, (count, 3)) + [0.0, 0.0, 1.0]
+    directions = (directions / np.linalg.norm(directions, axis=1, keepdims=True)).astype(np.float32)
+    reach = rng.uniform(0.0, 10.0, count).astype(np.float32)
+    reach[::7], reach[1::11] = 0.0, -1.0  # facing away from the light; next to it
+
+    reference = EmbreeScene()
+    TriangleMesh(reference, vertices, sphere.faces)
+    expected = reference.run(origins, directions, reach.copy(), "OCCLUDED", 0) != -1
+    shared = SharedScene(dynamic=False)
+    shared.add(vertices, sphere.faces, BUILD_QUALITY_MEDIUM)
+    shared.commit()
+    blocked = trace_occlusion(shared.embree, origins, directions, reach)
+    assert 300 < expected.sum() < count - 300
+    np.testing.assert_array_equal(blocked, expected)
+    assert not blocked[reach == 0].any() and blocked[reach < 0].all()
 
 
 def test_closed_edges_pair_faces_of_opposite_winding():

@@ -4,7 +4,8 @@ embreex traces one ray at a time (rtcIntersect1); packets of 8 neighbouring came
 traversal, which saves about a tenth of a frame's camera-ray time here. The hits are the same bit for bit
 as one ray at a time (the same robust triangle test per lane; tests/test_render.py checks them against
 embreex). Occlusion tests skip rays whose reach is not positive: such a ray's interval is empty, so Embree
-reports it unblocked anyway (shading gives points facing away from a light a zero-length ray).
+reports it unblocked anyway (shading gives points facing away from a light a zero-length ray), and a ray of
+negative reach (a point within the shadow bias of a light) counts as blocked, as embreex reports it.
 
 A packet is Embree's RTCRayHit8 (embree4/rtcore_ray.h): structure-of-arrays fields of 8 lanes each, the ray
 (org_x, org_y, org_z, tnear, dir_x, dir_y, dir_z, time, tfar, mask, id, flags) then the hit (Ng_x, Ng_y,
@@ -83,7 +84,8 @@ def intersect(function, scene, origins, directions, tfar, lanes, valid):
 
 @njit(cache=True, nogil=True)
 def occluded(function, scene, origins, directions, tfar, lanes, valid):
-    """Whether something lies on each ray within (0, tfar] (False where tfar <= 0, without tracing it).
+    """Whether something lies on each ray within (0, tfar]; rays of tfar <= 0 are not traced: blocked where
+    tfar < 0 and not where tfar is 0, as embreex's one-ray loop reports them.
     `function` is rtcOccluded8, `scene` the RTCScene address, `lanes`/`valid` a `packet()`."""
     n = len(tfar)
     blocked = np.zeros(n, np.bool_)
@@ -93,6 +95,7 @@ def occluded(function, scene, origins, directions, tfar, lanes, valid):
     while i < n:
         count = 0
         while count < LANES and i < n:  # the next LANES rays that reach anywhere
+            blocked[i] = tfar[i] < _F0  # as embreex reports a ray of negative reach
             if tfar[i] > _F0:
                 _load_ray(lanes, bits, count, origins, directions, tfar, i)
                 rays[count] = i
