@@ -16,11 +16,13 @@ _EXPORTS = {
     **{name: "core.formats.asset_meta" for name in ("AssetMeta", "SourceInfo", "load_meta")},
     "package_status": "asset_converters.package",
     **{name: "asset_converters.parts" for name in (
-        "Animation", "Light", "Material", "PointCacheMesh", "SceneMesh", "SkinnedMesh")},
+        "Animation", "DistantLight", "Light", "Material", "PointCacheMesh", "SceneMesh", "SkinnedMesh")},
     "read_meshes": "asset_converters.usd_io",
     # batch conversion: jobs per source dataset, run with progress (`grade convert`, `grade prepare`)
     **{name: "asset_converters.batch" for name in ("BatchResult", "Job", "run_jobs")},
     "convert_app": "asset_converters.cli", "demo_jobs": "asset_converters.procedural",
+    **{name: "asset_converters.procedural.outdoor" for name in ("IN_PLACE_MOTIONS", "animal_jobs", "terrain_job")},
+    "TerrainOptions": "asset_converters.procedural.terrain",
     "front3d_jobs": "asset_converters.front3d", "gso_jobs": "asset_converters.gso",
     **{name: "asset_converters.mesh" for name in ("MeshOptions", "mesh_jobs")},
     **{name: "asset_converters.smpl" for name in ("cloth3d_jobs", "sequence_jobs")},

@@ -172,6 +172,9 @@ def convert_mesh_command(
     fps: float = typer.Option(30.0, "--fps", help="Frame rate the animation is resampled at."),
     floor_label: str | None = typer.Option(None, "--floor-label", help="Environment: the geometry (node, material or "
                                                                        "label name) that is the floor."),
+    terrain: bool = typer.Option(False, "--terrain", help="Environment: an outdoor terrain with uneven ground (the "
+                                                          "floor-label geometry, else the one with the most "
+                                                          "upward-facing area)."),
 ) -> None:
     """Generic meshes -> object or environment packages; skinned glTF -> animated packages.
 
@@ -181,7 +184,7 @@ def convert_mesh_command(
     """
     from asset_converters.mesh import MeshOptions, mesh_jobs
 
-    options = MeshOptions(kind, up, scale, height, label, animation, fps, floor_label)
+    options = MeshOptions(kind, up, scale, height, label, animation, fps, floor_label, terrain)
     convert_into(out, mesh_jobs(path, out, options), "mesh files")
 
 

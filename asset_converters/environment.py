@@ -2,7 +2,8 @@
 
 The floor polygon is the union of the floor triangles projected on XY (a true, possibly
 non-convex outline with holes). `occupancy.npz` holds a 2D map (0 free, 1 occupied, 2 outside the
-floor polygon) at `resolution` for the robot height band, and a 3D voxel grid of surfaces.
+floor polygon) at `resolution` for the robot height band, and a 3D voxel grid of surfaces. A terrain's
+floor meshes are its uneven ground: the band then counts from the ground under each point.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import shapely
 import trimesh
 from shapely.geometry import mapping
 
+from asset_converters.ground import Ground
 from asset_converters.package import CONVERTER_VERSION, write_package
-from asset_converters.parts import Light, SceneMesh
+from asset_converters.parts import DistantLight, Light, SceneMesh
 from asset_converters.usd_io import add_light, add_material, add_mesh, create_stage
 from core.errors import InputError
-from core.formats.asset_meta import AssetMeta, EnvironmentInfo, SourceInfo
+from core.formats.asset_meta import AssetMeta, EnvironmentInfo, SourceInfo, TerrainInfo
 from core.formats.occupancy import LEGEND, OCCUPANCY_FILE, save_occupancy
 from core.formats.scene_layout import PACKAGE_ROOT, prim_name
 
@@ -27,10 +29,13 @@ OCCUPANCY_RESOLUTION = 0.05  # m, 2D map cell
 VOXEL_SIZE = 0.1  # m, 3D grid cell
 # Obstacles between these heights above the floor block a ground robot in the 2D map.
 OBSTACLE_BAND = (0.05, 1.9)
+COVERAGE_TOLERANCE = 1e-9  # relative area difference below which floor triangles count as not overlapping
 
 
-def floor_polygon(meshes: list[SceneMesh]) -> shapely.MultiPolygon:
-    """Union of the XY projections of the floor triangles."""
+def floor_polygon(meshes: list[SceneMesh], coverage: bool = False) -> shapely.MultiPolygon:
+    """Union of the XY projections of the floor triangles. With `coverage` (a terrain's ground, whose
+    triangles rarely overlap seen from above), a fast coverage union is tried first and kept when its area
+    is the triangles' total, i.e. they did not overlap."""
     triangles = []
     for mesh in meshes:
         if mesh.is_floor:
@@ -39,7 +44,10 @@ def floor_polygon(meshes: list[SceneMesh]) -> shapely.MultiPolygon:
     triangles = [t for t in triangles if t.is_valid and t.area > 1e-9]
     if not triangles:
         raise InputError("the environment has no floor triangles, so it has no floor polygon", field="floor")
-    union = shapely.union_all(triangles, grid_size=1e-6)
+    union = shapely.coverage_union_all(triangles) if coverage else None
+    total = float(shapely.area(triangles).sum())
+    if union is None or not union.is_valid or abs(union.area - total) > COVERAGE_TOLERANCE * total:
+        union = shapely.union_all(triangles, grid_size=1e-6)
     union = union.buffer(0)
     polygons = [g for g in getattr(union, "geoms", [union]) if isinstance(g, shapely.Polygon) and g.area > 1e-6]
     return shapely.MultiPolygon(polygons)
@@ -61,8 +69,10 @@ def _surface_points(vertices: np.ndarray, faces: np.ndarray, spacing: float) -> 
 
 
 def occupancy(meshes: list[SceneMesh], polygon: shapely.MultiPolygon, floor_height: float,
-              resolution: float = OCCUPANCY_RESOLUTION, voxel: float = VOXEL_SIZE) -> dict[str, np.ndarray]:
-    """2D obstacle map and 3D surface voxel grid over the environment's bounds."""
+              resolution: float = OCCUPANCY_RESOLUTION, voxel: float = VOXEL_SIZE,
+              ground: Ground | None = None) -> dict[str, np.ndarray]:
+    """2D obstacle map and 3D surface voxel grid over the environment's bounds; with a terrain's `ground`, the
+    obstacle band counts from the ground under each surface point instead of from `floor_height`."""
     all_vertices = np.concatenate([m.vertices for m in meshes])
     lo, hi = all_vertices.min(axis=0), all_vertices.max(axis=0)
     points = np.concatenate([
@@ -74,13 +84,16 @@ def occupancy(meshes: list[SceneMesh], polygon: shapely.MultiPolygon, floor_heig
     grid3 = np.zeros(shape3, dtype=bool)
     idx = np.clip(((points - lo) / voxel).astype(int), 0, shape3 - 1)
     grid3[tuple(idx.T)] = True
-    floor_idx = np.clip(((np.concatenate([m.vertices for m in meshes if m.is_floor]) - lo) / voxel).astype(int),
-                        0, shape3 - 1)
+    # A flat floor's vertices mark its voxels; an uneven ground needs points all over it.
+    floor_points = np.concatenate([m.vertices if ground is None else _surface_points(m.vertices, m.faces, voxel * 0.5)
+                                   for m in meshes if m.is_floor])
+    floor_idx = np.clip(((floor_points - lo) / voxel).astype(int), 0, shape3 - 1)
     grid3[tuple(floor_idx.T)] = True
 
     shape2 = np.maximum(np.ceil((hi[:2] - lo[:2]) / resolution).astype(int), 1)
     grid2 = np.zeros(shape2, dtype=np.uint8)
-    band = (points[:, 2] >= floor_height + OBSTACLE_BAND[0]) & (points[:, 2] <= floor_height + OBSTACLE_BAND[1])
+    base = np.full(len(points), floor_height) if ground is None else _ground_under(ground, points, lo, resolution)
+    band = (points[:, 2] >= base + OBSTACLE_BAND[0]) & (points[:, 2] <= base + OBSTACLE_BAND[1])
     idx2 = np.clip(((points[band, :2] - lo[:2]) / resolution).astype(int), 0, shape2 - 1)
     centers_x = lo[0] + (np.arange(shape2[0]) + 0.5) * resolution
     centers_y = lo[1] + (np.arange(shape2[1]) + 0.5) * resolution
@@ -93,6 +106,17 @@ def occupancy(meshes: list[SceneMesh], polygon: shapely.MultiPolygon, floor_heig
         "voxels": grid3, "voxels_origin": lo.astype(np.float64), "voxel_size": np.array(voxel),
         "legend": np.array(LEGEND),
     }
+
+
+def _ground_under(ground: Ground, points: np.ndarray, lo: np.ndarray, resolution: float) -> np.ndarray:
+    """The ground height under each point, cast once per 2D map cell (at its centre); points off the ground get
+    -inf, so nothing there counts as an obstacle of the band."""
+    cells = ((points[:, :2] - lo[:2]) / resolution).astype(np.int64)
+    rows = int(cells[:, 1].max()) + 1 if len(cells) else 1
+    unique, inverse = np.unique(cells[:, 0] * rows + cells[:, 1], return_inverse=True)
+    centres = lo[:2] + (np.column_stack([unique // rows, unique % rows]) + 0.5) * resolution
+    heights = ground.heights(centres)
+    return np.where(np.isnan(heights), -np.inf, heights)[inverse]
 
 
 def validate_meshes(meshes: list[SceneMesh], where: str) -> None:
@@ -109,18 +133,26 @@ def validate_meshes(meshes: list[SceneMesh], where: str) -> None:
             raise InputError(f"{len(mesh.uvs)} uvs for {len(mesh.vertices)} vertices", where, mesh.name)
 
 
-def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out: str | Path, source: SourceInfo,
-                              input_hash: str, write_extra: Callable[[Path, list[str]], None] | None = None) -> Path:
+def write_environment_package(meshes: list[SceneMesh], lights: list[Light | DistantLight], out: str | Path,
+                              source: SourceInfo, input_hash: str,
+                              write_extra: Callable[[Path, list[str]], None] | None = None,
+                              terrain: bool = False) -> Path:
     """Write asset.usdc (one prim per piece, grouped by category), collision.stl, occupancy.npz, meta.
 
     `write_extra(folder, prim_paths)` may add converter-specific files to the package before it is
-    sealed; `prim_paths[i]` is the prim written for `meshes[i]`.
+    sealed; `prim_paths[i]` is the prim written for `meshes[i]`. With `terrain`, the floor meshes are an
+    uneven ground (meta's `environment.terrain`): the floor height is their lowest point.
     """
     out = Path(out)
     validate_meshes(meshes, f"environment {out.name!r}")
-    polygon = floor_polygon(meshes)
+    polygon = floor_polygon(meshes, coverage=terrain)
     floor_vertices = np.concatenate([m.vertices for m in meshes if m.is_floor])
-    floor_height = float(np.median(floor_vertices[:, 2]))
+    floor_height = float(floor_vertices[:, 2].min() if terrain else np.median(floor_vertices[:, 2]))
+    ground = None
+    if terrain:
+        grounds = [m for m in meshes if m.is_floor]
+        offsets = np.cumsum([0] + [len(m.vertices) for m in grounds])
+        ground = Ground(floor_vertices, np.concatenate([m.faces + o for m, o in zip(grounds, offsets)]))
 
     def build(folder: Path) -> AssetMeta:
         stage = create_stage(folder / "asset.usdc")
@@ -141,7 +173,7 @@ def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out:
         stage.GetRootLayer().Save()
         combined = trimesh.util.concatenate([trimesh.Trimesh(m.vertices, m.faces, process=False) for m in meshes])
         combined.export(folder / "collision.stl")
-        grids = occupancy(meshes, polygon, floor_height)
+        grids = occupancy(meshes, polygon, floor_height, ground=ground)
         save_occupancy(folder / OCCUPANCY_FILE, grids)
         if write_extra is not None:
             write_extra(folder, paths)
@@ -153,6 +185,9 @@ def write_environment_package(meshes: list[SceneMesh], lights: list[Light], out:
                 bounds=(tuple(map(float, lo)), tuple(map(float, hi))), floor_height=floor_height,
                 floor_polygon=mapping(polygon), floor_area=float(polygon.area), lights=len(lights),
                 occupancy_resolution=OCCUPANCY_RESOLUTION, voxel_size=VOXEL_SIZE,
+                terrain=None if ground is None else TerrainInfo(
+                    ground_prims=[path for path, mesh in zip(paths, meshes) if mesh.is_floor],
+                    ground_range=(floor_height, float(floor_vertices[:, 2].max()))),
             ),
         )
 

@@ -14,6 +14,8 @@ whose normal is within FLOOR_MAX_TILT_DEG of +Z, bins them by height into FLOOR_
 lowest one up, takes the lowest slice that holds at least FLOOR_MIN_AREA_FRACTION of all upward
 area (so a few stray low faces do not win), and marks as floor every upward face within FLOOR_BAND
 of that slice's area-weighted median height. Each geometry is split into its floor and other faces.
+A terrain (`terrain`) keeps its ground geometry whole: the one named `floor_label`, else the one with the
+most upward-facing area.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ UP_AXES = {"z": np.eye(3), "y": Y_UP_TO_Z_UP}
 FLOOR_MAX_TILT_DEG = 10.0
 FLOOR_BAND = 0.05  # m
 FLOOR_MIN_AREA_FRACTION = 0.1
+TERRAIN_MAX_TILT_DEG = 60.0  # faces steeper than this do not count as a terrain's ground area
 IMAGE_MODES = ("RGB", "RGBA", "L", "LA")
 
 
@@ -60,6 +63,7 @@ class MeshOptions:
     animation: str | None = None
     fps: float = gltf.DEFAULT_FPS
     floor_label: str | None = None
+    terrain: bool = False  # environment: an outdoor terrain whose ground is uneven (see mark_ground)
 
 
 def default_up(path: Path) -> str:
@@ -176,6 +180,26 @@ def floor_faces(meshes: list[SceneMesh]) -> list[np.ndarray]:
     return [u & (np.abs(h - floor_z) <= FLOOR_BAND) for h, u in zip(heights, up)]
 
 
+def mark_ground(meshes: list[SceneMesh], floor_label: str | None, path: Path) -> list[SceneMesh]:
+    """A terrain's meshes with its ground marked (`is_floor`, label "ground"): the geometry named `floor_label`,
+    else the one with the most upward-facing area (within TERRAIN_MAX_TILT_DEG of +Z), whole."""
+    if floor_label is not None:
+        return mark_floor(meshes, floor_label, path)
+    upward = []
+    for mesh in meshes:
+        corners = mesh.vertices[mesh.faces]
+        cross = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+        area = np.linalg.norm(cross, axis=1) / 2
+        tilt_ok = cross[:, 2] > np.cos(np.radians(TERRAIN_MAX_TILT_DEG)) * 2 * area
+        upward.append(float(area[tilt_ok].sum()))
+    if max(upward, default=0.0) <= 0:
+        raise InputError("no upward-facing faces to use as the ground; name the ground geometry with a floor label",
+                         path, "floor")
+    ground = int(np.argmax(upward))
+    return [SceneMesh(m.name, m.vertices, m.faces, "ground", m.category, m.material, m.uvs, True) if i == ground
+            else m for i, m in enumerate(meshes)]
+
+
 def mark_floor(meshes: list[SceneMesh], floor_label: str | None, path: Path) -> list[SceneMesh]:
     """The meshes with the floor marked (`is_floor`, label "floor"), split where needed."""
     if floor_label is not None:
@@ -252,8 +276,9 @@ def convert_mesh_file(path: str | Path, out: str | Path, input_hash: str, option
             if options.label is None:
                 for mesh in meshes:
                     mesh.semantic_label = label_from_name(mesh.name)
-            return write_environment_package(mark_floor(meshes, options.floor_label, path), [], out, source,
-                                             input_hash)
+            mark = mark_ground if options.terrain else mark_floor
+            return write_environment_package(mark(meshes, options.floor_label, path), [], out, source, input_hash,
+                                             terrain=options.terrain)
         return write_object_package(meshes, label, out, source, input_hash)
 
 

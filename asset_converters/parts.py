@@ -55,6 +55,19 @@ class Light:
 
 
 @dataclass
+class DistantLight:
+    """A light at infinity (the sun): `direction` is the unit vector from the scene towards it, `intensity`
+    the illuminance on a surface facing it (USD DistantLight units, the scale of a sphere light's
+    luminance times its disc's solid angle), colour linear RGB, `angle` its apparent diameter (deg)."""
+
+    name: str
+    direction: tuple[float, float, float]
+    intensity: float = 50.0
+    color: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    angle: float = 0.53
+
+
+@dataclass
 class SkinnedMesh:
     """A mesh deformed by linear blend skinning of a skeleton."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdLux, UsdShade, UsdSkel, Vt
 
-from asset_converters.parts import Animation, Light, Material
+from asset_converters.parts import Animation, DistantLight, Light, Material
 from core.errors import InputError
 from core.formats.scene_layout import PACKAGE_ROOT, prim_name
 
@@ -113,12 +113,25 @@ def add_mesh(stage: Usd.Stage, path: str, vertices: np.ndarray, faces: np.ndarra
     return mesh
 
 
-def add_light(stage: Usd.Stage, light: Light) -> UsdLux.SphereLight:
+def add_light(stage: Usd.Stage, light: Light | DistantLight) -> UsdLux.SphereLight | UsdLux.DistantLight:
+    if isinstance(light, DistantLight):
+        return _add_distant_light(stage, light)
     lux = UsdLux.SphereLight.Define(stage, f"{PACKAGE_ROOT}/lights/{prim_name(light.name)}")
     lux.CreateIntensityAttr(float(light.intensity))
     lux.CreateColorAttr(Gf.Vec3f(*light.color))
     lux.CreateRadiusAttr(float(light.radius))
     UsdGeom.XformCommonAPI(lux).SetTranslate(Gf.Vec3d(*light.position))
+    return lux
+
+
+def _add_distant_light(stage: Usd.Stage, light: DistantLight) -> UsdLux.DistantLight:
+    lux = UsdLux.DistantLight.Define(stage, f"{PACKAGE_ROOT}/lights/{prim_name(light.name)}")
+    lux.CreateIntensityAttr(float(light.intensity))
+    lux.CreateColorAttr(Gf.Vec3f(*light.color))
+    lux.CreateAngleAttr(float(light.angle))
+    # A distant light shines along its local -Z: turn its +Z towards the light.
+    towards = Gf.Rotation(Gf.Vec3d(0.0, 0.0, 1.0), Gf.Vec3d(*map(float, light.direction)))
+    UsdGeom.Xformable(lux).AddOrientOp(UsdGeom.XformOp.PrecisionDouble).Set(towards.GetQuat())
     return lux
 
 

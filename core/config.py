@@ -71,10 +71,26 @@ class IntRange(Strict):
 FRONT3D_LIGHT_INTENSITY = 2500.0
 
 
+class TerrainConfig(Strict):
+    """The procedural terrain (environment kind terrain, source procedural): rolling ground, rocks, trees, sun."""
+
+    size: Annotated[float, Field(gt=4.0, le=500.0)] = Field(40.0, description="m, side of the square ground "
+                                                                               "(centred on the origin)")
+    relief: Annotated[float, Field(ge=0.0, le=50.0)] = Field(1.5, description="m between the lowest and the "
+                                                                               "highest ground")
+    rocks: Annotated[int, Field(ge=0, le=1000)] = 12
+    trees: Annotated[int, Field(ge=0, le=1000)] = 10
+
+
 class EnvironmentConfig(Strict):
     """Where the static environment comes from."""
 
     source: Literal["procedural", "front3d", "mesh", "package"] = "procedural"
+    kind: Literal["indoor", "terrain"] = Field(
+        "indoor", description="terrain: an outdoor environment with uneven ground under open sky and a sun; "
+                              "procedural then makes a terrain (`terrain`) instead of a house, mesh reads the file "
+                              "as a terrain whose ground is the geometry with the most upward-facing area; "
+                              "front3d and package take no kind (a package says what it is)")
     path: Path | None = Field(None, description="house JSON, mesh file or converted package folder")
     future_models: Path | None = Field(None, description="3D-FUTURE model folder (front3d only)")
     textures: Path | None = Field(None, description="3D-Front texture folder (front3d only)")
@@ -83,11 +99,20 @@ class EnvironmentConfig(Strict):
                                          "ceiling lights and lamps made for the house (before randomisation)")
     rooms: PositiveInt = Field(3, description="procedural: number of rooms/alcoves")
     furniture: IntRange = Field(default_factory=lambda: IntRange(min=10, max=20))
+    terrain: TerrainConfig = Field(default_factory=TerrainConfig, description="procedural terrain options")
+    region: list[tuple[float, float]] | None = Field(
+        None, description="polygon [[x, y], ...] (m, at least 3 corners) where humans, animals, flying objects and "
+                          "the robot start are placed and the frontier explorer explores, within the environment's "
+                          "floor polygon (a terrain: its ground's outline); default: the whole floor polygon")
 
     @model_validator(mode="after")
     def _path_needed(self) -> EnvironmentConfig:
         if self.source != "procedural" and self.path is None:
             raise ValueError(f"environment source {self.source!r} needs a 'path'")
+        if self.kind == "terrain" and self.source in ("front3d", "package"):
+            raise ValueError(f"environment kind 'terrain' applies to sources procedural and mesh, not {self.source!r}")
+        if self.region is not None and len(self.region) < 3:
+            raise ValueError(f"region needs at least 3 corners, got {len(self.region)}")
         return self
 
 
@@ -104,12 +129,21 @@ class ClipWindowConfig(Strict):
     max_windows: PositiveInt = Field(8, description="split: at most this many windows per clip, spread over it")
 
 
-class HumansConfig(Strict):
-    """Animated humans (or animals) placed collision-free in the environment."""
+class GroundFitConfig(Strict):
+    """How an animated asset stands on a terrain's uneven ground (environment kind terrain; a flat floor has no
+    slope and no gaps). Its support is the lowest part of its swept trace (the feet over the whole clip): the
+    asset stands at one height, resting its support on the highest ground under it."""
 
-    source: Literal["procedural", "amass", "smpl", "cloth3d", "gltf", "package"] = "procedural"
+    max_slope_deg: Annotated[float, Field(ge=0, le=90)] = Field(
+        15.0, description="reject a pose where the ground under any support point is steeper than this")
+    max_gap: NonNegFloat = Field(0.1, description="m: reject a pose where any support point would float higher "
+                                                  "than this above the ground under it")
+
+
+class AnimatedConfig(Strict):
+    """What humans and animals share: how many, and how their swept traces are placed collision-free."""
+
     paths: list[Path] = Field(default_factory=list, description="files or folders of animations")
-    body_model: Path | None = Field(None, description="folder with the user's licensed SMPL/SMPL-H model files")
     count: IntRange = Field(default_factory=lambda: IntRange(min=7, max=40))
     max_tries: PositiveInt = 99
     contact_threshold: Annotated[int, Field(ge=1, description="accept a trace with fewer FCL contacts than this")] = 200
@@ -117,8 +151,16 @@ class HumansConfig(Strict):
         0.02, description="reject a trace with more of its volume than this inside closed furniture: contact "
                           "counts alone depend on mesh density, so a coarse sofa would let a human stand in it")
     fps: PositiveFloat = 30.0
-    window: ClipWindowConfig = Field(default_factory=ClipWindowConfig)
     reverse_playback: StrictBool = Field(True, description="play animations forward then backward to loop smoothly")
+    ground: GroundFitConfig = Field(default_factory=GroundFitConfig)
+
+
+class HumansConfig(AnimatedConfig):
+    """Animated humans placed collision-free in the environment."""
+
+    source: Literal["procedural", "amass", "smpl", "cloth3d", "gltf", "package"] = "procedural"
+    body_model: Path | None = Field(None, description="folder with the user's licensed SMPL/SMPL-H model files")
+    window: ClipWindowConfig = Field(default_factory=ClipWindowConfig)
 
     @model_validator(mode="after")
     def _paths_needed(self) -> HumansConfig:
@@ -126,6 +168,21 @@ class HumansConfig(Strict):
             raise ValueError(f"humans source {self.source!r} needs 'paths'")
         if self.source in ("amass", "smpl") and self.body_model is None:
             raise ValueError(f"humans source {self.source!r} needs 'body_model' (your licensed SMPL files)")
+        return self
+
+
+class AnimalsConfig(AnimatedConfig):
+    """Animated animals placed like humans (after them, clear of them), with the semantic class animal."""
+
+    source: Literal["procedural", "gltf", "package"] = Field(
+        "procedural", description="procedural: striped quadrupeds walking in place or grazing; gltf: skinned, "
+                                  "animated glTF files (first clip each); package: converted animated packages")
+    count: IntRange = Field(default_factory=lambda: IntRange(min=0, max=0))
+
+    @model_validator(mode="after")
+    def _paths_needed(self) -> AnimalsConfig:
+        if self.source != "procedural" and not self.paths:
+            raise ValueError(f"animals source {self.source!r} needs 'paths'")
         return self
 
 
@@ -560,6 +617,7 @@ class ExperimentConfig(Strict):
                                                       "share one between experiments to convert each input once")
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     humans: HumansConfig = Field(default_factory=HumansConfig)
+    animals: AnimalsConfig = Field(default_factory=AnimalsConfig)
     flying_objects: FlyingObjectsConfig = Field(default_factory=FlyingObjectsConfig)
     robot: RobotConfig = Field(default_factory=RobotConfig)
     exploration: ExplorationConfig = Field(default_factory=ExplorationConfig)
@@ -636,6 +694,7 @@ class ExperimentConfig(Strict):
             if value is not None and not value.is_absolute():
                 setattr(model, key, fix(value))
         humans.paths = [p if p.is_absolute() else fix(p) for p in humans.paths]
+        data.animals.paths = [p if p.is_absolute() else fix(p) for p in data.animals.paths]
         objects.paths = [p if p.is_absolute() else fix(p) for p in objects.paths]
         if data.robot.tiago.s_curve is not None and not data.robot.tiago.s_curve.is_absolute():
             data.robot.tiago.s_curve = fix(data.robot.tiago.s_curve)
@@ -656,6 +715,8 @@ class ExperimentConfig(Strict):
             found[f"humans.paths.{i}"] = p
         if self.humans.body_model is not None:
             found["humans.body_model"] = self.humans.body_model
+        for i, p in enumerate(self.animals.paths):
+            found[f"animals.paths.{i}"] = p
         for i, p in enumerate(self.flying_objects.paths):
             found[f"flying_objects.paths.{i}"] = p
         if self.robot.tiago.s_curve is not None:

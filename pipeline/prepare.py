@@ -8,7 +8,7 @@ resumes where it stopped and a re-run with the same config does no work.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from asset_converters import BatchResult, Job, run_jobs
@@ -30,6 +30,7 @@ log = get_logger("prepare")
 # replacement); three at least, so walk, idle and wave all appear.
 PROCEDURAL_HUMAN_VARIETY = (3, 6)
 PROCEDURAL_OBJECT_VARIETY = (1, 6)
+PROCEDURAL_ANIMAL_VARIETY = (2, 4)  # two at least, so both motions (walk, graze) appear
 
 
 @dataclass
@@ -39,6 +40,7 @@ class PreparedScene:
     objects: list[Path]
     placement: Path  # placement.json
     scene: Path  # scene.usda
+    animals: list[Path] = field(default_factory=list)
 
 
 def _packages(jobs: list[Job], description: str) -> list[Path]:
@@ -51,14 +53,27 @@ def _packages(jobs: list[Job], description: str) -> list[Path]:
 
 
 def _procedural_jobs(config: ExperimentConfig, cache: Path) -> list[Job]:
-    from asset_converters import demo_jobs
+    """The procedural set: a house (or, for environment kind terrain, a terrain, whose humans play in-place
+    motions), humans, objects and, when animals are procedural, animals."""
+    from asset_converters import IN_PLACE_MOTIONS, TerrainOptions, animal_jobs, demo_jobs, terrain_job
 
     rng = generator(config.seed, "prepare/procedural")
     furniture = int(rng.integers(config.environment.furniture.min, config.environment.furniture.max + 1))
     humans = min(max(config.humans.count.max, PROCEDURAL_HUMAN_VARIETY[0]), PROCEDURAL_HUMAN_VARIETY[1])
     objects = min(max(config.flying_objects.count.max, PROCEDURAL_OBJECT_VARIETY[0]), PROCEDURAL_OBJECT_VARIETY[1])
     folder = cache / f"procedural-seed{config.seed}"
-    return demo_jobs(folder, config.seed, config.environment.rooms, furniture, humans, objects)
+    if config.environment.kind != "terrain":
+        jobs = demo_jobs(folder, config.seed, config.environment.rooms, furniture, humans, objects)
+    else:
+        jobs = [job for job in demo_jobs(folder, config.seed, config.environment.rooms, furniture, humans, objects,
+                                         IN_PLACE_MOTIONS) if job.out.parent.name != ROLE_FOLDERS["environment"][1]]
+        terrain = TerrainOptions(**config.environment.terrain.model_dump())
+        jobs.insert(0, terrain_job(folder, config.seed, terrain))
+    animals = config.animals
+    if animals.source == "procedural" and animals.count.max > 0:
+        variety = min(max(animals.count.max, PROCEDURAL_ANIMAL_VARIETY[0]), PROCEDURAL_ANIMAL_VARIETY[1])
+        jobs += animal_jobs(folder, config.seed, variety, animals.fps)
+    return jobs
 
 
 # ---------------------------------------------------------------- converters by (role, source)
@@ -79,7 +94,7 @@ def _front3d(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
 def _environment_mesh(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
     from asset_converters import MeshOptions, mesh_jobs
 
-    return mesh_jobs(path, out, MeshOptions(kind="environment"))
+    return mesh_jobs(path, out, MeshOptions(kind="environment", terrain=config.environment.kind == "terrain"))
 
 
 def _smpl_sequences(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
@@ -103,6 +118,12 @@ def _animated_gltf(config: ExperimentConfig, path: Path, out: Path) -> list[Job]
     return mesh_jobs(path, out, MeshOptions(kind="animated", fps=config.humans.fps, label="person"))
 
 
+def _animal_gltf(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
+    from asset_converters import MeshOptions, mesh_jobs
+
+    return mesh_jobs(path, out, MeshOptions(kind="animated", fps=config.animals.fps))  # labelled 'animal'
+
+
 def _gso(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
     from asset_converters import gso_jobs
 
@@ -124,12 +145,13 @@ CONVERTERS: dict[tuple[str, str], JobBuilder] = {
     ("humans", "smpl"): _smpl_sequences,
     ("humans", "cloth3d"): _cloth3d,
     ("humans", "gltf"): _animated_gltf,
+    ("animals", "gltf"): _animal_gltf,
     ("objects", "gso"): _gso,
     ("objects", "mesh"): _object_mesh,
 }
 # role -> (folder under the cache for converted packages, folder of the role in the procedural demo set)
 ROLE_FOLDERS = {"environment": ("environments", "environment"), "humans": ("humans", "humans"),
-                "objects": ("objects", "objects")}
+                "objects": ("objects", "objects"), "animals": ("animals", "animals")}
 
 
 def _role_packages(config: ExperimentConfig, role: str, source: str, paths: list[Path], cache: Path,
@@ -157,24 +179,37 @@ def convert_assets(config: ExperimentConfig, cache: Path) -> tuple[Path, list[Pa
     return environment, human_packages, object_packages
 
 
+def convert_animals(config: ExperimentConfig, cache: Path) -> list[Path]:
+    """The animal packages for `config` (none when `animals.count.max` is 0), converted into `cache` when needed."""
+    animals = config.animals
+    if animals.count.max == 0:
+        return []
+    procedural = _procedural_jobs(config, cache) if animals.source == "procedural" else []
+    return _role_packages(config, "animals", animals.source, animals.paths, cache, procedural)
+
+
 def _manifest_hash(package: Path) -> str:
     return content_hash((package / MANIFEST).read_text()) if (package / MANIFEST).is_file() else str(package)
 
 
 def place_and_compose(config: ExperimentConfig, environment: Path, humans: list[Path], objects: list[Path],
-                      out: Path) -> tuple[Path, Path]:
+                      out: Path, animals: list[Path] | None = None) -> tuple[Path, Path]:
     """placement.json, its preview PNG and scene.usda in `out/scene/`, redone only when inputs change."""
     from placement import compose_scene, place_scene, write_outputs
 
+    animals = animals or []
     folder = out / SCENE_DIR
     input_hash = content_hash(
         "place/1", config.seed, config.humans.model_dump(mode="json"), config.flying_objects.model_dump(mode="json"),
         config.robot.model_dump(mode="json"), config.simulation.duration + config.simulation.bootstrap,
         [_manifest_hash(p) for p in (environment, *humans, *objects)],
+        *([config.animals.model_dump(mode="json"), config.environment.region, [_manifest_hash(p) for p in animals]]
+          if animals or config.environment.region else []),
     )
     if stage_status(folder, input_hash) is not StageStatus.COMPLETE:
         scene = place_scene(environment, humans, objects, config.humans, config.flying_objects, config.robot,
-                            config.seed)
+                            config.seed, animal_packages=animals, animals=config.animals,
+                            region=config.environment.region)
         with atomic_directory(folder) as tmp:
             # The temporary folder is a sibling of the final one, so the relative package paths written
             # into placement.json and scene.usda stay valid after the rename.
@@ -195,6 +230,7 @@ def prepare(config: ExperimentConfig, out: Path | None = None, cache: Path | Non
     with output_lock(cache, wait=True, what="asset cache"):
         remove_stale_partials(cache)
         environment, humans, objects = convert_assets(config, cache)
+        animals = convert_animals(config, cache)
     load_meta(environment, "environment")
-    placement, scene = place_and_compose(config, environment, humans, objects, out)
-    return PreparedScene(environment, humans, objects, placement, scene)
+    placement, scene = place_and_compose(config, environment, humans, objects, out, animals)
+    return PreparedScene(environment, humans, objects, placement, scene, animals)

@@ -1,4 +1,4 @@
-"""Compose `scene.usda`: the environment, each placed human and flying object as a reference to its
+"""Compose `scene.usda`: the environment, each placed human, animal and flying object as a reference to its
 package, and the robot start, so the same file loads in Isaac Sim and in the embedded backend.
 
 The prim layout and the `grade:*` attributes are core.formats.scene_layout, which the simulation reads
@@ -51,11 +51,13 @@ def _author(stage: Usd.Stage, placement: Placement, scene_dir: Path, duration: f
     layout.add_package_reference(stage, layout.ENVIRONMENT_PRIM, placement.environment.path, scene_dir)
     for group in (layout.HUMANS_PRIM, layout.OBJECTS_PRIM):
         UsdGeom.Xform.Define(stage, group)
-    for i, human in enumerate(placement.humans):
-        prim = layout.add_package_reference(stage, layout.human_prim_path(i, human.asset_id), human.asset_path,
-                                            scene_dir)
-        layout.set_xyz_yaw(prim, human.x, human.y, human.z, human.yaw)
-        layout.set_schedule(prim, human.animation)
+    if placement.animals:
+        UsdGeom.Xform.Define(stage, layout.ANIMALS_PRIM)
+    for path_of, group in ((layout.human_prim_path, placement.humans), (layout.animal_prim_path, placement.animals)):
+        for i, human in enumerate(group):
+            prim = layout.add_package_reference(stage, path_of(i, human.asset_id), human.asset_path, scene_dir)
+            layout.set_xyz_yaw(prim, human.x, human.y, human.z, human.yaw)
+            layout.set_schedule(prim, human.animation)
     for i, obj in enumerate(placement.flying_objects):
         prim = layout.add_package_reference(stage, layout.object_prim_path(i, obj.asset_id), obj.asset_path,
                                             scene_dir)

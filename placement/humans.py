@@ -1,10 +1,15 @@
-"""Placing animated humans: each candidate's swept trace against the world and the humans placed so far.
+"""Placing animated humans (and animals, the same way, after them): each candidate's swept trace against
+the world and the traces placed so far.
 
 A try samples (x, y, yaw) uniformly in the floor polygon; z puts the animation's lowest point on the
-floor. The try is accepted when the whole trace stays over the floor polygon, makes fewer contacts
-with the world than the threshold (plant leaves and thin objects may graze it), touches no other
-human's trace nor the robot's start volume, and neither swallows nor is swallowed by a closed piece,
-another trace or the robot (FCL reports no contact for a mesh wholly inside another).
+floor. On a terrain, z instead rests the trace's support (its vertices within SUPPORT_BAND of its lowest
+point: the feet over the whole clip) on the highest ground under it; the try is rejected where the ground
+under a support point is missing ("outside"), steeper than the slope limit ("slope"), or so much lower
+that the point would float above it by more than the gap limit ("uneven"). The try is accepted when the
+whole trace stays over the floor polygon, makes fewer contacts with the world than the threshold (plant
+leaves and thin objects may graze it), touches no other trace nor the robot's start volume, and neither
+swallows nor is swallowed by a closed piece, another trace or the robot (FCL reports no contact for a mesh
+wholly inside another).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import shapely
 import trimesh
 from scipy.spatial import ConvexHull, QhullError
 
-from core.config import HumansConfig
+from core.config import AnimalsConfig, AnimatedConfig, GroundFitConfig, HumansConfig
 from core.errors import InputError
 from core.formats.asset_meta import META_FILE, AssetMeta, load_meta
 from core.formats.placement import AnimationSchedule, PlacedHuman, RejectedHuman
@@ -44,6 +49,7 @@ FLOOR_SHIFT = np.array([0.0, 0.0, TEST_LIFT + 0.001])  # m, see Crowd._inside
 HUMAN_CONTACT_THRESHOLD = 1
 TAU = 2.0 * np.pi
 INTERIOR_PITCH = 0.05  # m, grid spacing of a trace's interior sample
+SUPPORT_BAND = 0.02  # m above a trace's lowest point that still counts as its support (the feet)
 
 log = get_logger("placement")
 
@@ -65,6 +71,7 @@ class HumanAsset:
     ground_offset: float
     clip_end: float  # s, time of the last frame
     duration: float  # s, frame_count / fps
+    support: np.ndarray  # (K, 3) trace vertices within SUPPORT_BAND of its lowest point, local frame
 
 
 def interior_points(closed: trimesh.Trimesh, pitch: float = INTERIOR_PITCH) -> np.ndarray:
@@ -102,6 +109,7 @@ def load_human(package: str | Path) -> HumanAsset:
         bounds=np.array(trace.bounds), container_bounds=np.array(container.bounds),
         ground_offset=float(info.ground_offset),
         clip_end=max(info.frame_count - 1, 0) / info.fps, duration=info.frame_count / info.fps,
+        support=trace.vertices[trace.vertices[:, 2] <= trace.vertices[:, 2].min() + SUPPORT_BAND],
     )
 
 
@@ -110,6 +118,7 @@ class Verdict:
     accepted: bool
     reason: str | None
     contacts: int
+    z: float = float("nan")  # the tested height of the asset's frame (floor or ground + offset)
 
 
 @dataclass
@@ -138,12 +147,33 @@ class Crowd:
     obstacles: Obstacles = field(default_factory=Obstacles)
     blockers: list[Solid] = field(default_factory=list)
     blocker_obstacles: Obstacles = field(default_factory=Obstacles)
+    ground_fit: GroundFitConfig = field(default_factory=GroundFitConfig)
 
-    def floor_z(self, asset: HumanAsset) -> float:
-        return self.world.floor_height + asset.ground_offset
+    def use(self, config: AnimatedConfig) -> None:
+        """Test the next candidates by the thresholds and ground fit of `config` (humans', then animals')."""
+        self.contact_threshold, self.max_inside_fraction = config.contact_threshold, config.max_inside_fraction
+        self.ground_fit = config.ground
 
-    def _test_matrix(self, asset: HumanAsset, x: float, y: float, yaw: float) -> np.ndarray:
-        return pose_from_xyz_yaw(x, y, self.floor_z(asset) + TEST_LIFT, yaw)
+    def stand_z(self, asset: HumanAsset, x: float, y: float, yaw: float) -> tuple[float, str | None]:
+        """The height of the asset's frame at (x, y, yaw): its lowest point on the floor, or on a terrain its
+        support resting on the ground under it; with the rejection reason where it cannot stand there."""
+        if self.world.ground is None:
+            return self.world.floor_height + asset.ground_offset, None
+        c, s = np.cos(yaw), np.sin(yaw)
+        local = asset.support
+        xy = local[:, :2] @ np.array([[c, s], [-s, c]]) + (x, y)
+        heights, slopes = self.world.ground.query(xy)
+        if np.isnan(heights).any():
+            return float("nan"), "outside"
+        if slopes.max() > self.ground_fit.max_slope_deg:
+            return float("nan"), "slope"
+        z = float(np.max(heights - local[:, 2]))
+        if float(np.max(z + local[:, 2] - heights)) > self.ground_fit.max_gap:
+            return float("nan"), "uneven"
+        return z, None
+
+    def _test_matrix(self, z: float, x: float, y: float, yaw: float) -> np.ndarray:
+        return pose_from_xyz_yaw(x, y, z + TEST_LIFT, yaw)
 
     def block(self, solid: Solid) -> None:
         """Keep every trace clear of `solid` (no contact, no containment), e.g. the robot's start volume."""
@@ -153,7 +183,10 @@ class Crowd:
 
     def test(self, asset: HumanAsset, x: float, y: float, yaw: float) -> Verdict:
         """Whether the asset's trace fits at (x, y, yaw), cheapest checks first."""
-        matrix = self._test_matrix(asset, x, y, yaw)
+        z, unfit = self.stand_z(asset, x, y, yaw)
+        if unfit is not None:
+            return Verdict(False, unfit, 0)
+        matrix = self._test_matrix(z, x, y, yaw)
         lo, hi = self._bounds(asset, matrix)
         if not self._over_floor(asset, matrix):
             return Verdict(False, "outside", 0)
@@ -175,7 +208,7 @@ class Crowd:
             return Verdict(False, "robot", contacts)
         if self._inside_humans(asset, probes, inverse, lo, hi):
             return Verdict(False, "human", 0)
-        return Verdict(True, None, contacts)
+        return Verdict(True, None, contacts, z)
 
     def _inside_fraction(self, asset: HumanAsset, matrix: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
         """Fraction of the trace's volume (interior grid points) inside closed world pieces."""
@@ -239,8 +272,9 @@ class Crowd:
                 return True
         return False
 
-    def add(self, asset: HumanAsset, x: float, y: float, yaw: float) -> PlacedTrace:
-        matrix = self._test_matrix(asset, x, y, yaw)
+    def add(self, asset: HumanAsset, x: float, y: float, yaw: float, z: float | None = None) -> PlacedTrace:
+        """Place the trace at (x, y, yaw) and height `z` (default: where `stand_z` stands it)."""
+        matrix = self._test_matrix(self.stand_z(asset, x, y, yaw)[0] if z is None else z, x, y, yaw)
         lo, hi = self._bounds(asset, matrix)
         placed = PlacedTrace(asset, matrix, np.linalg.inv(matrix), lo, hi)
         self.placed.append(placed)
@@ -257,43 +291,34 @@ def asset_order(rng: np.random.Generator, packages: int, count: int) -> np.ndarr
     return np.concatenate([rng.permutation(packages) for _ in range(rounds)])[:count]
 
 
-def place_humans(world: World, packages: list[Path], config: HumansConfig, seed: int,
-                 human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD, blockers: tuple[Solid, ...] = (),
-                 ) -> tuple[list[PlacedHuman], list[RejectedHuman], Crowd, int]:
-    """Draw the candidate count and assets (`asset_order`), then place each candidate in up to `max_tries` tries,
-    clear of the `blockers` (the robot's start volume).
-
-    Returns the placed and rejected humans, the crowd (for the preview) and the number of candidates.
-    Deterministic from `seed`: each candidate's tries are drawn as one batch, so a candidate's poses do
-    not depend on how earlier candidates fared.
-    """
-    rng = generator(seed, "placement/humans")
+def place_group(crowd: Crowd, packages: list[Path], config: AnimatedConfig, rng: np.random.Generator, what: str,
+                ) -> tuple[list[PlacedHuman], list[RejectedHuman], int]:
+    """Draw the candidate count and assets (`asset_order`), then place each candidate in up to `max_tries` tries
+    into `crowd`, by `config`'s thresholds. Returns the placed and rejected candidates and their number.
+    Each candidate's tries are drawn as one batch, so its poses do not depend on how earlier ones fared."""
     count = int(rng.integers(config.count.min, config.count.max + 1))
     if count and not packages:
-        raise InputError(f"{count} humans requested but no animated packages given", field="humans")
+        raise InputError(f"{count} {what} requested but no animated packages given", field=what)
     choices = asset_order(rng, len(packages), count)
     assets: dict[int, HumanAsset] = {}
-    crowd = Crowd(world, config.contact_threshold, human_contact_threshold, config.max_inside_fraction)
-    for solid in blockers:
-        crowd.block(solid)
+    crowd.use(config)
     placed, rejected = [], []
-    with progress_task("placing humans", count) as advance:
+    with progress_task(f"placing {what}", count) as advance:
         for choice in choices:
             if int(choice) not in assets:
                 assets[int(choice)] = load_human(packages[int(choice)])
             asset = assets[int(choice)]
             start = float(rng.uniform())
-            xy = world.sample_xy(rng, config.max_tries)
+            xy = crowd.world.sample_xy(rng, config.max_tries)
             yaws = rng.uniform(0.0, TAU, config.max_tries)
             reasons: Counter[str] = Counter()
             for attempt, ((x, y), yaw) in enumerate(zip(xy, yaws), start=1):
                 verdict = crowd.test(asset, float(x), float(y), float(yaw))
                 if verdict.accepted:
-                    crowd.add(asset, float(x), float(y), float(yaw))
+                    crowd.add(asset, float(x), float(y), float(yaw), verdict.z)
                     placed.append(PlacedHuman(
                         asset_id=asset.meta.id, asset_path=str(asset.path), x=float(x), y=float(y),
-                        z=crowd.floor_z(asset), yaw=float(yaw),
-                        animation=schedule_for(asset, start, config.reverse_playback),
+                        z=verdict.z, yaw=float(yaw), animation=schedule_for(asset, start, config.reverse_playback),
                         contacts=verdict.contacts, tries=attempt,
                     ))
                     break
@@ -304,5 +329,24 @@ def place_humans(world: World, packages: list[Path], config: HumansConfig, seed:
                     contact_count=verdict.contacts, tries=config.max_tries, reasons=dict(sorted(reasons.items())),
                 ))
             advance()
-    log.info("placed %d of %d humans", len(placed), count)
+    log.info("placed %d of %d %s", len(placed), count, what)
+    return placed, rejected, count
+
+
+def place_humans(world: World, packages: list[Path], config: HumansConfig, seed: int,
+                 human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD, blockers: tuple[Solid, ...] = (),
+                 ) -> tuple[list[PlacedHuman], list[RejectedHuman], Crowd, int]:
+    """The humans of `place_group`, clear of the `blockers` (the robot's start volume), drawn from the stream
+    "placement/humans"; returns the placed and rejected humans, the crowd (for the preview and the animals)
+    and the number of candidates."""
+    crowd = Crowd(world, config.contact_threshold, human_contact_threshold, config.max_inside_fraction)
+    for solid in blockers:
+        crowd.block(solid)
+    placed, rejected, count = place_group(crowd, packages, config, generator(seed, "placement/humans"), "humans")
     return placed, rejected, crowd, count
+
+
+def place_animals(crowd: Crowd, packages: list[Path], config: AnimalsConfig, seed: int,
+                  ) -> tuple[list[PlacedHuman], list[RejectedHuman], int]:
+    """Animals into the crowd of humans (clear of them and of the robot), drawn from "placement/animals"."""
+    return place_group(crowd, packages, config, generator(seed, "placement/animals"), "animals")

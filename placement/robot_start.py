@@ -86,15 +86,18 @@ def place_robot(world: World, robot: RobotConfig, seed: int, max_tries: int = RO
     for attempt, ((x, y), altitude) in enumerate(zip(xy, altitudes), start=1):
         if world.clearance(x, y) < radius:
             continue
-        center = np.array([x, y, floor + altitude if flying else floor + height / 2.0 + TEST_LIFT])
+        ground = float(world.ground_heights([(x, y)])[0])  # the floor, or a terrain's ground under the robot
+        if np.isnan(ground) or flying and floor + altitude - height / 2.0 <= ground:
+            continue
+        center = np.array([x, y, floor + altitude if flying else ground + height / 2.0 + TEST_LIFT])
         half = np.array([radius, radius, height / 2.0])
         obj = fcl.CollisionObject(fcl.Cylinder(radius, height), fcl.Transform(center))
         if world.tiles.collides(obj, center - half, center + half) or world.inside_solid(center):
             continue
-        heights = [center[2]] if flying else [floor + h for h in GROUND_RAY_HEIGHTS]
+        heights = [center[2]] if flying else [ground + h for h in GROUND_RAY_HEIGHTS]
         yaw, clearance = open_heading(world, float(x), float(y), heights)
         if best is None or clearance > best.heading_clearance:
-            best = RobotStart(kind=robot.kind, x=float(x), y=float(y), z=float(center[2]) if flying else floor,
+            best = RobotStart(kind=robot.kind, x=float(x), y=float(y), z=float(center[2]) if flying else ground,
                               yaw=yaw, volume=volume, heading_clearance=clearance, tries=attempt)
         found += 1
         if found == START_CANDIDATES:

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from core.config import FlyingObjectsConfig, HumansConfig, RobotConfig
+from core.config import AnimalsConfig, FlyingObjectsConfig, HumansConfig, RobotConfig
 from core.errors import InputError
 from core.formats.asset_meta import META_FILE, load_meta
 from core.formats.manifest import MANIFEST
 from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, write_placement
 from core.geometry import transform_points
 from placement.flying import place_flying_objects
-from placement.humans import HUMAN_CONTACT_THRESHOLD, Crowd, place_humans
+from placement.humans import HUMAN_CONTACT_THRESHOLD, Crowd, place_animals, place_humans
 from placement.preview import render_preview, write_preview
 from placement.robot_start import place_robot, robot_solid
 from placement.world import World, load_world
@@ -27,9 +28,9 @@ class PlacedScene:
     crowd: Crowd
 
     def trace_triangles(self) -> list[np.ndarray]:
-        """World triangles (F, 3, 3) of each placed human's trace, at its placed height."""
+        """World triangles (F, 3, 3) of each placed human's (then animal's) trace, at its placed height."""
         out = []
-        for human, placed in zip(self.placement.humans, self.crowd.placed):
+        for human, placed in zip([*self.placement.humans, *self.placement.animals], self.crowd.placed):
             matrix = placed.matrix.copy()
             matrix[2, 3] = human.z
             out.append(transform_points(matrix, placed.asset.trace.vertices)[placed.asset.trace.faces])
@@ -58,12 +59,16 @@ def list_packages(folder: str | Path, kind: str) -> list[Path]:
 
 def place_scene(environment: str | Path, human_packages: list[Path], object_packages: list[Path],
                 humans: HumansConfig, flying: FlyingObjectsConfig, robot: RobotConfig, seed: int,
-                human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD) -> PlacedScene:
-    """Place the robot start, then humans clear of it, then flying objects; deterministic from `seed`."""
-    world = load_world(environment)
+                human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD, animal_packages: Sequence[Path] = (),
+                animals: AnimalsConfig | None = None, region: list[tuple[float, float]] | None = None) -> PlacedScene:
+    """Place the robot start, then humans clear of it, then `animals` clear of both, then flying objects, all
+    within `region` (default the floor polygon); deterministic from `seed`."""
+    world = load_world(environment, region)
     start = place_robot(world, robot, seed)
     placed, rejected, crowd, candidates = place_humans(world, human_packages, humans, seed, human_contact_threshold,
                                                        blockers=(robot_solid(start),))
+    animals = animals if animals is not None else AnimalsConfig()
+    animals_placed, animals_rejected, animal_candidates = place_animals(crowd, list(animal_packages), animals, seed)
     flying_placed, flying_rejected, flying_candidates = place_flying_objects(world, object_packages, flying, seed)
     placement = Placement(
         seed=seed,
@@ -77,6 +82,7 @@ def place_scene(environment: str | Path, human_packages: list[Path], object_pack
         ),
         humans=placed, rejected_humans=rejected, flying_objects=flying_placed,
         rejected_flying_objects=flying_rejected, robot=start,
+        animals=animals_placed, rejected_animals=animals_rejected, animal_candidates=animal_candidates,
     )
     return PlacedScene(placement, world, crowd)
 

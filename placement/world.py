@@ -1,4 +1,5 @@
-"""The environment as placement sees it: floor polygon, collision tiles, closed solids, ray casts.
+"""The environment as placement sees it: floor polygon (cut to the configured region), collision tiles,
+closed solids, ray casts, and on a terrain its ground (heights and slopes under any point).
 
 Contacts are counted against `collision.stl`, cut into square tiles so that the broad phase skips
 most of a large house. Containment ("a trace swallowed by a sofa") is tested against the closed
@@ -18,6 +19,7 @@ import trimesh
 from scipy.spatial import QhullError
 from shapely.geometry import shape
 
+from asset_converters.ground import Ground
 from asset_converters.usd_io import read_meshes
 from core.errors import InputError
 from core.formats.asset_meta import META_FILE, AssetMeta, load_meta
@@ -60,6 +62,12 @@ class World:
     collision: trimesh.Trimesh
     tiles: Obstacles
     solids: list[Solid]
+    ground: Ground | None = None  # a terrain's ground; None: a flat floor at floor_height
+
+    def ground_heights(self, xy: np.ndarray) -> np.ndarray:
+        """The ground (or floor) height under each point (N, 2); NaN off a terrain's ground."""
+        xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+        return np.full(len(xy), self.floor_height) if self.ground is None else self.ground.heights(xy)
 
     def sample_xy(self, rng: np.random.Generator, count: int) -> np.ndarray:
         return sample_xy(rng, self.polygon, count)
@@ -150,12 +158,12 @@ def collision_tiles(mesh: trimesh.Trimesh, tile: float = TILE_SIZE) -> Obstacles
     return tiles
 
 
-def closed_solids(usd_path: Path, floor_area: float) -> list[Solid]:
-    """The pieces that can swallow a trace (see the module docstring)."""
+def closed_solids(usd_path: Path, floor_area: float, pieces: list | None = None) -> list[Solid]:
+    """The pieces that can swallow a trace (see the module docstring); `pieces`: the stage's meshes, when read."""
     if not usd_path.is_file():
         raise InputError("asset.usdc not found; the environment package is incomplete", usd_path)
     solids = []
-    for piece in read_meshes(usd_path):
+    for piece in read_meshes(usd_path) if pieces is None else pieces:
         if len(piece.faces) == 0:
             continue
         mesh = trimesh.Trimesh(piece.vertices, piece.faces, process=True)
@@ -179,8 +187,34 @@ def closed_solids(usd_path: Path, floor_area: float) -> list[Solid]:
     return solids
 
 
-def load_world(package: str | Path) -> World:
-    """Load a complete environment package for placement."""
+def within_region(polygon: shapely.Geometry, region: list[tuple[float, float]] | None) -> shapely.Geometry:
+    """The floor polygon cut to the configured region (config environment.region), checked to keep some area."""
+    if region is None:
+        return polygon
+    shape_ = shapely.Polygon(region)
+    if not shape_.is_valid or shape_.area <= 0:
+        raise InputError(f"not a simple polygon of positive area ({shapely.is_valid_reason(shape_)})",
+                         field="environment.region")
+    cut = shapely.intersection(polygon, shape_)
+    if cut.is_empty or cut.area <= 0:
+        raise InputError("the region does not overlap the environment's floor polygon", field="environment.region")
+    shapely.prepare(cut)
+    return cut
+
+
+def terrain_ground(meta: AssetMeta, pieces: list, meta_path: Path) -> Ground:
+    """The ground of a terrain package: its ground prims' triangles."""
+    wanted = set(meta.environment.terrain.ground_prims)
+    grounds = [p for p in pieces if p.prim_path in wanted and len(p.faces)]
+    if not grounds:
+        raise InputError("none of the ground prims is a mesh of asset.usdc", meta_path, "environment.terrain")
+    offsets = np.cumsum([0] + [len(p.vertices) for p in grounds])
+    return Ground(np.concatenate([p.vertices for p in grounds]),
+                  np.concatenate([p.faces + o for p, o in zip(grounds, offsets)]))
+
+
+def load_world(package: str | Path, region: list[tuple[float, float]] | None = None) -> World:
+    """Load a complete environment package for placement, its floor polygon cut to `region` when given."""
     package = Path(package)
     if not package.is_dir():
         raise InputError("environment package folder not found", package)
@@ -190,8 +224,12 @@ def load_world(package: str | Path) -> World:
         raise InputError("an environment package needs its environment section", meta_path, "environment")
     polygon = floor_polygon(meta, meta_path)
     collision = load_mesh(package / "collision.stl", "collision mesh")
+    usd = package / "asset.usdc"
+    pieces = read_meshes(usd) if usd.is_file() else None
+    ground = terrain_ground(meta, pieces, meta_path) if meta.environment.terrain and pieces is not None else None
     return World(
-        package=package, meta=meta, polygon=polygon, floor_height=float(meta.environment.floor_height),
-        bounds=np.array(meta.environment.bounds, dtype=np.float64), collision=collision,
-        tiles=collision_tiles(collision), solids=closed_solids(package / "asset.usdc", float(polygon.area)),
+        package=package, meta=meta, polygon=within_region(polygon, region),
+        floor_height=float(meta.environment.floor_height), bounds=np.array(meta.environment.bounds, dtype=np.float64),
+        collision=collision, tiles=collision_tiles(collision), solids=closed_solids(usd, float(polygon.area), pieces),
+        ground=ground,
     )

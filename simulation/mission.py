@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import shapely
+
 from core.config import ExperimentConfig
 from simulation.backend import Backend
 from simulation.exploration import ExplorationArea, ExplorationResult, Explorer, ExplorerParams, make_driver
@@ -64,7 +66,9 @@ def run_mission(backend: Backend, config: ExperimentConfig, environment: Path, o
     result = MissionResult(planner)
     if planner == "frontier":
         params = ExplorerParams.from_config(config)
-        explorer = Explorer(backend, config.robot, params, ExplorationArea.from_package(environment))
+        # The explorer's region: the configured one (environment.region), else the whole map box.
+        region = shapely.Polygon(config.environment.region) if config.environment.region else None
+        explorer = Explorer(backend, config.robot, params, ExplorationArea.from_package(environment, region))
         result.exploration = explorer.run(on_step=on_step)
     elif planner == "waypoints":
         follower = WaypointFollower(backend, config.robot, config.exploration.waypoints, simulation.duration)

@@ -82,28 +82,30 @@ def _write_object(options: dict, out: Path, input_hash: str) -> Path:
         return write_object_package(meshes, options["kind"], out, _source(options), input_hash)
 
 
-def _job(out: Path, options: dict, write) -> Job:
+def procedural_job(out: Path, options: dict, write) -> Job:
+    """A content-addressed job writing one procedural package with `write(options, out, input_hash)`."""
     options = {**options, "generator_version": GENERATOR_VERSION}
     return Job(Path(CONVERTER) / out.name, out, hash_inputs(CONVERTER, [], options), partial(write, options))
 
 
 def demo_jobs(out: str | Path, seed: int = 0, rooms: int = 3, furniture: int = 12, humans: int = 6,
-              objects: int = 4) -> list[Job]:
-    """One job per package: the environment first, then the humans, then the objects."""
+              objects: int = 4, motions: tuple[str, ...] = MOTION_ORDER) -> list[Job]:
+    """One job per package: the environment first, then the humans (human i plays motions[i % len]), then the
+    objects."""
     out = Path(out)
     for field, value, least in (("seed", seed, 0), ("rooms", rooms, 1), ("furniture", furniture, 0),
                                 ("humans", humans, 0), ("objects", objects, 0)):
         if value < least:
             raise InputError(f"must be >= {least}, got {value}", field=field)
-    jobs = [_job(out / "environment" / ENVIRONMENT_ID,
+    jobs = [procedural_job(out / "environment" / ENVIRONMENT_ID,
                  {"asset": "environment", "seed": seed, "rooms": rooms, "furniture": furniture}, _write_environment)]
     for i in range(humans):
-        motion = MOTION_ORDER[i % len(MOTION_ORDER)]
-        jobs.append(_job(out / "humans" / f"human_{i:02d}_{motion}",
+        motion = motions[i % len(motions)]
+        jobs.append(procedural_job(out / "humans" / f"human_{i:02d}_{motion}",
                          {"asset": "human", "seed": seed, "index": i, "motion": motion}, _write_human))
     kinds = object_kinds(generator(seed, "procedural/object_kinds"))
     for i in range(objects):
-        jobs.append(_job(out / "objects" / f"object_{i:02d}",
+        jobs.append(procedural_job(out / "objects" / f"object_{i:02d}",
                          {"asset": "object", "seed": seed, "index": i, "kind": kinds[i % len(kinds)]}, _write_object))
     return jobs
 

@@ -35,6 +35,15 @@ class SourceInfo(_Model):
     options: dict[str, Any] = {}
 
 
+class TerrainInfo(_Model):
+    """An outdoor environment whose ground is not flat: things stand on the ground under them, found by
+    casting rays down onto the ground prims; `floor_height` is then the lowest ground and `floor_polygon`
+    the ground's outline."""
+
+    ground_prims: list[str]  # prim paths in asset.usdc of the ground surface
+    ground_range: tuple[float, float]  # lowest and highest ground, m
+
+
 class EnvironmentInfo(_Model):
     bounds: tuple[tuple[float, float, float], tuple[float, float, float]]  # min, max corners
     floor_height: float
@@ -43,6 +52,7 @@ class EnvironmentInfo(_Model):
     lights: int = 0
     occupancy_resolution: float = 0.05  # 2D map cell, m
     voxel_size: float = 0.1  # 3D grid cell, m
+    terrain: TerrainInfo | None = None  # None: a flat floor at floor_height
 
 
 class AnimationInfo(_Model):

@@ -9,7 +9,7 @@ An asset's label (a 3D-FUTURE category such as "dining_chair", a GSO model name,
 class, first match wins: the label is a class name; the `aliases` table (label -> class); the keyword
 rules (a keyword equal to one of the label's words, "_"-separated, or to a run of them: "pendant_lamp" ->
 lamp, "night_stand" -> night_stand); else the fallback of the asset's kind (environment: otherfurniture,
-human: person, object: flying_object; unlabelled, id 0, where a user map has no fallback). Matching is case-insensitive on the snake-cased label.
+human: person, object: flying_object, animal: animal; unlabelled, id 0, where a user map has no fallback). Matching is case-insensitive on the snake-cased label.
 
 A user file replaces `classes` (then every alias, keyword and fallback must name one of its classes, or be
 dropped when it names a default class the file leaves out) and adds to `aliases` (its entries win):
@@ -35,7 +35,7 @@ from core.rundir import atomic_write_text
 
 CLASS_MAP_FILE = "classes.yaml"  # the conventional name of a user's override file
 UNLABELLED_ID = 0
-Kind = Literal["environment", "human", "object"]
+Kind = Literal["environment", "human", "object", "animal"]
 
 NYU40 = (
     "wall", "floor", "cabinet", "bed", "chair", "sofa", "table", "door", "window", "bookshelf", "picture",
@@ -51,7 +51,7 @@ DEFAULT_CLASSES = {name: i for i, name in enumerate((*NYU40, *GRADE_EXTRAS), sta
 DEFAULT_ALIASES = {
     "human": "person", "slab": "otherstructure", "baseboard": "otherstructure", "opening": "otherstructure",
     "architecture": "otherstructure", "others": "otherfurniture", "ground": "floor", "terrain": "world",
-    "sky": "world",
+    "sky": "world", "rock": "otherstructure", "tree": "otherprop",
 }
 # (class, keywords), in priority order: "bed_end_stool" is a chair before a bed, "dressing_table" a dresser,
 # "sideboard_side_cabinet_console_table" a cabinet.
@@ -97,7 +97,8 @@ KEYWORD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("floor", ("floor", "flooring")),
     ("wall", ("wall",)),
 )
-DEFAULT_FALLBACK: dict[str, str] = {"environment": "otherfurniture", "human": "person", "object": "flying_object"}
+DEFAULT_FALLBACK: dict[str, str] = {"environment": "otherfurniture", "human": "person", "object": "flying_object",
+                                    "animal": "animal"}
 
 
 def snake(label: str) -> str:

@@ -2,7 +2,7 @@
 
 `instances` maps each instance id (the value of a pixel in instance/NNNNNN.png, a JSON object key)
 to its prim path in scene.usda, semantic class and id (None / 0: unlabelled; from the global class map,
-core.formats.class_map), asset id, kind (environment, human, object) and the asset's own label that the
+core.formats.class_map), asset id, kind (environment, human, object, animal) and the asset's own label that the
 class map resolved; `semantic_classes` maps each class present to its global semantic id.
 """
 
@@ -29,7 +29,7 @@ class InstanceEntry(BaseModel):
     semantic_class: str | None
     semantic_id: int
     asset_id: str
-    kind: Literal["environment", "human", "object"]
+    kind: Literal["environment", "human", "object", "animal"]
     label: str | None = None  # the asset's own label (a 3D-FUTURE category, a model name) behind semantic_class
 
 

@@ -25,7 +25,7 @@ from core.rundir import atomic_write_json
 PLACEMENT_KIND, PLACEMENT_MAJOR = "placement", 1
 PLACEMENT_SCHEMA = schema_tag(PLACEMENT_KIND, PLACEMENT_MAJOR)
 PLACEMENT_FILE = "placement.json"
-HumanRejection = Literal["outside", "contacts", "penetrates", "inside", "human", "robot"]
+HumanRejection = Literal["outside", "contacts", "penetrates", "inside", "human", "robot", "slope", "uneven"]
 ObjectRejection = Literal["outside", "collision"]
 Vec3 = tuple[float, float, float]
 
@@ -52,7 +52,8 @@ class PlacedHuman(_Model):
     asset_path: str
     x: float
     y: float
-    z: float = Field(description="floor height + the animation's ground offset")
+    z: float = Field(description="floor height + the animation's ground offset; on a terrain, the height at which "
+                                 "the trace's support rests on the ground")
     yaw: float = Field(description="rad about +Z; the pose of the asset's local frame")
     animation: AnimationSchedule
     contacts: int = Field(description="trace-world contacts at the accepted pose (below the threshold)")
@@ -146,6 +147,9 @@ class Placement(_Model):
     flying_objects: list[FlyingObject]
     rejected_flying_objects: list[RejectedObject]
     robot: RobotStart
+    animals: list[PlacedHuman] = Field(default_factory=list, description="placed like humans, after them")
+    rejected_animals: list[RejectedHuman] = Field(default_factory=list)
+    animal_candidates: int = 0
 
 
 def animation_time(schedule: AnimationSchedule, t: float | np.ndarray) -> float | np.ndarray:
@@ -173,7 +177,8 @@ def flying_pose(motion: FlyingMotion, t: float | np.ndarray) -> tuple[np.ndarray
 def _map_paths(placement: Placement, convert) -> Placement:
     data = placement.model_dump(by_alias=True)
     data["environment"]["path"] = convert(data["environment"]["path"])
-    for key in ("humans", "rejected_humans", "flying_objects", "rejected_flying_objects"):
+    for key in ("humans", "rejected_humans", "flying_objects", "rejected_flying_objects", "animals",
+                "rejected_animals"):
         for item in data[key]:
             item["asset_path"] = convert(item["asset_path"])
     return Placement.model_validate(data)

@@ -7,6 +7,7 @@ with `read_scene_layout`, so the two cannot drift apart. The layout:
     /World                      default prim; grade:seed
       environment               references <environment package>/asset.usdc, untransformed
       humans/human_NN_<id>      reference, translate + rotateZ, grade:animation:{start,period,clipEnd,reverse}
+      animals/animal_NN_<id>    the same, for animals
       flying_objects/object_NN_<id>   reference, translate (centre) + orient, grade:motion (FlyingMotion JSON)
       robot_start               translate + rotateZ; grade:robot:kind
 
@@ -36,6 +37,7 @@ SCENE_FILE = "scene.usda"
 SCENE_ROOT = "/World"
 ENVIRONMENT_PRIM = f"{SCENE_ROOT}/environment"
 HUMANS_PRIM = f"{SCENE_ROOT}/humans"
+ANIMALS_PRIM = f"{SCENE_ROOT}/animals"
 OBJECTS_PRIM = f"{SCENE_ROOT}/flying_objects"
 ROBOT_PRIM = f"{SCENE_ROOT}/robot_start"
 PACKAGE_ROOT = "/asset"  # default prim of every asset package
@@ -63,6 +65,10 @@ def prim_name(text: str) -> str:
 
 def human_prim_path(index: int, asset_id: str) -> str:
     return f"{HUMANS_PRIM}/{prim_name(f'human_{index:02d}_{asset_id}')}"
+
+
+def animal_prim_path(index: int, asset_id: str) -> str:
+    return f"{ANIMALS_PRIM}/{prim_name(f'animal_{index:02d}_{asset_id}')}"
 
 
 def object_prim_path(index: int, asset_id: str) -> str:
@@ -198,6 +204,7 @@ class SceneLayout:
     environment: ScenePrim
     humans: tuple[SceneHuman, ...]
     objects: tuple[SceneObject, ...]
+    animals: tuple[SceneHuman, ...]  # played like humans
     robot_kind: str
     robot_pose: np.ndarray  # world <- robot start, 4x4
 
@@ -265,8 +272,9 @@ def read_scene_layout(path: str | Path) -> SceneLayout:
     # Check every reference before composing, so a missing package is reported by prim, not as a
     # composition warning.
     human_paths, object_paths = _children(layer, HUMANS_PRIM), _children(layer, OBJECTS_PRIM)
+    animal_paths = _children(layer, ANIMALS_PRIM)
     kinds: dict[str, Kind] = {ENVIRONMENT_PRIM: "environment", **dict.fromkeys(human_paths, "animated"),
-                              **dict.fromkeys(object_paths, "object")}
+                              **dict.fromkeys(animal_paths, "animated"), **dict.fromkeys(object_paths, "object")}
     packages = {prim_path: referenced_package(layer, prim_path, path, kind) for prim_path, kind in kinds.items()}
     stage = Usd.Stage.Open(layer)
     cache = UsdGeom.XformCache(Usd.TimeCode.Default())
@@ -276,10 +284,11 @@ def read_scene_layout(path: str | Path) -> SceneLayout:
         package, asset_id = packages[prim_path]
         return prim, {"prim_path": prim_path, "package": package, "asset_id": asset_id, "pose": _pose(cache, prim)}
 
-    humans = []
-    for prim_path in human_paths:
+    def animated(prim_path: str) -> SceneHuman:
         prim, fields = placed(prim_path)
-        humans.append(SceneHuman(**fields, schedule=read_schedule(prim, path)))
+        return SceneHuman(**fields, schedule=read_schedule(prim, path))
+
+    humans = [animated(prim_path) for prim_path in human_paths]
     objects = []
     for prim_path in object_paths:
         prim, fields = placed(prim_path)
@@ -292,6 +301,6 @@ def read_scene_layout(path: str | Path) -> SceneLayout:
         raise InputError("the scene has no root prim", path, SCENE_ROOT)
     return SceneLayout(
         path=path, seed=int(attribute(world, SEED_ATTR, path)), environment=ScenePrim(**placed(ENVIRONMENT_PRIM)[1]),
-        humans=tuple(humans), objects=tuple(objects), robot_kind=str(attribute(robot, ROBOT_KIND_ATTR, path)),
+        humans=tuple(humans), objects=tuple(objects), animals=tuple(animated(p) for p in animal_paths), robot_kind=str(attribute(robot, ROBOT_KIND_ATTR, path)),
         robot_pose=_pose(cache, robot),
     )

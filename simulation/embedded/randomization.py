@@ -7,7 +7,8 @@ start of every `period` (epoch k at t = k * period), each epoch from its own gen
 time follow from the seed alone, and a restored state needs no generator state.
 
 A light's intensity is its authored one, or an absolute draw in USD sphere-light units converted as the
-scene converts its lights, with the light's own radius (`intensity_per_unit`), times the drawn scale. Its colour is the authored
+scene converts its lights, with the light's own radius (`intensity_per_unit`; a distant light's draw is an
+illuminance), times the drawn scale. Its colour is the authored
 one times a black body (temperature mode), a uniform draw per channel (random mode, GRADE's), or as authored.
 
 Colour temperature -> colour: the chromaticity of a black body (Planckian locus, Kim et al. 2002
@@ -28,7 +29,7 @@ from asset_converters import parts
 from core.config import RandomizationConfig
 from core.errors import ConfigError
 from core.seeding import generator
-from simulation.render import PointLight, light_from_part
+from simulation.render import DirectionalLight, RenderLight, light_from_part
 from simulation.render.shading import linear_to_srgb8, srgb_to_linear
 
 KELVIN_RANGE = (1667.0, 25000.0)  # validity of the Planckian locus fit
@@ -66,8 +67,11 @@ def kelvin_to_rgb(kelvin: float) -> np.ndarray:
     return rgb / float(LUMINANCE @ rgb)
 
 
-def intensity_per_unit(light: PointLight) -> float:
-    """The render intensity one unit of USD sphere-light intensity gives a light of this one's radius."""
+def intensity_per_unit(light: RenderLight) -> float:
+    """The render intensity one unit of USD light intensity gives a light of this one's kind (sphere lights: of
+    its radius; distant lights: illuminance)."""
+    if isinstance(light, DirectionalLight):
+        return light_from_part(parts.DistantLight("unit", light.direction, intensity=1.0)).intensity
     return light_from_part(parts.Light("unit", light.position, intensity=1.0, radius=light.radius)).intensity
 
 
@@ -106,7 +110,7 @@ class Randomizer:
             return 0
         return math.floor(time / self.config.period + _EPOCH_TOLERANCE)
 
-    def lights(self, authored: Sequence[PointLight], epoch: int) -> list[PointLight]:
+    def lights(self, authored: Sequence[RenderLight], epoch: int) -> list[RenderLight]:
         """The authored lights with the intensities and colours drawn for `epoch` (module docstring)."""
         config, count = self.config, len(authored)
         rng = generator(self.seed, f"simulation/randomization/lights/{epoch}")

@@ -25,7 +25,7 @@ IDENTITY_TOLERANCE = 1e-9
 class SceneFile:
     path: Path
     environment: ScenePrim
-    humans: tuple[SceneHuman, ...]
+    humans: tuple[SceneHuman, ...]  # the humans, then the animals
     objects: tuple[SceneObject, ...]
     robot_kind: str
     robot_start: StartPose
@@ -39,7 +39,9 @@ def read_scene_file(path: str | Path) -> SceneFile:
         raise InputError("the embedded backend needs the environment untransformed", layout.path, ENVIRONMENT_PRIM)
     start = layout.robot_pose
     return SceneFile(
-        path=layout.path, environment=layout.environment, humans=layout.humans, objects=layout.objects,
+        # Animals play like humans: one animated actor list, humans first.
+        path=layout.path, environment=layout.environment, humans=layout.humans + layout.animals,
+        objects=layout.objects,
         robot_kind=layout.robot_kind,
         robot_start=StartPose(float(start[0, 3]), float(start[1, 3]), float(start[2, 3]), yaw_of(start)),
     )

@@ -2,9 +2,11 @@
 
 - Render scene: the environment's meshes as static meshes (materials, textures, semantic labels, one
   instance id per mesh prim), each human as one deforming mesh and each flying object as one rigid
-  mesh (their parts merged, see merge.py), the environment's sphere lights as point lights.
-- Physics inputs: the environment's convex collision pieces, a capsule per human and a convex hull per
-  flying object as kinematic bodies.
+  mesh (their parts merged, see merge.py), the environment's sphere lights as point lights and its
+  distant lights (the sun) as directional lights.
+- Physics inputs: the environment's convex collision pieces, a capsule per human (and animal: animals are
+  animated actors like humans, after them, of kind "animal") and a convex hull per flying object as
+  kinematic bodies; on a terrain each capsule stands on the ground under its actor.
 - Instances (instances.json) and semantic classes: instance ids number environment meshes, then humans,
   then flying objects, from 1; semantic ids come from the global class map (core.formats.class_map), which
   resolves each asset label to a class, so every run speaks the same ids.
@@ -22,11 +24,11 @@ from pathlib import Path
 import numpy as np
 from pxr import Usd, UsdGeom, UsdLux
 
-from asset_converters import Light, read_meshes
+from asset_converters import DistantLight, Light, read_meshes
 from core.errors import InputError
 from core.formats.asset_meta import load_meta
 from core.formats.class_map import DEFAULT_CLASS_MAP, UNLABELLED_ID, ClassMap, Kind
-from core.formats.scene_layout import ENVIRONMENT_PRIM, scene_prim_path
+from core.formats.scene_layout import ANIMALS_PRIM, ENVIRONMENT_PRIM, scene_prim_path
 from core.progress import get_logger
 from simulation.backend import InstanceInfo
 from simulation.embedded.actors import HumanModel, HumanTrack, ObjectTrack, object_parts
@@ -36,7 +38,7 @@ from simulation.embedded.scene_file import SceneFile
 from simulation.physics import EnvironmentCollision, KinematicBody, load_environment_collision
 from simulation.render import (
     MeshState,
-    PointLight,
+    RenderLight,
     RenderMaterial,
     RenderMesh,
     RenderScene,
@@ -56,7 +58,7 @@ class EmbeddedScene:
     objects: list[ObjectTrack]
     instances: dict[int, InstanceInfo]
     semantic_classes: dict[str, int]
-    lights: tuple[PointLight, ...]  # as authored, before any randomization
+    lights: tuple[RenderLight, ...]  # as authored, before any randomization
     collision: EnvironmentCollision
 
     def states(self, t: float, next_t: float | None = None) -> dict[str, MeshState]:
@@ -76,18 +78,24 @@ class EmbeddedScene:
         return np.stack([p for p, _ in poses], axis=1), np.stack([q for _, q in poses], axis=1)
 
 
-def read_lights(usd: Path) -> list[Light]:
-    """The sphere lights of a package stage, in its frame."""
+def read_lights(usd: Path) -> list[Light | DistantLight]:
+    """The sphere and distant lights of a package stage, in its frame (a distant light shines along its -Z)."""
     stage = Usd.Stage.Open(str(usd))
     cache = UsdGeom.XformCache(Usd.TimeCode.Default())
-    lights = []
+    lights: list[Light | DistantLight] = []
     for prim in stage.Traverse():
-        if not prim.IsA(UsdLux.SphereLight):
+        if not prim.IsA(UsdLux.SphereLight) and not prim.IsA(UsdLux.DistantLight):
             continue
-        lux = UsdLux.SphereLight(prim)
-        position = np.asarray(cache.GetLocalToWorldTransform(prim), dtype=np.float64)[3, :3]  # row-vector matrix
-        lights.append(Light(str(prim.GetPath()), tuple(position.tolist()), float(lux.GetIntensityAttr().Get()),
-                            tuple(float(c) for c in lux.GetColorAttr().Get()), float(lux.GetRadiusAttr().Get())))
+        matrix = np.asarray(cache.GetLocalToWorldTransform(prim), dtype=np.float64)  # row-vector matrix
+        color = tuple(float(c) for c in prim.GetAttribute("inputs:color").Get())
+        intensity = float(prim.GetAttribute("inputs:intensity").Get())
+        if prim.IsA(UsdLux.DistantLight):
+            towards = matrix[2, :3] / np.linalg.norm(matrix[2, :3])  # the light's +Z axis in the world
+            angle = float(UsdLux.DistantLight(prim).GetAngleAttr().Get())
+            lights.append(DistantLight(str(prim.GetPath()), tuple(towards.tolist()), intensity, color, angle))
+            continue
+        lights.append(Light(str(prim.GetPath()), tuple(matrix[3, :3].tolist()), intensity, color,
+                            float(UsdLux.SphereLight(prim).GetRadiusAttr().Get())))
     return lights
 
 
@@ -135,7 +143,8 @@ def load_scene(scene: SceneFile, randomizer: Randomizer | None = None, class_map
     ids they have with everything shown)."""
     textures = _Textures()
     env = scene.environment
-    floor = load_meta(env.package).environment.floor_height
+    env_info = load_meta(env.package).environment
+    floor = env_info.floor_height
     env_meshes = [m for m in read_meshes(env.package / "asset.usdc") if len(m.faces)]
     if not env_meshes:
         raise InputError("the environment has no meshes", env.package / "asset.usdc")
@@ -144,7 +153,10 @@ def load_scene(scene: SceneFile, randomizer: Randomizer | None = None, class_map
     for prim in scene.humans:
         if prim.package not in models:
             models[prim.package] = HumanModel(prim.package, textures)
-        humans.append(HumanTrack(prim, models[prim.package], floor))
+        # On a terrain each actor stands on its own ground: where placement rested it, its ground offset below.
+        ground = floor if env_info.terrain is None else float(prim.pose[2, 3]) - load_meta(
+            prim.package).animation.ground_offset
+        humans.append(HumanTrack(prim, models[prim.package], ground))
     objects = []
     for prim in scene.objects:
         parts, label = object_parts(prim.package, textures)
@@ -153,7 +165,8 @@ def load_scene(scene: SceneFile, randomizer: Randomizer | None = None, class_map
         objects.append(ObjectTrack(prim, merge_parts(parts), np.concatenate([p.vertices for p in parts]), label))
 
     labelled: list[tuple[str | None, Kind]] = [(m.semantic_label, "environment") for m in env_meshes]
-    labelled += [(h.model.animation.semantic_label, "human") for h in humans]
+    labelled += [(h.model.animation.semantic_label, "animal" if h.name.startswith(f"{ANIMALS_PRIM}/") else "human")
+                 for h in humans]
     labelled += [(o.label, "object") for o in objects]
     resolved = [class_map.resolve(label, kind) for label, kind in labelled]
     classes = {name: class_map.classes[name] for name in sorted(set(resolved) - {None}, key=class_map.classes.get)}

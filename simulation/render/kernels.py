@@ -1,5 +1,5 @@
 """Compiled per-pixel loops (numba) for the renderer's hottest steps: normals, ground-truth images and their
-per-instance stats, albedo with texture lookups, lighting terms and Blinn-Phong, the background of missed rays, metering, tone
+per-instance stats, albedo with texture lookups, lighting terms (point and directional lights) and Blinn-Phong, the background of missed rays, metering, tone
 mapping and sRGB encoding, and the
 scanline marks of the occlusion rasteriser.
 
@@ -218,6 +218,28 @@ def light_terms(points, components, offset, rays, complete, t, normals, side, li
         bias = shadow_bias + bias_per_metre * from_eye
         # Times 1 or 0 as in numpy, so that a negative reach next to the light stays -0.
         reach[i] = (_F1 - _F2 * bias * inverse) * (_F1 if n_dot_l > _F0 else _F0)
+    return cos_nl, cos_lv, irradiance, to_light, reach
+
+
+@njit(cache=True, nogil=True)
+def directional_terms(components, rays, complete, normals, side, direction, reach_far):
+    """light_terms for a light at infinity along the unit `direction` (3,) towards it: irradiance n.l (no
+    falloff), and shadow rays along `direction` reaching `reach_far` (0 when the point faces away)."""
+    n = len(side)
+    cos_nl = np.empty(n, np.float32)
+    cos_lv = np.empty(n, np.float32)
+    irradiance = np.empty(n, np.float32)
+    to_light = np.empty((n, 3), np.float32)
+    reach = np.empty(n, np.float32)
+    l0, l1, l2 = direction[0], direction[1], direction[2]
+    for i in range(n):
+        r = i if complete else rays[i]
+        nl = ((normals[0, i] * l0 + normals[1, i] * l1) + normals[2, i] * l2) * side[i]
+        lv = -((components[0, r] * l0 + components[1, r] * l1) + components[2, r] * l2)
+        n_dot_l = max(nl, _F0)
+        cos_nl[i], cos_lv[i], irradiance[i] = nl, lv, n_dot_l
+        to_light[i, 0], to_light[i, 1], to_light[i, 2] = l0, l1, l2
+        reach[i] = reach_far if n_dot_l > _F0 else _F0
     return cos_nl, cos_lv, irradiance, to_light, reach
 
 

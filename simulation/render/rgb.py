@@ -1,5 +1,5 @@
-"""RGB: albedo (base colours, textures), ambient plus Lambert/Blinn-Phong per point light, hard shadows
-from shadow rays, the background of rays that hit nothing, supersample averaging; linear colour, which
+"""RGB: albedo (base colours, textures), ambient plus Lambert/Blinn-Phong per light (point or directional),
+hard shadows from shadow rays, the background of rays that hit nothing, supersample averaging; linear colour, which
 the renderer exposes, tone maps and sRGB-encodes (exposure.py).
 
 `Lighting` traces its shadow rays (one batch per light, for a tile of the image) in the calling thread
@@ -13,7 +13,7 @@ import numpy as np
 from simulation.render import kernels
 from simulation.render.camera import Rays
 from simulation.render.raycast import trace_occlusion
-from simulation.render.scene import RenderScene
+from simulation.render.scene import DirectionalLight, RenderScene
 from simulation.render.surface import Surface
 
 # Shadow rays start this far off the surface (plus a share of the camera distance) so they do not
@@ -21,6 +21,8 @@ from simulation.render.surface import Surface
 SHADOW_BIAS = 1e-4  # metres
 SHADOW_BIAS_PER_METRE = 1e-5
 _BIAS, _BIAS_PER_METRE = np.float32(SHADOW_BIAS), np.float32(SHADOW_BIAS_PER_METRE)
+# How far a directional light's shadow rays look for a blocker: unbounded in effect (float32 keeps it exact).
+_SUN_REACH = np.float32(1e9)
 _NONE = np.zeros(0, np.float32)  # no metallic mesh
 _ALL_LIT = np.zeros(0, bool)  # no shadow test
 
@@ -46,6 +48,12 @@ class Lighting:
             _BIAS_PER_METRE)
         self.lights = []
         for light in scene.lights:
+            if isinstance(light, DirectionalLight):
+                cos_nl, cos_lv, irradiance, to_light, reach = kernels.directional_terms(
+                    rays.components, surface.rays, surface.complete, normals, side,
+                    np.asarray(light.direction, np.float32), _SUN_REACH)
+                self.lights.append((light, cos_nl, cos_lv, irradiance, (origins, to_light, reach) if shadows else None))
+                continue
             cos_nl, cos_lv, irradiance, to_light, reach = kernels.light_terms(
                 points, *camera, side, np.asarray(light.position, np.float32), np.float32(light.radius**2), _BIAS,
                 _BIAS_PER_METRE)

@@ -1,4 +1,5 @@
-"""The render scene: materials, meshes with instance/semantic ids, point lights, per-frame geometry.
+"""The render scene: materials, meshes with instance/semantic ids, point and directional lights, per-frame
+geometry.
 
 One Embree scene holds every mesh: the static meshes as one geometry (id 0) whose BVH is built once, and
 each dynamic mesh (rigidly moving or deforming) as its own geometry, updated in place every frame from
@@ -108,8 +109,35 @@ class PointLight:
             raise InputError(f"must be >= 0, got {self.radius}", "light", "radius")
 
 
-def light_from_part(light: parts.Light, exposure: float = DEFAULT_EXPOSURE) -> PointLight:
-    """A USD-style sphere light (luminance, radius) as a light of the same radiant intensity and radius."""
+@dataclass(frozen=True)
+class DirectionalLight:
+    """A light at infinity (the sun): parallel rays arriving from `direction`, the unit vector from the scene
+    towards the light (normalised here); `intensity` is the irradiance (display units) on a surface facing
+    it, at any distance (no falloff). Its shadow rays run towards it, unbounded."""
+
+    direction: tuple[float, float, float]
+    intensity: float = 1.0
+    color: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        direction = np.asarray(self.direction, dtype=np.float64)
+        if direction.shape != (3,) or not np.all(np.isfinite(direction)) or not np.linalg.norm(direction) > 0:
+            raise InputError(f"must be 3 finite numbers, not all 0, got {self.direction!r}", "light", "direction")
+        object.__setattr__(self, "direction", tuple((direction / np.linalg.norm(direction)).tolist()))
+        if not self.intensity >= 0:
+            raise InputError(f"must be >= 0, got {self.intensity}", "light", "intensity")
+        if np.asarray(self.color).shape != (3,) or min(self.color) < 0:
+            raise InputError(f"must be 3 non-negative numbers, got {self.color!r}", "light", "color")
+
+
+RenderLight = PointLight | DirectionalLight
+
+
+def light_from_part(light: parts.Light | parts.DistantLight, exposure: float = DEFAULT_EXPOSURE) -> RenderLight:
+    """A USD-style sphere light (luminance, radius) as a light of the same radiant intensity and radius; a
+    distant light (illuminance) as a directional light of that irradiance, on the same scale."""
+    if isinstance(light, parts.DistantLight):
+        return DirectionalLight(tuple(light.direction), light.intensity * exposure, tuple(light.color))
     return PointLight(tuple(light.position), light.intensity * np.pi * light.radius**2 * exposure, tuple(light.color),
                       radius=light.radius)
 
@@ -355,7 +383,7 @@ class RenderScene:
     """
 
     def __init__(self, static_meshes: Sequence[RenderMesh], dynamic_meshes: Sequence[RenderMesh] = (),
-                 lights: Sequence[PointLight] = (), ambient: tuple[float, float, float] = DEFAULT_AMBIENT,
+                 lights: Sequence[RenderLight] = (), ambient: tuple[float, float, float] = DEFAULT_AMBIENT,
                  background: tuple[float, float, float] = DEFAULT_BACKGROUND,
                  environment: EnvironmentMap | None = None):
         meshes = [*static_meshes, *dynamic_meshes]
