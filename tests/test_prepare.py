@@ -10,7 +10,7 @@ from conftest import CONFIGS, run_grade
 from pxr import Usd, UsdGeom
 
 from asset_converters import load_meta, read_meshes
-from core.config import EnvironmentConfig, FlyingObjectsConfig, HumansConfig
+from core.config import AnimalsConfig, EnvironmentConfig, FlyingObjectsConfig, HumansConfig
 from core.config_io import load_experiment
 from core.formats.manifest import MANIFEST
 from pipeline.prepare import CONVERTERS, ROLE_FOLDERS, prepare
@@ -65,7 +65,8 @@ def test_prepare_cli_and_bad_config(tmp_path):
 
 def test_every_config_source_has_a_converter():
     """Each `source` a config section accepts is procedural, a ready package, or in the registry."""
-    sections = {"environment": EnvironmentConfig, "humans": HumansConfig, "objects": FlyingObjectsConfig}
+    sections = {"environment": EnvironmentConfig, "humans": HumansConfig, "objects": FlyingObjectsConfig,
+                "animals": AnimalsConfig}
     assert set(sections) == set(ROLE_FOLDERS)
     accepted = {(role, source) for role, model in sections.items()
                 for source in get_args(model.model_fields["source"].annotation)}
