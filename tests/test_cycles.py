@@ -22,6 +22,7 @@ from replay.run import replay_run
 from simulation.cycles import CyclesRenderer, CyclesSettings, bpy_missing, expose
 from simulation.render import (
     Camera,
+    DirectionalLight,
     EnvironmentMap,
     Exposure,
     MeshState,
@@ -105,6 +106,26 @@ def test_lit_floor_is_brighter_than_the_box_shadow_and_as_bright_as_the_ray_cast
     distance = np.linalg.norm(to_light, axis=1)
     expected = FLOOR_ALBEDO * LIGHT_INTENSITY * (to_light[:, 2] / distance) / distance**2
     assert 0.85 < np.median(luminance[lit] / expected) < 1.15
+
+
+def test_a_sun_lights_as_the_ray_caster_says_and_casts_the_boxs_shadow_along_its_direction(shadow_scene):
+    _, camera, pose = shadow_scene
+    sun = DirectionalLight((-1.5, 1.0, 2.0), 1.5)  # the shadow falls towards +x, -y: in view
+    scene = RenderScene([floor(), box("box", 2, (0.0, 0.0, 0.5))], [], [sun], background=(0.0, 0.0, 0.0))
+    truth = render_frame(scene, camera, pose, options=RenderOptions(rgb=False, boxes=False))
+    linear = CyclesRenderer(scene, CyclesSettings(samples=8, denoise=False)).render_linear(camera, pose)
+    v, u = np.nonzero(truth.instance == 1)
+    rays = np.stack([(u - camera.cx) / camera.fx, (v - camera.cy) / camera.fy, np.ones(len(u))], axis=1)
+    points = (rays * truth.depth[v, u, None]) @ pose[:3, :3].T + pose[:3, 3]
+    far = points + 100.0 * np.asarray(sun.direction)  # towards the sun, beyond the box
+    shadowed = segment_hits_box(points, far, BOX_MIN + PENUMBRA, BOX_MAX - PENUMBRA)
+    lit = ~segment_hits_box(points, far, BOX_MIN - PENUMBRA, BOX_MAX + PENUMBRA)
+    assert shadowed.sum() > 200 and lit.sum() > 2000
+    luminance = linear[v, u].mean(axis=1)
+    assert luminance[lit].mean() > 4 * luminance[shadowed].mean()
+    # No falloff: albedo x intensity x cos(sun, up) everywhere on the lit floor.
+    expected = FLOOR_ALBEDO * sun.intensity * sun.direction[2]
+    assert 0.85 < np.median(luminance[lit]) / expected < 1.15
 
 
 def test_depth_and_object_index_passes_match_the_ray_caster_through_the_same_pixels():

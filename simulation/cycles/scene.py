@@ -9,7 +9,9 @@ built once and posed per frame.
 - Lights: each point light as a Blender point light of the same position, colour and radius. Its power
   makes Cycles' direct light on a white Lambertian surface equal the ray caster's: the ray caster gives such
   a surface `intensity` / d^2 (display units) at d metres; Cycles gives P / (4 pi^2 d^2) for a point light of
-  P watts, so P = 4 pi^2 x intensity.
+  P watts, so P = 4 pi^2 x intensity. A directional light (the sun) becomes a Blender sun of zero angular
+  size (hard shadows, as the ray caster's): the ray caster gives the white surface facing it `intensity`,
+  Cycles S / pi for a sun of strength S W/m^2, so S = pi x intensity; the sun shines along its -Z axis.
 - World: the background colour, or the environment image (equirectangular, the same directions as the
   ray caster's background.py: Blender's equirectangular mapping puts +X at the centre column, +Y at the
   quarter column and +Z at the top row too), lighting the scene through its openings as well.
@@ -24,11 +26,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from simulation.cycles.blender import bpy
-from simulation.render import MeshState, PointLight, RenderMaterial, RenderMesh, RenderScene
+from simulation.render import DirectionalLight, MeshState, RenderLight, RenderMaterial, RenderMesh, RenderScene
 
 WATTS_PER_INTENSITY = 4.0 * math.pi**2  # Blender point-light power per unit of ray-cast intensity (docstring)
+SUN_STRENGTH_PER_INTENSITY = math.pi  # Blender sun strength (W/m^2) per unit of ray-cast intensity (docstring)
 MAX_PASS_INDEX = 32767  # Blender's object pass index is a short
 SHUTTER_OPEN, SHUTTER_CLOSE = 0, 1  # Blender frames of the shutter's ends
 _FILTERS = {"bilinear": "Linear", "nearest": "Closest"}
@@ -159,24 +163,36 @@ class BlenderScene:
 
     # ------------------------------------------------------------ per frame
 
-    def set_lights(self, lights: Sequence[PointLight]) -> None:
+    def set_lights(self, lights: Sequence[RenderLight]) -> None:
         """The lights as they are now (randomization changes their intensity and colour between frames)."""
         data = bpy().data
+        kinds = ["SUN" if isinstance(light, DirectionalLight) else "POINT" for light in lights]
+        while self._lights and [o.data.type for o in self._lights] != kinds[:len(self._lights)]:
+            self._remove_light()  # a light changed kind: rebuild from there
+        while len(self._lights) > len(lights):
+            self._remove_light()
         while len(self._lights) < len(lights):
-            light = data.lights.new(f"light{len(self._lights)}", "POINT")
+            light = data.lights.new(f"light{len(self._lights)}", kinds[len(self._lights)])
             obj = data.objects.new(light.name, light)
             self.scene.collection.objects.link(obj)
             self._lights.append(obj)
-        while len(self._lights) > len(lights):
-            obj = self._lights.pop()
-            light = obj.data
-            data.objects.remove(obj)
-            data.lights.remove(light)
         for obj, light in zip(self._lights, lights):
-            obj.location = tuple(light.position)
-            obj.data.energy = WATTS_PER_INTENSITY * light.intensity
             obj.data.color = tuple(light.color)
-            obj.data.shadow_soft_size = light.radius
+            if isinstance(light, DirectionalLight):
+                obj.data.energy = SUN_STRENGTH_PER_INTENSITY * light.intensity
+                obj.data.angle = 0.0
+                obj.rotation_mode = "QUATERNION"
+                obj.rotation_quaternion = _z_towards(light.direction)
+            else:
+                obj.location = tuple(light.position)
+                obj.data.energy = WATTS_PER_INTENSITY * light.intensity
+                obj.data.shadow_soft_size = light.radius
+
+    def _remove_light(self) -> None:
+        obj = self._lights.pop()
+        light = obj.data
+        bpy().data.objects.remove(obj)
+        bpy().data.lights.remove(light)
 
     def pose(self, camera_pose: np.ndarray, states: Mapping[str, MeshState],
              close: tuple[np.ndarray, Mapping[str, MeshState]] | None = None) -> None:
@@ -231,3 +247,10 @@ class BlenderScene:
             obj.rotation_quaternion = -obj.rotation_quaternion
         obj.keyframe_insert("location", frame=SHUTTER_CLOSE)
         obj.keyframe_insert("rotation_quaternion", frame=SHUTTER_CLOSE)
+
+
+def _z_towards(direction: Sequence[float]) -> tuple[float, float, float, float]:
+    """The rotation (w, x, y, z) turning +Z onto the unit `direction`."""
+    rotation, _ = Rotation.align_vectors([direction], [[0.0, 0.0, 1.0]])
+    x, y, z, w = rotation.as_quat()
+    return (w, x, y, z)
