@@ -11,9 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from core.bag_topics import check_namespace
+from core.errors import ConfigError
 
 # Seeds are stored as 32-bit signed integers by some consumers (USD int attributes such as scene.usda's
 # grade:seed), so the master seed stays within that range everywhere.
@@ -359,12 +370,34 @@ class ExplorationConfig(Strict):
     initial_turn_deg: Annotated[float, Field(ge=0, le=360)] = Field(
         360.0, description="frontier planner: how far the robot turns in place before it sets off (360: a full "
                            "look around; the start pose faces the most open direction, so less sets off sooner)")
+    stop_distance: PositiveFloat | None = Field(
+        None, description="waypoints planner: the robot waits while its first camera's depth shows something in "
+                          "its way (its width, its height) closer than this many m ahead of its body (another "
+                          "robot, a person); unset: it follows the waypoints blindly")
 
     @model_validator(mode="after")
     def _waypoints(self) -> ExplorationConfig:
         if self.planner == "waypoints" and not self.waypoints:
             raise ValueError("planner 'waypoints' needs a non-empty 'waypoints' list")
         return self
+
+
+# Most robots in one run: each gets its own MuJoCo collision bit (simulation.physics.model.ROBOT_BIT_SHIFT).
+MAX_ROBOTS = 8
+# The name of the one robot of a `robot:` config, and the default of the first entry of `robots:`.
+DEFAULT_ROBOT_NAME = "my_robot_0"
+# A robot name: one ROS namespace token (its topics are /<name>/..., its ground truth gt/<name>/).
+ROBOT_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class RobotEntry(RobotConfig):
+    """One robot of a multi-robot experiment (`robots:`): a robot config with a name and its own exploration."""
+
+    name: Annotated[str, Field(pattern=ROBOT_NAME_PATTERN)] | None = Field(
+        None, description="ROS namespace of its topics and TF frames and its gt/<name>/ folder; default "
+                          "my_robot_<index>")
+    exploration: ExplorationConfig | None = Field(None, description="its planner (default: the experiment's "
+                                                                    "`exploration`)")
 
 
 # ---------------------------------------------------------------- simulation and outputs
@@ -619,7 +652,10 @@ class ExperimentConfig(Strict):
     humans: HumansConfig = Field(default_factory=HumansConfig)
     animals: AnimalsConfig = Field(default_factory=AnimalsConfig)
     flying_objects: FlyingObjectsConfig = Field(default_factory=FlyingObjectsConfig)
-    robot: RobotConfig = Field(default_factory=RobotConfig)
+    robot: RobotConfig = Field(default_factory=RobotConfig, description="the robot (one-robot shorthand of "
+                                                                        "`robots`)")
+    robots: list[RobotEntry] = Field(default_factory=list, description=f"several robots in one run (at most "
+                                     f"{MAX_ROBOTS}), instead of `robot`")
     exploration: ExplorationConfig = Field(default_factory=ExplorationConfig)
     simulation: SimulationConfig = Field(default_factory=SimulationConfig)
     recording: RecordingConfig = Field(default_factory=RecordingConfig)
@@ -628,16 +664,82 @@ class ExperimentConfig(Strict):
                                            description="applied after recording (and by `grade postprocess`)")
 
     @model_validator(mode="after")
+    def _one_robot_form(self) -> ExperimentConfig:
+        """`robot` or `robots`, not both; robots named (my_robot_<index> by default), uniquely; `robot` then
+        mirrors the first, so what reads one robot reads that one."""
+        if not self.robots:
+            return self
+        if "robot" in self.model_fields_set:
+            raise ValueError("give `robot` (one robot) or `robots` (a list of robots), not both")
+        if len(self.robots) > MAX_ROBOTS:
+            raise ValueError(f"robots: {len(self.robots)} robots, at most {MAX_ROBOTS} per run")
+        for index, entry in enumerate(self.robots):
+            if entry.name is None:
+                entry.name = f"my_robot_{index}"
+        names = [entry.name for entry in self.robots]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"robots: names must be unique, repeated: {repeated}")
+        first = self.robots[0]
+        # Not an assignment (that would mark `robot` as given): the mirror shares the entry's sections.
+        self.__dict__["robot"] = RobotConfig.model_construct(**{k: getattr(first, k) for k in RobotConfig.model_fields})
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump_one_form(self, handler: SerializerFunctionWrapHandler) -> dict:
+        # Only the form given is written, so a dump (run.json) validates again and one-robot dumps stay as they were.
+        data = handler(self)
+        data.pop("robot" if self.robots else "robots", None)
+        return data
+
+    def robot_entries(self) -> list[tuple[str, str, RobotConfig, ExplorationConfig]]:
+        """(name, config key, robot config, its exploration) of every robot, in order."""
+        if not self.robots:
+            return [(DEFAULT_ROBOT_NAME, "robot", self.robot, self.exploration)]
+        return [(e.name, f"robots.{i}", e, e.exploration or self.exploration) for i, e in enumerate(self.robots)]
+
+    @property
+    def robot_names(self) -> list[str]:
+        return [name for name, _, _, _ in self.robot_entries()]
+
+    @property
+    def multi_robot(self) -> bool:
+        """Several robots: each robot's topics, TF frames and ground truth are under its name."""
+        return len(self.robots) > 1
+
+    def for_robot(self, name: str | None = None) -> ExperimentConfig:
+        """The experiment as robot `name` (default: the first) sees it alone: `robot` and `exploration` are its own,
+        and with several robots `recording.namespace` is its namespace (the configured one, then its name). Not
+        validated again (a view for the stages that handle one robot)."""
+        entries = {entry[0]: entry for entry in self.robot_entries()}
+        if name is None:
+            name = next(iter(entries))
+        if name not in entries:
+            raise ConfigError(f"no robot named {name!r}; robots: {', '.join(entries)}", field="robots")
+        _, _, robot, exploration = entries[name]
+        if not self.robots:
+            return self
+        alone = RobotConfig.model_construct(**{k: getattr(robot, k) for k in RobotConfig.model_fields})
+        recording = self.recording
+        if self.multi_robot:
+            namespace = "/".join(part for part in (recording.namespace, name) if part)
+            recording = recording.model_copy(update={"namespace": namespace})
+        view = self.model_copy(update={"robots": [], "exploration": exploration, "recording": recording})
+        view.__dict__["robot"] = alone
+        return view
+
+    @model_validator(mode="after")
     def _rates_divide_physics(self) -> ExperimentConfig:
         physics = self.simulation.physics_hz
         streams = {f"simulation.rates.{k}": v for k, v in self.simulation.rates.model_dump().items()}
-        sensors = self.robot.sensors
-        for i, cam in enumerate(sensors.cameras):
-            streams[f"robot.sensors.cameras.{i}.rate_hz"] = cam.rate_hz
-        for i, imu in enumerate(sensors.imus):
-            streams[f"robot.sensors.imus.{i}.rate_hz"] = imu.rate_hz
-        if sensors.lidar:
-            streams["robot.sensors.lidar.rate_hz"] = sensors.lidar.rate_hz
+        for _, key, robot, _ in self.robot_entries():
+            sensors = robot.sensors
+            for i, cam in enumerate(sensors.cameras):
+                streams[f"{key}.sensors.cameras.{i}.rate_hz"] = cam.rate_hz
+            for i, imu in enumerate(sensors.imus):
+                streams[f"{key}.sensors.imus.{i}.rate_hz"] = imu.rate_hz
+            if sensors.lidar:
+                streams[f"{key}.sensors.lidar.rate_hz"] = sensors.lidar.rate_hz
         for key, rate in streams.items():
             ratio = physics / rate
             if rate > physics or abs(ratio - round(ratio)) > 1e-9:
@@ -654,31 +756,33 @@ class ExperimentConfig(Strict):
 
     @model_validator(mode="after")
     def _has_a_sensor(self) -> ExperimentConfig:
-        sensors = self.robot.sensors
-        if not (sensors.cameras or sensors.imus or sensors.lidar):
-            raise ValueError("robot.sensors: an experiment needs at least one sensor (a camera, an IMU or a LiDAR); "
-                             "nothing would be recorded")
+        for _, key, robot, _ in self.robot_entries():
+            sensors = robot.sensors
+            if not (sensors.cameras or sensors.imus or sensors.lidar):
+                raise ValueError(f"{key}.sensors: a robot needs at least one sensor (a camera, an IMU or a LiDAR); "
+                                 "nothing would be recorded")
         return self
 
     @model_validator(mode="after")
     def _links_exist(self) -> ExperimentConfig:
-        links = ROBOT_LINKS[self.robot.kind]
-        sensors = self.robot.sensors
-        mounts = [(f"cameras.{i}", c.mount) for i, c in enumerate(sensors.cameras)]
-        mounts += [(f"imus.{i}", m.mount) for i, m in enumerate(sensors.imus)]
-        mounts += [("lidar", sensors.lidar.mount)] if sensors.lidar else []
-        names = [c.name for c in sensors.cameras] + [i.name for i in sensors.imus]
-        names += [sensors.lidar.name] if sensors.lidar else []
-        clashes = sorted(set(names) & set(links))
-        if clashes:
-            raise ValueError(f"sensor names {clashes} are robot link names; sensors get their own TF frames, "
-                             f"so name them differently (links: {sorted(links)})")
-        for key, mount in mounts:
-            if mount.link not in links:
-                raise ValueError(
-                    f"robot.sensors.{key}.mount.link {mount.link!r} is not a link of robot "
-                    f"{self.robot.kind!r}; expected one of {sorted(links)}"
-                )
+        for _, robot_key, robot, _ in self.robot_entries():
+            links = ROBOT_LINKS[robot.kind]
+            sensors = robot.sensors
+            mounts = [(f"cameras.{i}", c.mount) for i, c in enumerate(sensors.cameras)]
+            mounts += [(f"imus.{i}", m.mount) for i, m in enumerate(sensors.imus)]
+            mounts += [("lidar", sensors.lidar.mount)] if sensors.lidar else []
+            names = [c.name for c in sensors.cameras] + [i.name for i in sensors.imus]
+            names += [sensors.lidar.name] if sensors.lidar else []
+            clashes = sorted(set(names) & set(links))
+            if clashes:
+                raise ValueError(f"sensor names {clashes} are robot link names; sensors get their own TF frames, "
+                                 f"so name them differently (links: {sorted(links)})")
+            for key, mount in mounts:
+                if mount.link not in links:
+                    raise ValueError(
+                        f"{robot_key}.sensors.{key}.mount.link {mount.link!r} is not a link of robot "
+                        f"{robot.kind!r}; expected one of {sorted(links)}"
+                    )
         return self
 
     def resolve_paths(self, base: Path) -> ExperimentConfig:
@@ -696,8 +800,9 @@ class ExperimentConfig(Strict):
         humans.paths = [p if p.is_absolute() else fix(p) for p in humans.paths]
         data.animals.paths = [p if p.is_absolute() else fix(p) for p in data.animals.paths]
         objects.paths = [p if p.is_absolute() else fix(p) for p in objects.paths]
-        if data.robot.tiago.s_curve is not None and not data.robot.tiago.s_curve.is_absolute():
-            data.robot.tiago.s_curve = fix(data.robot.tiago.s_curve)
+        for robot in (data.robot, *data.robots):
+            if robot.tiago.s_curve is not None and not robot.tiago.s_curve.is_absolute():
+                robot.tiago.s_curve = fix(robot.tiago.s_curve)
         if data.recording.class_map is not None and not data.recording.class_map.is_absolute():
             data.recording.class_map = fix(data.recording.class_map)
         if data.render.environment is not None and not data.render.environment.is_absolute():
@@ -719,8 +824,9 @@ class ExperimentConfig(Strict):
             found[f"animals.paths.{i}"] = p
         for i, p in enumerate(self.flying_objects.paths):
             found[f"flying_objects.paths.{i}"] = p
-        if self.robot.tiago.s_curve is not None:
-            found["robot.tiago.s_curve"] = self.robot.tiago.s_curve
+        for _, key, robot, _ in self.robot_entries():
+            if robot.tiago.s_curve is not None:
+                found[f"{key}.tiago.s_curve"] = robot.tiago.s_curve
         if self.recording.class_map is not None:
             found["recording.class_map"] = self.recording.class_map
         if self.render.environment is not None:

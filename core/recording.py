@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from core.bag_topics import BagTopics
-from core.config import CameraConfig, ExperimentConfig
+from core.config import DEFAULT_ROBOT_NAME, CameraConfig, ExperimentConfig
 from core.errors import InputError
 from core.formats.frames import FRAMES_FILE, Box2D, Box3D, FrameRecord, read_frames
 from core.formats.humans import (
@@ -218,11 +218,45 @@ class Bags:
 
 
 class Recording:
-    """A run folder written by `grade generate`. Open it with `Recording.open`."""
+    """A run folder written by `grade generate`. Open it with `Recording.open`.
 
-    def __init__(self, path: Path, info: RunInfo):
+    A run has one robot or several (config `robots:`); `robots` names them, and the robot calls (cameras,
+    LiDARs, IMUs, robot_path, topics, experiment_config) read the robot the recording is for: the first, or
+    the one `robot(name)` chose. A multi-robot run keeps each robot's ground truth in gt/<robot>/."""
+
+    def __init__(self, path: Path, info: RunInfo, robot: str | None = None):
         self.path, self.info = path, info
+        self._robot = robot
         self._cameras: dict[str, Camera] = {}  # read once, on first use
+
+    @property
+    def robots(self) -> list[str]:
+        """The run's robots, in config order (one name for a one-robot run), from run.json's config (a run writes
+        every robot's name there)."""
+        entries = self.info.config.get("robots") or [{"name": DEFAULT_ROBOT_NAME}]
+        return [str(entry.get("name")) for entry in entries]
+
+    @property
+    def _multi_robot(self) -> bool:
+        return len(self.robots) > 1
+
+    @property
+    def robot_name(self) -> str:
+        """The robot this recording reads."""
+        return self._robot or self.robots[0]
+
+    def robot(self, name: str | None = None) -> Recording:
+        """This recording as robot `name` sees it (default: the first robot); InputError naming the run's robots
+        for a name it does not have."""
+        if name is not None and name not in self.robots:
+            raise InputError(f"no robot {name!r} in this recording; robots: {', '.join(self.robots)}",
+                             self.path / RUN_FILE, "robots")
+        return Recording(self.path, self.info, name)
+
+    @property
+    def _gt(self) -> Path:
+        """The robot's ground truth: gt/, or gt/<robot>/ in a multi-robot run."""
+        return self.path / GT_DIR / self.robot_name if self._multi_robot else self.path / GT_DIR
 
     @classmethod
     def open(cls, path: str | Path, allow_incomplete: bool = False) -> Recording:
@@ -247,10 +281,11 @@ class Recording:
         return self.info.config
 
     def experiment_config(self) -> ExperimentConfig:
-        return ExperimentConfig.model_validate(self.info.config)
+        """The run's config as this recording's robot sees it (its `robot`, `exploration` and namespace)."""
+        return ExperimentConfig.model_validate(self.info.config).for_robot(self.robot_name)
 
     def _gt_folders(self, marker: str) -> list[str]:
-        gt = self.path / GT_DIR
+        gt = self._gt
         return sorted(p.name for p in gt.iterdir() if any(p.glob(marker))) if gt.is_dir() else []
 
     @property
@@ -261,7 +296,7 @@ class Recording:
     def camera(self, name: str) -> Camera:
         if name not in self.cameras:
             listed = ", ".join(self.cameras) or "none"
-            raise InputError(f"no camera {name!r} in this recording; available: {listed}", self.path / GT_DIR)
+            raise InputError(f"no camera {name!r} in this recording; available: {listed}", self._gt)
         if name not in self._cameras:
             self._cameras[name] = self._read_camera(name)
         return self._cameras[name]
@@ -274,7 +309,7 @@ class Recording:
         raise InputError(f"camera {name!r} is not in the run's config", self.path / RUN_FILE)
 
     def _read_camera(self, name: str) -> Camera:
-        folder, tolerate = self.path / GT_DIR / name, not self.complete
+        folder, tolerate = self._gt / name, not self.complete
         log = read_frames(folder / FRAMES_FILE, tolerate)
         return Camera(name, folder, [Frame(r, folder) for r in log.frames], read_instances(folder / INSTANCES_FILE),
                       log.dropped_tail, tolerate)
@@ -287,12 +322,12 @@ class Recording:
     def lidar(self, name: str) -> Lidar:
         if name not in self.lidars:
             raise InputError(f"no LiDAR {name!r} in this recording; available: {', '.join(self.lidars) or 'none'}",
-                             self.path / GT_DIR)
-        return Lidar(name, sweep_files(self.path / GT_DIR / name))
+                             self._gt)
+        return Lidar(name, sweep_files(self._gt / name))
 
     def imu(self, noisy: bool = False) -> dict[str, ImuSeries]:
         """gt/imu.npz by IMU name (with `noisy`, gt/imu_noisy.npz from `grade postprocess`); empty when absent."""
-        path = self.path / GT_DIR / (IMU_NOISY_FILE if noisy else IMU_FILE)
+        path = self._gt / (IMU_NOISY_FILE if noisy else IMU_FILE)
         return read_imu(path) if path.is_file() else {}
 
     def postprocess_record(self) -> PostprocessRecord | None:
@@ -306,7 +341,7 @@ class Recording:
 
     def robot_path(self) -> RobotPath:
         """The robot's pose per physics step, without decompressing the rest of states.npz."""
-        return load_robot_path(self.path / STATES_FILE)
+        return load_robot_path(self.path / STATES_FILE, self.robot_name if self._multi_robot else None)
 
     def humans(self) -> Humans | None:
         """humans/, None when the run has no humans."""
@@ -319,7 +354,7 @@ class Recording:
     def topics(self) -> BagTopics:
         """The names of this run's bag topics and TF frames (under its recording.namespace):
         `rec.topics.rgb("camera")` is "/camera/rgb/image_raw", or "/my_robot_0/camera/rgb/image_raw"."""
-        return BagTopics(self.experiment_config().recording.namespace)
+        return BagTopics(self.experiment_config().recording.namespace)  # the robot's own in a multi-robot run
 
     def bags(self) -> Bags:
         folder = self.path / BAGS_DIR

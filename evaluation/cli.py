@@ -33,6 +33,8 @@ def slam_command(
                                               "the missing time (default: the ground truth's median rate).")] = None,
     out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Also write DIR/metrics.json, "
                                              "DIR/trajectories.png and DIR/errors.png.")] = None,
+    robot: Annotated[str | None, typer.Option("--robot", metavar="NAME", help="Multi-robot recordings: the "
+                                              "robot whose camera poses are compared (default: the first).")] = None,
 ) -> None:
     """ATE, RPE and missing time of an estimate against the ground truth.
 
@@ -49,8 +51,8 @@ def slam_command(
     from evaluation.plots import write_evaluation
     from evaluation.trajectory import load_trajectory
 
-    reference = load_trajectory(gt, camera=camera, topic=gt_topic)
-    estimate = load_trajectory(est, camera=camera, topic=est_topic)
+    reference = load_trajectory(gt, camera=camera, topic=gt_topic, robot=robot)
+    estimate = load_trajectory(est, camera=camera, topic=est_topic, robot=robot)
     metrics, absolute = slam_evaluation(reference, estimate, sim3=sim3, delta_s=delta, max_difference=max_diff,
                                         window=window, fps=fps)
     rows = [("pairs", f"{metrics.pairs}"), ("alignment", f"{metrics.alignment} (scale {metrics.scale:.6g})")]

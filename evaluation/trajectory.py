@@ -54,18 +54,20 @@ class Trajectory:
         return self.poses[:, :3, 3]
 
 
-def load_trajectory(path: Path, camera: str | None = None, topic: str | None = None) -> Trajectory:
+def load_trajectory(path: Path, camera: str | None = None, topic: str | None = None,
+                    robot: str | None = None) -> Trajectory:
     """The trajectory at `path`: a ROS 1 .bag file or ROS 2 bag folder (`topic`: a geometry_msgs/PoseStamped
     or nav_msgs/Odometry topic, default the first PoseStamped topic, else the first Odometry topic, by name),
     a recording folder (`camera`: a camera's optical-frame poses, default the first camera, or a LiDAR's sweep
-    poses), or else a TUM text file (`time tx ty tz qx qy qz qw`, `#` comments)."""
+    poses; in a multi-robot run robot `robot`'s, default the first robot's), or else a TUM text file
+    (`time tx ty tz qx qy qz qw`, `#` comments)."""
     path = Path(path)
     if not path.exists():
         raise InputError("file not found", path)
     if path.suffix == ROS1_SUFFIX or (path / ROS2_METADATA).is_file():
         return _bag_trajectory(path, topic)
     if path.is_dir():
-        return _recording_trajectory(path, camera)
+        return _recording_trajectory(path, camera, robot)
     times, poses = read_tum(path)
     return Trajectory(times, poses, str(path))
 
@@ -75,8 +77,8 @@ def write_tum(path: Path, trajectory: Trajectory) -> Path:
     return write_tum_file(path, trajectory.times, trajectory.poses)
 
 
-def _recording_trajectory(path: Path, camera: str | None) -> Trajectory:
-    recording = Recording.open(path)
+def _recording_trajectory(path: Path, camera: str | None, robot: str | None = None) -> Trajectory:
+    recording = Recording.open(path).robot(robot)
     if camera is not None and camera in recording.lidars:
         sweeps = list(recording.lidar(camera))
         times = np.array([sweep.time for sweep in sweeps], dtype=np.float64)

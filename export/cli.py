@@ -24,6 +24,8 @@ def report(summary: dict[str, int], out: Path) -> None:
     console.print(", ".join(f"{value} {key}" for key, value in summary.items()) + f" -> {out}", soft_wrap=True)
 
 
+Robot = Annotated[str | None, typer.Option(
+    "--robot", metavar="NAME", help="Multi-robot runs: export this robot's cameras (default: the first robot's).")]
 ProcessedSensors = Annotated[bool, typer.Option(
     "--processed", help="Use `grade postprocess` outputs: blurred RGB, noisy depth, noisy IMU (fails if not made).")]
 
@@ -34,6 +36,7 @@ def tum_command(
     out: Out,
     camera: Cameras = None,
     processed: ProcessedSensors = False,
+    robot: Robot = None,
     depth_min: Annotated[float, typer.Option("--depth-min", metavar="M", min=0.0,
                                              help="Depth nearer than this becomes 0 (invalid).")] = 0.0,
     depth_max: Annotated[float | None, typer.Option("--depth-max", metavar="M", min=0.0,
@@ -50,7 +53,7 @@ def tum_command(
     """
     from export.tum import TumOptions, export_tum
 
-    report(export_tum(runs, out, camera, TumOptions(processed, depth_min, depth_max)), out)
+    report(export_tum(runs, out, camera, TumOptions(processed, depth_min, depth_max), robot), out)
 
 
 @export_app.command("euroc")
@@ -58,6 +61,7 @@ def euroc_command(
     runs: Runs,
     out: Out,
     camera: Cameras = None,
+    robot: Robot = None,
     imu: Annotated[str | None, typer.Option(
         "--imu", metavar="NAME", help="IMU for imu0 (default: the one on the camera's link, else the first).")] = None,
     processed: ProcessedSensors = False,
@@ -73,7 +77,7 @@ def euroc_command(
     """
     from export.euroc import EurocOptions, export_euroc
 
-    report(export_euroc(runs, out, camera, EurocOptions(imu, processed)), out)
+    report(export_euroc(runs, out, camera, EurocOptions(imu, processed), robot), out)
 
 
 def _filters(min_box: int, max_aspect: float, min_visible: float, bad_frames: bool):
@@ -99,7 +103,7 @@ Seed = Annotated[int, typer.Option("--seed", min=0, help="Seed of the split by s
 
 
 @export_app.command("coco")
-def coco_command(runs: Runs, out: Out, camera: Cameras = None, categories: Categories = "coco",
+def coco_command(runs: Runs, out: Out, camera: Cameras = None, robot: Robot = None, categories: Categories = "coco",
                  processed: Processed = False,
                  split: Annotated[str | None, typer.Option(
                      "--split", help="Split by sequence, e.g. train=0.8,val=0.2 (default: one instances_all.json).")]
@@ -119,14 +123,14 @@ def coco_command(runs: Runs, out: Out, camera: Cameras = None, categories: Categ
     from export.common import open_sequences, parse_split
 
     fractions = parse_split(split) if split is not None else None
-    counts = export_coco(open_sequences(runs, camera), out, categories, _filters(min_box, max_aspect, min_visible,
+    counts = export_coco(open_sequences(runs, camera, robot), out, categories, _filters(min_box, max_aspect, min_visible,
                                                                                  bad_frames),
                          processed, fractions, seed, keypoints)
     report(counts, out)
 
 
 @export_app.command("yolo")
-def yolo_command(runs: Runs, out: Out, camera: Cameras = None,
+def yolo_command(runs: Runs, out: Out, camera: Cameras = None, robot: Robot = None,
                  task: Annotated[str, typer.Option("--task", metavar="detect|segment", help="detect (boxes) or segment (polygons).")]
                  = "detect",
                  categories: Categories = "coco", processed: Processed = False,
@@ -144,6 +148,6 @@ def yolo_command(runs: Runs, out: Out, camera: Cameras = None,
     from export.common import open_sequences, parse_split
     from export.yolo import export_yolo
 
-    counts = export_yolo(open_sequences(runs, camera), out, task, categories,
+    counts = export_yolo(open_sequences(runs, camera, robot), out, task, categories,
                          _filters(min_box, max_aspect, min_visible, bad_frames), processed, parse_split(split), seed)
     report(counts, out)

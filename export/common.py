@@ -52,14 +52,15 @@ class Sequence:
                                 split=self.split)
 
 
-def open_sequences(runs: Seq[Path], cameras: Seq[str] | None = None) -> list[Sequence]:
+def open_sequences(runs: Seq[Path], cameras: Seq[str] | None = None, robot: str | None = None) -> list[Sequence]:
     """Each run opened with `Recording.open` (complete runs only), named after its folder (`_2`, `_3`, ... on
-    a clash), with the cameras to export: `cameras` (each must exist in every run), else all of the run's."""
+    a clash), with the cameras to export: `cameras` (each must exist in every run), else all of the run's. In a
+    multi-robot run the cameras are robot `robot`'s (default: the first robot's)."""
     if not runs:
         raise ConfigError("name at least one recording (a run folder written by `grade generate`)", field="RUN")
     sequences, used = [], set()
     for run in runs:
-        recording = Recording.open(run)
+        recording = Recording.open(run).robot(robot)
         chosen = list(cameras) if cameras else recording.cameras
         for camera in chosen:
             recording.camera(camera)  # InputError listing the cameras it has

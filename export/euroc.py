@@ -125,10 +125,10 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
 
 
 def export_euroc(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None,
-                 options: EurocOptions = EurocOptions()) -> dict[str, int]:
+                 options: EurocOptions = EurocOptions(), robot: str | None = None) -> dict[str, int]:
     """Export each run's cameras as EuRoC/ASL sequences into `out`; rerunning the same call after an
     interruption finishes the job. Returns what was written (sequences, frames, IMU samples)."""
-    sequences = open_sequences(runs, cameras)
+    sequences = open_sequences(runs, cameras, robot)
     for sequence in sequences:  # everything checked before the export folder is touched
         for name in sequence.cameras:
             check_images(sequence.recording, sequence.recording.camera(name), ("rgb",), options.processed)

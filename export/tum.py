@@ -117,11 +117,11 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
 
 
 def export_tum(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None,
-               options: TumOptions = TumOptions()) -> dict[str, int]:
+               options: TumOptions = TumOptions(), robot: str | None = None) -> dict[str, int]:
     """Export each run's cameras as TUM RGB-D sequences into `out`; rerunning the same call after an
     interruption finishes the job. Returns what was written (sequences, frames)."""
     options.check()
-    sequences = open_sequences(runs, cameras)
+    sequences = open_sequences(runs, cameras, robot)
     for sequence in sequences:
         for name in sequence.cameras:
             check_images(sequence.recording, sequence.recording.camera(name), ("rgb", "depth"), options.processed)

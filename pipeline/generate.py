@@ -37,6 +37,14 @@ RUN_STREAMS = ["prepare/procedural", "placement/robot", "placement/humans", "pla
                "simulation/randomization/roughness", "simulation/randomization/lights/0"]
 
 
+def run_streams(config: ExperimentConfig) -> list[str]:
+    """RUN_STREAMS, with each robot's start stream in a multi-robot run ("placement/robot/<name>")."""
+    if not config.multi_robot:
+        return RUN_STREAMS
+    return [stream for stream in RUN_STREAMS if stream != "placement/robot"] + [
+        f"placement/robot/{name}" for name in config.robot_names]
+
+
 @dataclass
 class GenerateResult:
     run: Path
@@ -98,7 +106,7 @@ def _generate_locked(config: ExperimentConfig, run: Path, cache: Path | None, fo
 
     invalidate(run)
     info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
-                   derived_seeds=derived_seeds(config.seed, RUN_STREAMS), config=config.model_dump(mode="json"),
+                   derived_seeds=derived_seeds(config.seed, run_streams(config)), config=config.model_dump(mode="json"),
                    asset_hashes=_asset_hashes(prepared))
     write_run_info(run, info)
     partial = run / PARTIAL
@@ -151,7 +159,8 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, 
     backend = load_backend(config, prepared.scene)
     recorder = Recorder(backend, config, folder)
     steps = recorder.schedule.total_steps
-    main_camera = next((f"camera/{c.name}" for c in config.robot.sensors.cameras), None)
+    prefix = f"{config.robot_names[0]}/" if config.multi_robot else ""
+    main_camera = next((f"{prefix}camera/{c.name}" for c in config.robot.sensors.cameras), None)
     progress = make_progress(TextColumn("{task.fields[info]}"))
     with progress:
         task = progress.add_task("simulating", total=steps, info="")

@@ -203,12 +203,14 @@ def place_and_compose(config: ExperimentConfig, environment: Path, humans: list[
         "place/1", config.seed, config.humans.model_dump(mode="json"), config.flying_objects.model_dump(mode="json"),
         config.robot.model_dump(mode="json"), config.simulation.duration + config.simulation.bootstrap,
         [_manifest_hash(p) for p in (environment, *humans, *objects)],
+        *([[r.model_dump(mode="json") for r in config.robots]] if config.multi_robot else []),
         *([config.animals.model_dump(mode="json"), config.environment.region, [_manifest_hash(p) for p in animals]]
           if animals or config.environment.region else []),
     )
     if stage_status(folder, input_hash) is not StageStatus.COMPLETE:
+        fleet = [(name, robot) for name, _, robot, _ in config.robot_entries()] if config.multi_robot else []
         scene = place_scene(environment, humans, objects, config.humans, config.flying_objects, config.robot,
-                            config.seed, animal_packages=animals, animals=config.animals,
+                            config.seed, fleet=fleet, animal_packages=animals, animals=config.animals,
                             region=config.environment.region)
         with atomic_directory(folder) as tmp:
             # The temporary folder is a sibling of the final one, so the relative package paths written

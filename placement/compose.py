@@ -62,7 +62,7 @@ def _author(stage: Usd.Stage, placement: Placement, scene_dir: Path, duration: f
         prim = layout.add_package_reference(stage, layout.object_prim_path(i, obj.asset_id), obj.asset_path,
                                             scene_dir)
         layout.set_motion(prim, obj.motion)
-    robot = placement.robot
-    start = UsdGeom.Xform.Define(stage, layout.ROBOT_PRIM).GetPrim()
-    layout.set_xyz_yaw(start, robot.x, robot.y, robot.z, robot.yaw)
-    layout.set_robot_kind(start, robot.kind)
+    for robot in placement.robot_starts:
+        start = UsdGeom.Xform.Define(stage, layout.robot_start_path(robot.name)).GetPrim()
+        layout.set_xyz_yaw(start, robot.x, robot.y, robot.z, robot.yaw)
+        layout.set_robot_kind(start, robot.kind)

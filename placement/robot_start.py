@@ -9,9 +9,14 @@ floor polygon, averaged over neighbouring angles so that a gap between two walls
 first `START_CANDIDATES` collision-free positions drawn, the one with the longest such view wins: the
 robot starts looking down the room (or through a doorway) rather than at a wall a metre away, so its
 first frames show the scene and an explorer can set off at once.
+
+Several robots (a multi-robot run) are placed one after the other, each keeping `ROBOT_SPACING` between its
+cylinder and those of the robots placed before it (horizontally, whatever their heights).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import fcl
 import numpy as np
@@ -34,6 +39,8 @@ YAW_RAYS = 72
 YAW_SMOOTHING_DEG = 30.0  # half-width of the circular moving average over ray distances
 ROBOT_MAX_TRIES = 2000
 START_CANDIDATES = 12
+# m kept free between two robots' bounding cylinders at their starts, so that each can turn and set off.
+ROBOT_SPACING = 0.5
 CYLINDER_SECTIONS = 32
 
 
@@ -71,10 +78,28 @@ def robot_solid(start: RobotStart) -> Solid:
     return Solid("robot", mesh, lo, hi, probe_points(mesh))
 
 
-def place_robot(world: World, robot: RobotConfig, seed: int, max_tries: int = ROBOT_MAX_TRIES) -> RobotStart:
+def apart(x: float, y: float, radius: float, others: Sequence[RobotStart]) -> bool:
+    """Whether a robot of bounding radius `radius` at (x, y) keeps ROBOT_SPACING from every robot in `others`."""
+    return all(np.hypot(x - o.x, y - o.y) >= radius + bounding_cylinder(o.volume)[0] + ROBOT_SPACING
+               for o in others)
+
+
+def place_robots(world: World, robots: Sequence[tuple[str, RobotConfig]], seed: int,
+                 max_tries: int = ROBOT_MAX_TRIES) -> list[RobotStart]:
+    """Start poses of a multi-robot run's robots, in order, each clear of the ones placed before it and drawn
+    from its own stream ("placement/robot/<name>")."""
+    starts: list[RobotStart] = []
+    for name, robot in robots:
+        start = place_robot(world, robot, seed, max_tries, others=starts, stream=f"placement/robot/{name}")
+        starts.append(start.model_copy(update={"name": name}))
+    return starts
+
+
+def place_robot(world: World, robot: RobotConfig, seed: int, max_tries: int = ROBOT_MAX_TRIES,
+                others: Sequence[RobotStart] = (), stream: str = "placement/robot") -> RobotStart:
     """A start pose for `robot.kind`: UAVs at a height drawn from `robot.uav.z_band` (above the floor),
-    ground robots on the floor."""
-    rng = generator(seed, "placement/robot")
+    ground robots on the floor; clear of the robots in `others` (module notes)."""
+    rng = generator(seed, stream)
     volume = ROBOT_VOLUMES[robot.kind]
     radius, height = bounding_cylinder(volume)
     xy = world.sample_xy(rng, max_tries)
@@ -84,7 +109,7 @@ def place_robot(world: World, robot: RobotConfig, seed: int, max_tries: int = RO
     best: RobotStart | None = None
     found = 0
     for attempt, ((x, y), altitude) in enumerate(zip(xy, altitudes), start=1):
-        if world.clearance(x, y) < radius:
+        if world.clearance(x, y) < radius or not apart(float(x), float(y), radius, others):
             continue
         ground = float(world.ground_heights([(x, y)])[0])  # the floor, or a terrain's ground under the robot
         if np.isnan(ground) or flying and floor + altitude - height / 2.0 <= ground:

@@ -17,7 +17,7 @@ from core.geometry import transform_points
 from placement.flying import place_flying_objects
 from placement.humans import HUMAN_CONTACT_THRESHOLD, Crowd, place_animals, place_humans
 from placement.preview import render_preview, write_preview
-from placement.robot_start import place_robot, robot_solid
+from placement.robot_start import place_robot, place_robots, robot_solid
 from placement.world import World, load_world
 
 
@@ -59,14 +59,16 @@ def list_packages(folder: str | Path, kind: str) -> list[Path]:
 
 def place_scene(environment: str | Path, human_packages: list[Path], object_packages: list[Path],
                 humans: HumansConfig, flying: FlyingObjectsConfig, robot: RobotConfig, seed: int,
-                human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD, animal_packages: Sequence[Path] = (),
+                human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD,
+                fleet: Sequence[tuple[str, RobotConfig]] = (), animal_packages: Sequence[Path] = (),
                 animals: AnimalsConfig | None = None, region: list[tuple[float, float]] | None = None) -> PlacedScene:
-    """Place the robot start, then humans clear of it, then `animals` clear of both, then flying objects, all
-    within `region` (default the floor polygon); deterministic from `seed`."""
+    """Place the robot start (or the starts of a multi-robot run's named robots, `fleet`, instead), then humans
+    clear of them, then `animals` clear of both, then flying objects, all within `region` (default the floor
+    polygon); deterministic from `seed`."""
     world = load_world(environment, region)
-    start = place_robot(world, robot, seed)
+    starts = place_robots(world, fleet, seed) if fleet else [place_robot(world, robot, seed)]
     placed, rejected, crowd, candidates = place_humans(world, human_packages, humans, seed, human_contact_threshold,
-                                                       blockers=(robot_solid(start),))
+                                                       blockers=tuple(robot_solid(s) for s in starts))
     animals = animals if animals is not None else AnimalsConfig()
     animals_placed, animals_rejected, animal_candidates = place_animals(crowd, list(animal_packages), animals, seed)
     flying_placed, flying_rejected, flying_candidates = place_flying_objects(world, object_packages, flying, seed)
@@ -81,7 +83,7 @@ def place_scene(environment: str | Path, human_packages: list[Path], object_pack
             flying_collision_check=flying.collision_check,
         ),
         humans=placed, rejected_humans=rejected, flying_objects=flying_placed,
-        rejected_flying_objects=flying_rejected, robot=start,
+        rejected_flying_objects=flying_rejected, robot=starts[0], robots=starts if fleet else [],
         animals=animals_placed, rejected_animals=animals_rejected, animal_candidates=animal_candidates,
     )
     return PlacedScene(placement, world, crowd)

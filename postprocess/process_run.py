@@ -181,6 +181,9 @@ def process_run(run: Path, settings: PostprocessConfig, force: bool = False) -> 
         raise InputError("nothing to apply: enable at least one of imu, depth, blur, rolling_shutter",
                          field="postprocess")
     recording = Recording.open(run)
+    if len(recording.robots) > 1:
+        raise InputError(f"post-processing takes one-robot runs; this one has {', '.join(recording.robots)} (their "
+                         "ground truth in gt/<robot>/)", recording.path, "robots")
     gt = recording.path / GT_DIR
     seed = recording.info.master_seed
     done = None if force else _up_to_date(gt, settings)

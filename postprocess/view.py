@@ -128,27 +128,33 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
     info, result = recording.info, ViewResult()
     if not recording.complete:
         result.warnings.append(f"run {info.name!r} is incomplete (status {info.status!r}): showing what was recorded")
-    cameras = _cameras(recording, camera)
-    result.warnings += [f"{c.folder / FRAMES_FILE}: skipped the half-written last line" for c in cameras if c.dropped_tail]
     out = Path(out) if out is not None else recording.path / VIEW_DIR
-
-    # Everything is read and drawn first and written last, so a broken recording leaves no partial view.
+    multi = len(recording.robots) > 1
+    # Everything is read and drawn first and written last, so a broken recording leaves no partial view. A
+    # multi-robot run's pictures are per robot, named after it (contact_sheet_<robot>_<camera>.png, ...).
     pictures: dict[Path, bytes] = {}
-    for sequence in cameras:
-        path = out / f"contact_sheet_{sequence.name}.png"
-        pictures[path] = _png(path, _contact_sheet(recording, sequence, frames, all_boxes))
+    for name in recording.robots if multi else [None]:
+        robot_view = recording.robot(name)
+        tag = f"_{name}" if multi else ""
+        cameras = _cameras(robot_view, camera)
+        result.warnings += [f"{c.folder / FRAMES_FILE}: skipped the half-written last line" for c in cameras
+                            if c.dropped_tail]
+        for sequence in cameras:
+            path = out / f"contact_sheet{tag}_{sequence.name}.png"
+            pictures[path] = _png(path, _contact_sheet(robot_view, sequence, frames, all_boxes))
 
-    robot = _robot_path(recording, result)
-    layout = read_scene_layout(recording.path) if robot is not None else None
-    if robot is not None:
-        camera_xy = {c.name: np.array([f.pose[:2, 3] for f in c]) for c in cameras}
-        pictures[out / "trajectory.png"] = plot_trajectory(robot, layout, camera_xy, info.name)
+        robot = _robot_path(robot_view, result)
+        layout = read_scene_layout(recording.path) if robot is not None else None
+        if robot is not None:
+            camera_xy = {c.name: np.array([f.pose[:2, 3] for f in c]) for c in cameras}
+            pictures[out / f"trajectory{tag}.png"] = plot_trajectory(robot, layout, camera_xy,
+                                                                     f"{info.name}{' ' + name if multi else ''}")
 
-    imus = recording.imu()
-    if imus:
-        pictures[out / "imu.png"] = plot_imu(list(imus.values()), f"{info.name}: IMUs")
-    else:
-        result.warnings.append(f"{recording.path / GT_DIR / IMU_FILE}: no IMU readings, so no imu.png")
+        imus = robot_view.imu()
+        if imus:
+            pictures[out / f"imu{tag}.png"] = plot_imu(list(imus.values()), f"{info.name}{tag}: IMUs")
+        else:
+            result.warnings.append(f"{recording.path / GT_DIR / IMU_FILE}: no IMU readings, so no imu{tag}.png")
 
     with output_lock(out, what="view folder"):
         result.written += [atomic_write_bytes(path, data) for path, data in pictures.items()]

@@ -28,6 +28,10 @@ def replay_command(
     verify: Annotated[bool, typer.Option(
         "--verify", help="Replay unchanged and print the deviation (into --out, or a temporary folder).")] = False,
     wait: Annotated[bool, typer.Option("--wait", help="Queue behind another writer of --out.")] = False,
+    robot: Annotated[str | None, typer.Option(
+        "--robot", metavar="NAME", help="Multi-robot runs: the robot whose sensors --with changes and whose "
+                                        "deviation is reported (default: the first; every robot is replayed).")]
+    = None,
 ) -> None:
     """Simulate a recorded run again, with new sensors if asked.
 
@@ -49,10 +53,10 @@ def replay_command(
     overrides = load_overrides(with_)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="grade-verify-") as folder:
-            result = replay_run(run, Path(folder) / "replay", overrides, mode, start, end, str(with_), wait)
+            result = replay_run(run, Path(folder) / "replay", overrides, mode, start, end, str(with_), wait, robot)
             _print(result.report, None)
         return
-    result = replay_run(run, out, overrides, mode, start, end, str(with_), wait)
+    result = replay_run(run, out, overrides, mode, start, end, str(with_), wait, robot)
     _print(result.report, result.run)
 
 

@@ -99,7 +99,8 @@ def imu_deviation(parent: Recording, replay: Recording, name: str) -> ImuDeviati
 def unchanged_sensors(parent: Recording, replay: Recording, kind: str) -> list[str]:
     """Names of the cameras or IMUs (`kind`) configured identically in both runs."""
     def configured(recording: Recording) -> dict[str, dict]:
-        return {s["name"]: s for s in recording.config.get("robot", {}).get("sensors", {}).get(kind, [])}
+        sensors = getattr(recording.experiment_config().robot.sensors, kind)
+        return {s.name: s.model_dump(mode="json") for s in sensors}
 
     mine, theirs = configured(replay), configured(parent)
     return sorted(name for name, entry in mine.items() if theirs.get(name) == entry)

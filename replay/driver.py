@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.errors import InputError
-from core.formats.states import CHECKPOINT_PREFIX, STEP_PREFIX
+from core.formats.states import CHECKPOINT_PREFIX, STEP_PREFIX, robot_key, robot_names
 from replay.overrides import LightOverride
 from simulation.backend import Backend
 from simulation.recording.recorder import Recorder
@@ -46,6 +46,15 @@ def window_steps(time: np.ndarray, start: float | None, end: float | None, sourc
     return Window(first, last)
 
 
+def _commands(backend: Backend, states: dict[str, np.ndarray]) -> list[tuple[Backend, np.ndarray]]:
+    """Each robot (a backend view of it) with its logged commands (N, C): the one robot's, or each of a
+    multi-robot log's."""
+    names = robot_names(states)
+    if names is None:
+        return [(backend, states["command"])]
+    return [(backend.robot(name), states[robot_key("command", name)]) for name in names]
+
+
 def _lights(states: dict[str, np.ndarray], step: int, change: LightOverride | None) -> tuple[np.ndarray, np.ndarray]:
     intensity, color = states["light_intensity"][step], states["light_color"][step]
     if change is not None:
@@ -62,11 +71,12 @@ def replay_teleport(backend: Backend, recorder: Recorder, states: dict[str, np.n
     if not rows:
         raise InputError("the state log has no per-step states (step.*): the run was recorded by an older GRADE; "
                          "replay it with --mode physics", source)
-    commands = states["command"]
+    commands = _commands(backend, states)
     for step in range(window.first, window.last + 1):
         state = {key: value[step] for key, value in rows.items()}
         previous = {key: value[step - 1] for key, value in rows.items()} if step > 0 else None
-        backend.set_robot_command(commands[step])  # logged again as the command of this step
+        for robot, logged in commands:
+            robot.set_robot_command(logged[step])  # logged again as the command of this step
         backend.teleport(step, state, previous, source)
         backend.set_lights(*_lights(states, step, lights))
         recorder.sample(backend)
@@ -82,7 +92,7 @@ def replay_physics(backend: Backend, recorder: Recorder, states: dict[str, np.nd
         raise InputError(f"no checkpoint at or before step {window.first}", source, "checkpoint_steps")
     backend.set_state({key[len(CHECKPOINT_PREFIX):]: value[index] for key, value in states.items()
                        if key.startswith(CHECKPOINT_PREFIX)}, source)
-    commands = states["command"]
+    commands = _commands(backend, states)
     step = int(steps[index])
     if lights is not None:
         backend.set_lights(*_lights(states, step, lights))
@@ -91,7 +101,8 @@ def replay_physics(backend: Backend, recorder: Recorder, states: dict[str, np.nd
         on_step(step)
     while step < window.last:
         step += 1
-        backend.set_robot_command(commands[step])  # the command the step ran with (setting it again is a no-op)
+        for robot, logged in commands:
+            robot.set_robot_command(logged[step])  # the command the step ran with (setting it again is a no-op)
         backend.step()
         if lights is not None:
             backend.set_lights(*_lights(states, step, lights))

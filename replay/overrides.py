@@ -27,7 +27,16 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from core.config import CameraConfig, ExperimentConfig, ImuConfig, LidarConfig, PositiveFloat, Strict, Vec3
+from core.config import (
+    DEFAULT_ROBOT_NAME,
+    CameraConfig,
+    ExperimentConfig,
+    ImuConfig,
+    LidarConfig,
+    PositiveFloat,
+    Strict,
+    Vec3,
+)
 from core.config_io import apply_overrides, read_yaml, validate_model
 from core.errors import ConfigError
 from core.formats.scene_layout import SceneHuman, SceneObject
@@ -98,24 +107,45 @@ def _by_name(items: list[dict[str, Any]], changes: list[Any]) -> list[dict[str, 
     return out
 
 
-def replay_config(recorded: dict[str, Any], overrides: ReplayOverrides, source: str) -> ExperimentConfig:
-    """The replay's experiment config: the recorded run's (run.json) with the overrides applied."""
+def replay_config(recorded: dict[str, Any], overrides: ReplayOverrides, source: str,
+                  robot_name: str | None = None) -> ExperimentConfig:
+    """The replay's experiment config: the recorded run's (run.json) with the overrides applied; in a multi-robot
+    run to robot `robot_name`'s sensors (default: the first robot's), `robot.sensors.*` keys included."""
     data = dict(recorded)
-    robot = dict(data.get("robot", {}))
+    robots = [dict(entry) for entry in data.get("robots", [])]
+    index = _robot_index(robots, robot_name, source)
+    robot = robots[index] if robots else dict(data.get("robot", {}))
     sensors = dict(robot.get("sensors", {}))
     sensors["cameras"] = _by_name(sensors.get("cameras", []), overrides.cameras)
     sensors["imus"] = _by_name(sensors.get("imus", []), overrides.imus)
     if overrides.lidar is not None:
         sensors["lidar"] = overrides.lidar.model_dump(mode="json")
-    robot["sensors"], data["robot"] = sensors, robot
+    robot["sensors"] = sensors
+    if robots:
+        robots[index], data["robots"] = robot, robots
+    else:
+        data["robot"] = robot
     if overrides.depth_npy is not None:
         data["recording"] = {**data.get("recording", {}), "depth_npy": overrides.depth_npy}
     for key in overrides.set:
         if not key.startswith(SETTABLE):
             raise ConfigError(f"a replay follows the recorded run's scene, robot and timeline; set only keys under "
                               f"{', '.join(s.rstrip('.') for s in SETTABLE)}", source, f"set.{key}")
-    data = apply_overrides(data, [f"{key}={_yaml(value)}" for key, value in overrides.set.items()])
+    keys = {key: f"robots.{index}.{key.removeprefix('robot.')}" if robots and key.startswith("robot.") else key
+            for key in overrides.set}
+    data = apply_overrides(data, [f"{keys[key]}={_yaml(value)}" for key, value in overrides.set.items()])
     return validate_model(ExperimentConfig, data, source)
+
+
+def _robot_index(robots: list[dict[str, Any]], name: str | None, source: str) -> int:
+    """The index of robot `name` among a multi-robot run's (default: 0); ConfigError naming them otherwise."""
+    names = [entry.get("name") for entry in robots]
+    if name is None or (not robots and name == DEFAULT_ROBOT_NAME):
+        return 0
+    if name not in names:
+        raise ConfigError(f"no robot {name!r} in the run; robots: {', '.join(names) or DEFAULT_ROBOT_NAME}", source,
+                          "--robot")
+    return names.index(name)
 
 
 def _yaml(value: Any) -> str:

@@ -55,16 +55,18 @@ class ReplayResult:
 
 def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | None = None,
                mode: str = "teleport", start: float | None = None, end: float | None = None,
-               source: str = "--with", wait: bool = False) -> ReplayResult:
-    """Replay the recording `run` into `out` (module docstring); `source` names the overrides in errors."""
+               source: str = "--with", wait: bool = False, robot: str | None = None) -> ReplayResult:
+    """Replay the recording `run` into `out` (module docstring); `source` names the overrides in errors. In a
+    multi-robot run every robot is replayed; the overrides' sensors are robot `robot`'s (default: the first) and
+    the report is on that robot."""
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; one of {', '.join(MODES)}", field="--mode")
     overrides = overrides or ReplayOverrides()
-    parent = Recording.open(run)
+    parent = Recording.open(run).robot(robot)
     out = Path(out)
     if out.resolve() == parent.path.resolve() or parent.path.resolve() in out.resolve().parents:
         raise ConfigError("a replay never writes into the run it replays; choose another --out", out)
-    config = replay_config(parent.config, overrides, source)
+    config = replay_config(parent.config, overrides, source, robot)
     scene_file = parent.path / SCENE_DIR / SCENE_FILE
     scene = read_scene_file(scene_file)
     hidden = hidden_prims(overrides, scene.humans, scene.objects, source)
@@ -75,6 +77,8 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
     times = (float(states["time"][window.first]), float(states["time"][window.last]))
     replay_of = {"run": str(parent.path.resolve()), "name": parent.info.name, "mode": mode, "window": list(times),
                  "overrides": overrides.model_dump(mode="json", exclude_defaults=True)}
+    if robot is not None:
+        replay_of["robot"] = robot
     input_hash = content_hash(REPLAY_VERSION, (parent.path / MANIFEST).read_text(), config.model_dump(mode="json"),
                               replay_of)
     with output_lock(out, wait=wait, what="replay folder"):
@@ -120,7 +124,7 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
         info.frame_counts = dict(recorder.counts.counts)
         info.wall_seconds = {"replay": round(watch.seconds(), 3)}
         write_run_info(out, info)
-        report = deviation_report(parent, Recording(out, info), mode, times)
+        report = deviation_report(parent, Recording(out, info, robot), mode, times)
         write_replay_report(out, report)
         write_manifest(out, STAGE, input_hash, include=(*RECORD_OUTPUTS, REPLAY_FILE))
     return ReplayResult(out, report, skipped=False)

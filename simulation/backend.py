@@ -1,8 +1,8 @@
 """The backend protocol (DESIGN.md §5): what the recorder and replay ask of a simulator.
 
 A backend loads a composed scene (`scene.usda` and the asset packages it references) for one
-experiment config, steps physics at `simulation.physics_hz`, takes robot commands, renders the robot's
-cameras into `simulation.render.Frame`s, reads IMUs and the LiDAR, and gets/sets its complete state so
+experiment config, steps physics at `simulation.physics_hz`, takes robot commands (per robot in a multi-robot
+run, through `robot(name)`: the others are obstacles its cameras see), renders the robot's cameras into `simulation.render.Frame`s, reads IMUs and the LiDAR, and gets/sets its complete state so
 a recorded run can be replayed. The embedded backend (MuJoCo + the Embree ray caster) implements it;
 an Isaac Sim backend implements the same calls.
 
@@ -106,6 +106,13 @@ class Backend(Protocol):
 
     def step(self, n: int = 1) -> None:
         """Advance n physics steps (humans, flying objects and scheduled light changes follow)."""
+
+    def robot_names(self) -> list[str]:
+        """The robots of the run, in config order (one, or several in a multi-robot run)."""
+
+    def robot(self, name: str | None = None) -> Backend:
+        """Robot `name` (default: the first) as a backend whose robot calls act on it; the calls below without a
+        robot in their name act on the first robot."""
 
     def set_robot_command(self, command: np.ndarray) -> None:
         """UAV: six joint velocities (x, y, z m/s; roll, pitch, yaw rad/s). TIAGo: base twist (vx, vy, wz)."""

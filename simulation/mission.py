@@ -1,5 +1,5 @@
-"""What the robot does during a run: hold still through the bootstrap, then explore (frontier planner),
-follow waypoints or stay put, and hold until the experiment's time is up.
+"""What the robots do during a run: hold still through the bootstrap, then explore (frontier planner),
+follow waypoints or stay put (each robot its own planner), and hold until the experiment's time is up.
 
 `run_mission` steps the backend for exactly bootstrap + duration seconds and calls `on_step(backend)`
 after every physics step, so a recorder sees each state once.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import shapely
 
-from core.config import ExperimentConfig
+from core.config import ExperimentConfig, RobotConfig
 from simulation.backend import Backend
 from simulation.exploration import ExplorationArea, ExplorationResult, Explorer, ExplorerParams, make_driver
 from simulation.exploration.waypoints import WaypointFollower, WaypointResult
@@ -41,37 +41,96 @@ class MissionResult:
         return {"planner": self.planner}
 
 
-def _hold(backend: Backend, config: ExperimentConfig, until: float, on_step: OnStep) -> None:
+class _Hold:
     """Keep the robot where it is (UAV: position hold; TIAGo: brake) until simulation time `until`."""
-    every = max(round(1.0 / (HOLD_CONTROL_HZ * backend.timestep)), 1)
-    driver = make_driver(backend, config.robot, every * backend.timestep)
-    step = 0
-    while backend.time < until - 1e-9:
-        if step % every == 0:
-            driver.hold()
+
+    def __init__(self, backend: Backend, robot: RobotConfig, until: float):
+        self.backend, self.until = backend, until
+        self._every = max(round(1.0 / (HOLD_CONTROL_HZ * backend.timestep)), 1)
+        self.driver = make_driver(backend, robot, self._every * backend.timestep)
+        self._step = 0
+
+    def tick(self) -> bool:
+        """This step's command; False (the robot stopped) once `until` is reached."""
+        if self.backend.time >= self.until - 1e-9:
+            self.driver.stop()
+            return False
+        if self._step % self._every == 0:
+            self.driver.hold()
         else:
-            driver.update()
+            self.driver.update()
+        self._step += 1
+        return True
+
+
+class RobotMission:
+    """One robot's mission, a physics step at a time: hold through the bootstrap, its planner (its own
+    `exploration`), then hold until `end`. `tick` does a step's work before the step; False when all is done."""
+
+    def __init__(self, backend: Backend, config: ExperimentConfig, environment: Path, bootstrap_end: float,
+                 end: float):
+        self.backend, self.config, self.environment = backend, config, environment
+        self.result = MissionResult(config.exploration.planner)
+        self._stages = iter((lambda: _Hold(backend, config.robot, bootstrap_end), self._planner,
+                             lambda: _Hold(backend, config.robot, end)))
+        self._stage: _Hold | Explorer | WaypointFollower | None = None
+
+    def _planner(self) -> Explorer | WaypointFollower | None:
+        config, backend = self.config, self.backend
+        planner = config.exploration.planner
+        if planner == "frontier":
+            params = ExplorerParams.from_config(config)
+            # The explorer's region: the configured one (environment.region), else the whole map box.
+            region = shapely.Polygon(config.environment.region) if config.environment.region else None
+            return Explorer(backend, config.robot, params, ExplorationArea.from_package(self.environment, region))
+        if planner == "waypoints":
+            exploration = config.exploration
+            return WaypointFollower(backend, config.robot, exploration.waypoints, config.simulation.duration,
+                                    exploration.stop_distance)
+        return None
+
+    def tick(self) -> bool:
+        while True:
+            if self._stage is None:
+                make = next(self._stages, None)
+                if make is None:
+                    return False
+                self._stage = make()
+                continue
+            if self._stage.tick():
+                return True
+            if isinstance(self._stage, Explorer):
+                self.result.exploration = self._stage.result()
+            elif isinstance(self._stage, WaypointFollower):
+                self.result.waypoints = self._stage.result()
+            self._stage = None
+
+
+@dataclass
+class FleetResult:
+    """Every robot's mission, by name."""
+
+    robots: dict[str, MissionResult]
+
+    def summary(self) -> dict:
+        """A JSON-able account for run.json: the robot's, or each robot's by name."""
+        if len(self.robots) == 1:
+            return next(iter(self.robots.values())).summary()
+        return {name: result.summary() for name, result in self.robots.items()}
+
+
+def run_mission(backend: Backend, config: ExperimentConfig, environment: Path, on_step: OnStep) -> FleetResult:
+    """Every robot's mission (bootstrap, its planner for `simulation.duration` s, then hold to the end), stepped
+    together: each physics step, each robot in config order does its step's work, then the world steps."""
+    simulation = config.simulation
+    bootstrap_end = backend.time + simulation.bootstrap
+    end = bootstrap_end + simulation.duration
+    missions = {name: RobotMission(backend.robot(name), config.for_robot(name), environment, bootstrap_end, end)
+                for name in config.robot_names}
+    while True:
+        active = [mission.tick() for mission in missions.values()]
+        if not any(active):
+            break
         backend.step()
         on_step(backend)
-        step += 1
-    driver.stop()
-
-
-def run_mission(backend: Backend, config: ExperimentConfig, environment: Path, on_step: OnStep) -> MissionResult:
-    """Bootstrap, the configured planner for `simulation.duration` s, then hold to the end."""
-    simulation = config.simulation
-    end = backend.time + simulation.bootstrap + simulation.duration
-    _hold(backend, config, backend.time + simulation.bootstrap, on_step)
-    planner = config.exploration.planner
-    result = MissionResult(planner)
-    if planner == "frontier":
-        params = ExplorerParams.from_config(config)
-        # The explorer's region: the configured one (environment.region), else the whole map box.
-        region = shapely.Polygon(config.environment.region) if config.environment.region else None
-        explorer = Explorer(backend, config.robot, params, ExplorationArea.from_package(environment, region))
-        result.exploration = explorer.run(on_step=on_step)
-    elif planner == "waypoints":
-        follower = WaypointFollower(backend, config.robot, config.exploration.waypoints, simulation.duration)
-        result.waypoints = follower.run(on_step=on_step)
-    _hold(backend, config, end, on_step)
-    return result
+    return FleetResult({name: mission.result for name, mission in missions.items()})

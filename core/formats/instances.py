@@ -2,7 +2,8 @@
 
 `instances` maps each instance id (the value of a pixel in instance/NNNNNN.png, a JSON object key)
 to its prim path in scene.usda, semantic class and id (None / 0: unlabelled; from the global class map,
-core.formats.class_map), asset id, kind (environment, human, object, animal) and the asset's own label that the
+core.formats.class_map), asset id, kind (environment, human, object, animal; a multi-robot run's robots are
+objects of class robot, asset id and label their robot kind) and the asset's own label that the
 class map resolved; `semantic_classes` maps each class present to its global semantic id.
 """
 

@@ -111,6 +111,7 @@ class RobotVolume(_Model):
 
 
 class RobotStart(_Model):
+    name: str | None = Field(None, description="the robot's name in a multi-robot run (config `robots`)")
     kind: Literal["uav", "tiago_omni"]
     x: float
     y: float
@@ -150,6 +151,13 @@ class Placement(_Model):
     animals: list[PlacedHuman] = Field(default_factory=list, description="placed like humans, after them")
     rejected_animals: list[RejectedHuman] = Field(default_factory=list)
     animal_candidates: int = 0
+    robots: list[RobotStart] = Field(default_factory=list, description="a multi-robot run's robots, each placed "
+                                     "clear of the ones before it (`robot` is the first); empty for one robot")
+
+    @property
+    def robot_starts(self) -> list[RobotStart]:
+        """Every robot's start, in config order."""
+        return self.robots or [self.robot]
 
 
 def animation_time(schedule: AnimationSchedule, t: float | np.ndarray) -> float | np.ndarray:

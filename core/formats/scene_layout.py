@@ -9,7 +9,8 @@ with `read_scene_layout`, so the two cannot drift apart. The layout:
       humans/human_NN_<id>      reference, translate + rotateZ, grade:animation:{start,period,clipEnd,reverse}
       animals/animal_NN_<id>    the same, for animals
       flying_objects/object_NN_<id>   reference, translate (centre) + orient, grade:motion (FlyingMotion JSON)
-      robot_start               translate + rotateZ; grade:robot:kind
+      robot_start               translate + rotateZ; grade:robot:kind (one robot)
+      robots/<name>             the same, per robot of a multi-robot run (instead of robot_start)
 
 Every package's default prim is `/asset`; seen through the scene, `/asset/x` is `<referencing prim>/x`.
 Animation schedules (a clip that plays forward then backward) and flying motions (sums of sinusoids)
@@ -40,6 +41,7 @@ HUMANS_PRIM = f"{SCENE_ROOT}/humans"
 ANIMALS_PRIM = f"{SCENE_ROOT}/animals"
 OBJECTS_PRIM = f"{SCENE_ROOT}/flying_objects"
 ROBOT_PRIM = f"{SCENE_ROOT}/robot_start"
+ROBOTS_PRIM = f"{SCENE_ROOT}/robots"
 PACKAGE_ROOT = "/asset"  # default prim of every asset package
 # Scene time codes per second: the camera/odometry rate, so a time code is one 60 Hz tick.
 TIME_CODES_PER_SECOND = 60.0
@@ -198,6 +200,13 @@ class SceneObject(ScenePrim):
 
 
 @dataclass(frozen=True)
+class SceneRobot:
+    name: str | None  # a multi-robot run's robot name; None for the one robot of robot_start
+    kind: str
+    pose: np.ndarray  # world <- robot start, 4x4
+
+
+@dataclass(frozen=True)
 class SceneLayout:
     path: Path
     seed: int
@@ -205,8 +214,22 @@ class SceneLayout:
     humans: tuple[SceneHuman, ...]
     objects: tuple[SceneObject, ...]
     animals: tuple[SceneHuman, ...]  # played like humans
-    robot_kind: str
-    robot_pose: np.ndarray  # world <- robot start, 4x4
+    robots: tuple[SceneRobot, ...]
+
+    @property
+    def robot_kind(self) -> str:
+        """The (first) robot's kind."""
+        return self.robots[0].kind
+
+    @property
+    def robot_pose(self) -> np.ndarray:
+        """World <- the (first) robot's start, 4x4."""
+        return self.robots[0].pose
+
+
+def robot_start_path(name: str | None) -> str:
+    """The start prim of robot `name` (None: the one robot)."""
+    return ROBOT_PRIM if name is None else f"{ROBOTS_PRIM}/{prim_name(name)}"
 
 
 def attribute(prim: Usd.Prim, name: str, scene: Path) -> object:
@@ -294,13 +317,17 @@ def read_scene_layout(path: str | Path) -> SceneLayout:
         prim, fields = placed(prim_path)
         objects.append(SceneObject(**fields, motion=read_motion(prim, path)))
     robot = stage.GetPrimAtPath(ROBOT_PRIM)
-    if not robot:
+    starts = [(None, robot)] if robot else [(prim.GetName(), prim) for prim in
+                                             (stage.GetPrimAtPath(ROBOTS_PRIM).GetChildren()
+                                              if stage.GetPrimAtPath(ROBOTS_PRIM) else [])]
+    if not starts:
         raise InputError("the scene has no robot start", path, ROBOT_PRIM)
     world = stage.GetPrimAtPath(SCENE_ROOT)
     if not world:
         raise InputError("the scene has no root prim", path, SCENE_ROOT)
+    robots = tuple(SceneRobot(name, str(attribute(prim, ROBOT_KIND_ATTR, path)), _pose(cache, prim))
+                   for name, prim in starts)
     return SceneLayout(
         path=path, seed=int(attribute(world, SEED_ATTR, path)), environment=ScenePrim(**placed(ENVIRONMENT_PRIM)[1]),
-        humans=tuple(humans), objects=tuple(objects), animals=tuple(animated(p) for p in animal_paths), robot_kind=str(attribute(robot, ROBOT_KIND_ATTR, path)),
-        robot_pose=_pose(cache, robot),
+        humans=tuple(humans), objects=tuple(objects), animals=tuple(animated(p) for p in animal_paths), robots=robots,
     )

@@ -23,6 +23,14 @@ Arrays (N physics steps, state i at time i * dt; written compressed):
     checkpoint_steps       (K,)          int64    the steps with a checkpoint (every checkpoint_period s)
     checkpoint.<key>       (K, ...)               the backend's complete state (Backend.get_state) there
 
+A run with several robots (config `robots:`) holds the per-robot arrays (robot_position, robot_quat_wxyz,
+joint_names, joint_positions, joint_velocities, command) once per robot under `robots/<name>/` (e.g.
+`robots/my_robot_0/robot_position`) instead, listed by
+
+    robot_names            (R,)          str      the robots in config order
+
+`step.*` and `checkpoint.*` (the simulator's whole state) and the rest are shared.
+
 Physics replay restores a checkpoint and re-applies the logged commands, reproducing the run bit for bit;
 teleport replay puts the scene in each step's logged state.
 """
@@ -41,18 +49,49 @@ from core.rundir import load_npz_checked
 STATES_KIND, STATES_MAJOR = "states", 1
 STATES_SCHEMA = schema_tag(STATES_KIND, STATES_MAJOR)
 STATES_FILE = "states.npz"
-REQUIRED = ("schema", "time", "robot_position", "robot_quat_wxyz", "joint_names", "joint_positions",
-            "joint_velocities", "command", "checkpoint_steps")
+ROBOT_ARRAYS = ("robot_position", "robot_quat_wxyz", "joint_names", "joint_positions", "joint_velocities", "command")
+SHARED_REQUIRED = ("schema", "time", "checkpoint_steps")
 PER_STEP = ("robot_position", "robot_quat_wxyz", "joint_positions", "command")
-PATH_ARRAYS = ("schema", "time", "robot_position", "robot_quat_wxyz")
+PATH_ARRAYS = ("robot_position", "robot_quat_wxyz")
 STEP_PREFIX = "step."
 CHECKPOINT_PREFIX = "checkpoint."
+ROBOT_NAMES = "robot_names"
+ROBOTS_PREFIX = "robots/"
+
+
+def robot_key(key: str, robot: str | None = None) -> str:
+    """The array `key` (one of ROBOT_ARRAYS) of robot `robot` in a multi-robot log; None: a one-robot log's."""
+    return key if robot is None else f"{ROBOTS_PREFIX}{robot}/{key}"
+
+
+def robot_names(arrays: dict[str, np.ndarray]) -> list[str] | None:
+    """The robots of a multi-robot log, None for a one-robot log."""
+    return [str(n) for n in arrays[ROBOT_NAMES]] if ROBOT_NAMES in arrays else None
+
+
+def choose_robot(arrays: dict[str, np.ndarray], robot: str | None, path: Path) -> str | None:
+    """The robot whose arrays to read (`robot_key`): `robot`, by default a multi-robot log's first; None for a
+    one-robot log. InputError naming the robots when `robot` is not one of them."""
+    names = robot_names(arrays)
+    if names is None:
+        return None
+    if robot is None:
+        return names[0]
+    if robot not in names:
+        raise InputError(f"no robot {robot!r} in the state log; robots: {', '.join(names)}", path, ROBOT_NAMES)
+    return robot
+
+
+def _required(arrays: dict[str, np.ndarray]) -> list[str]:
+    """The arrays a log must hold: the shared ones and each robot's."""
+    names = robot_names(arrays) if ROBOT_NAMES in arrays else [None]
+    return [*SHARED_REQUIRED, *(robot_key(key, name) for name in names for key in ROBOT_ARRAYS)]
 
 
 def save_states(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """Write the arrays (the layout above, `schema` included) compressed, in the order given; checked
     first, so a writer bug fails here rather than in a later replay."""
-    missing = [key for key in REQUIRED if key not in arrays]
+    missing = [key for key in _required(arrays) if key not in arrays]
     if missing:
         raise ValueError(f"states.npz needs the arrays {missing}")
     _check(arrays, Path(path))
@@ -62,14 +101,18 @@ def save_states(path: Path, arrays: dict[str, np.ndarray]) -> None:
 def _check(arrays: dict[str, np.ndarray], path: Path) -> None:
     check_schema(str(arrays["schema"]), STATES_KIND, STATES_MAJOR, path)
     steps = len(arrays["time"])
-    for key in PER_STEP:
-        if key in arrays and len(arrays[key]) != steps:
-            raise InputError(f"has {len(arrays[key])} rows, time has {steps}", path, key)
+    for name in robot_names(arrays) if ROBOT_NAMES in arrays else [None]:
+        for key in (robot_key(k, name) for k in PER_STEP):
+            if key in arrays and len(arrays[key]) != steps:
+                raise InputError(f"has {len(arrays[key])} rows, time has {steps}", path, key)
 
 
 def load_states(path: Path) -> dict[str, np.ndarray]:
     """Every array of states.npz, checked (InputError naming the file and array otherwise)."""
-    arrays = load_npz_checked(path, list(REQUIRED))
+    arrays = load_npz_checked(path, list(SHARED_REQUIRED))
+    missing = [key for key in _required(arrays) if key not in arrays]
+    if missing:
+        raise InputError(f"missing arrays {missing}; found {sorted(arrays)}", path, missing[0])
     _check(arrays, Path(path))
     return arrays
 
@@ -81,10 +124,15 @@ class RobotPath:
     quat_wxyz: np.ndarray  # (N, 4) world <- base_link
 
 
-def load_robot_path(path: Path) -> RobotPath:
-    """Only the robot's path from states.npz (the other arrays, checkpoints included, are not decompressed)."""
+def load_robot_path(path: Path, robot: str | None = None) -> RobotPath:
+    """Only a robot's path from states.npz (the other arrays, checkpoints included, are not decompressed): robot
+    `robot` of a multi-robot log (default its first), the robot of a one-robot log."""
     path = Path(path)
-    arrays = load_npz_checked(path, list(PATH_ARRAYS), keys=PATH_ARRAYS)
+    names = load_npz_checked(path, ["schema", "time"], keys=("schema", "time", ROBOT_NAMES))
+    name = choose_robot(names, robot, path)
+    keys = {robot_key(key, name): key for key in PATH_ARRAYS}
+    found = load_npz_checked(path, list(keys), keys=tuple(keys))
+    arrays = {"schema": names["schema"], "time": names["time"], **{keys[k]: v for k, v in found.items()}}
     _check(arrays, path)
     position = arrays["robot_position"]
     if position.ndim != 2 or position.shape[1] != 3 or len(position) == 0:

@@ -12,20 +12,22 @@ sensors there), or to the start state before the first step; `set_state` restore
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from asset_converters import joint_world_transforms
-from core.config import ExperimentConfig, RenderConfig
+from core.config import ExperimentConfig, ExposureConfig, RenderConfig, RobotConfig
 from core.errors import ConfigError, InputError
 from core.formats.class_map import read_class_map
 from core.formats.placement import animation_time
 from simulation.backend import ActorStates, HumanInfo, ImuReading, InstanceInfo, LidarScan
 from simulation.cycles import renderer_for
 from simulation.embedded.randomization import Randomizer
-from simulation.embedded.scene_file import read_scene_file
+from simulation.embedded.robot_meshes import RobotTrack
+from simulation.embedded.scene_file import SceneFile, read_scene_file
 from simulation.embedded.scene_loader import EmbeddedScene, load_scene
 from simulation.embedded.sensors import (
     BODY_TO_OPTICAL,
@@ -34,12 +36,13 @@ from simulation.embedded.sensors import (
     check_mount_links,
     predicted_pose,
 )
-from simulation.physics import PhysicsWorld, SensorMount, build_world
+from simulation.physics import PhysicsWorld, PlacedRobot, SensorMount, StartPose, build_fleet
 from simulation.physics.kinematic import mocap_indices
+from simulation.physics.robot_handle import RobotHandle
 from simulation.render import EnvironmentMap, Frame, MeshState, PointLight, load_environment, render_frame
-from simulation.robots import robot_model
+from simulation.robots import RobotModel, robot_model
 from simulation.robots.mjcf import LinkEdge
-from simulation.robots.scurve import follower_for
+from simulation.robots.scurve import SCurveFollower, follower_for
 
 KINEMATIC_CHUNK = 240  # steps of human/object poses computed in one vectorised call
 PHYSICS_PREFIX = "physics."
@@ -56,43 +59,55 @@ class EmbeddedBackend:
     """
 
     def __init__(self, config: ExperimentConfig, scene: str | Path, hidden: frozenset[str] = frozenset()):
-        robot = robot_model(config.robot.kind, config.robot.tiago.model)
-        sensors = config.robot.sensors
-        check_mount_links(robot, sensors)
         exposure = config.render.exposure
-        self._cameras = {c.name: CameraSensor.from_config(c, i, exposure) for i, c in enumerate(sensors.cameras)}
-        self._lidar = LidarSensor.from_config(sensors.lidar) if sensors.lidar else None
         self._randomizer = Randomizer(config.simulation.randomization, config.seed)
         scene_file = read_scene_file(scene)
-        if scene_file.robot_kind != config.robot.kind:
-            raise ConfigError(f"the scene {scene_file.path} was placed for robot {scene_file.robot_kind!r}, "
-                              f"not {config.robot.kind!r}", field="robot.kind")
+        placements = _robot_placements(config, scene_file)
+        slots = [_RobotSlot.from_config(name, key, robot, exposure)
+                 for name, key, robot, _ in config.robot_entries()]
+        tracks = [RobotTrack(slot.name, slot.model) for slot in slots] if config.multi_robot else []
         environment = _environment(config.render)  # before the scene, so that a bad image fails at once
         self.scene: EmbeddedScene = load_scene(scene_file, self._randomizer,
-                                               read_class_map(config.recording.class_map), hidden)
+                                               read_class_map(config.recording.class_map), hidden, tracks)
         self.scene.render.background = np.asarray(config.render.background, dtype=np.float32)
         self.scene.render.environment = environment
-        imus = [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None
-        frames = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]
-        frames += [SensorMount.from_config(sensors.lidar.name, sensors.lidar.mount)] if sensors.lidar else []
         self._timestep = 1.0 / config.simulation.physics_hz
-        self.physics: PhysicsWorld = build_world(robot, scene_file.robot_start, self.scene.collision,
-                                                 self.scene.kinematic_bodies(), imus, frames, self._timestep)
+        prefix = (lambda name: f"{name}/") if config.multi_robot else (lambda name: "")
+        placed = [PlacedRobot(slot.model, start, slot.imus, slot.frames, prefix(slot.name))
+                  for slot, start in zip(slots, placements, strict=True)]
+        self.physics: PhysicsWorld = build_fleet(placed, self.scene.collision, self.scene.kinematic_bodies(),
+                                                 self._timestep)
+        for slot, handle, track in zip(slots, self.physics.handles, tracks or [None] * len(slots), strict=True):
+            slot.handle, slot.track = handle, track
+        self._views = {slot.name: RobotView(self, slot) for slot in slots}
+        self._first = next(iter(self._views.values()))
         mocap = mocap_indices(self.physics.model)
         self._mocap = np.array([mocap[b.body_name] for b in self.scene.kinematic_bodies()], dtype=np.int64)
         self._chunk_start, self._chunk = -1, (np.zeros((0, 0, 3)), np.zeros((0, 0, 4)))
         self._steps, self._imu_step = 0, 0
-        self._command = np.zeros(6 if config.robot.kind == "uav" else 3)
-        tiago = config.robot.tiago
-        self._profile = (follower_for(tiago) if config.robot.kind == "tiago_omni" and tiago.velocity_profile == "s_curve"
-                         else None)
-        self._frames: dict[str, tuple[int, Frame]] = {}  # camera -> (step, frame): one render per step
+        self._profiles = [slot for slot in slots if slot.profile is not None]
+        # (robot, camera) -> (step, frame): one render per step
+        self._frames: dict[tuple[str, str], tuple[int, Frame]] = {}
         self._joint_world = {}  # id(HumanModel) -> (frames, J, 4, 4) joint transforms in the package frame
         self._epoch = self._randomizer.epoch(0.0)
         self.scene.render.lights = self._randomizer.lights(self.scene.lights, self._epoch)
         self._pose_kinematic_bodies()
         self.physics.set_state(self.physics.get_state())  # contacts and sensors of the posed start
         self._cycles = renderer_for(config.render, self.scene.render, config.seed)  # None: ray-cast RGB
+
+    # ------------------------------------------------------------ robots
+
+    def robot_names(self) -> list[str]:
+        """The robots of the run, in config order."""
+        return list(self._views)
+
+    def robot(self, name: str | None = None) -> RobotView:
+        """Robot `name` (default: the first): the Backend calls with its robot calls acting on that robot."""
+        if name is None:
+            return self._first
+        if name not in self._views:
+            raise KeyError(f"no robot named {name!r}; robots: {list(self._views)}")
+        return self._views[name]
 
     # ------------------------------------------------------------ time and stepping
 
@@ -106,8 +121,8 @@ class EmbeddedBackend:
 
     def step(self, n: int = 1) -> None:
         for _ in range(n):
-            if self._profile is not None:
-                self.physics.set_base_twist(self._profile.advance(self._timestep))
+            for slot in self._profiles:
+                slot.handle.set_base_twist(slot.profile.advance(self._timestep))
             self.physics.step()
             self._imu_step = self._steps
             self._steps += 1
@@ -135,94 +150,105 @@ class EmbeddedBackend:
         self.physics.data.mocap_pos[self._mocap] = positions
         self.physics.data.mocap_quat[self._mocap] = quats
 
-    # ------------------------------------------------------------ robot
+    # ------------------------------------------------------------ the first robot (Backend protocol)
 
     def set_robot_command(self, command: np.ndarray) -> None:
-        if self.physics.robot.kind == "uav":
-            self.physics.set_joint_velocities(command)
-        elif self._profile is not None:
-            self._profile.command(command)  # the twist reaches the base through the S-curve, step by step
-        else:
-            self.physics.set_base_twist(command)
-        self._command = np.array(command, dtype=np.float64)
+        self._first.set_robot_command(command)
 
     def robot_command(self) -> np.ndarray:
-        return self._command.copy()
+        return self._first.robot_command()
 
     def robot_pose(self) -> np.ndarray:
-        return self.physics.base_pose()
+        return self._first.robot_pose()
 
     def robot_velocity(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.physics.base_velocity()
+        return self._first.robot_velocity()
 
     def link_tree(self) -> list[LinkEdge]:
-        return self.physics.robot.link_edges()
+        return self._first.link_tree()
 
     def link_pose(self, link: str) -> np.ndarray:
-        return self.physics.link_pose(link)
+        return self._first.link_pose(link)
 
     def sensor_pose(self, name: str) -> np.ndarray:
-        return self.physics.sensor_pose(name)
+        return self._first.sensor_pose(name)
 
     def joint_states(self) -> dict[str, tuple[float, float]]:
-        return self.physics.joint_states()
-
-    # ------------------------------------------------------------ sensors
+        return self._first.joint_states()
 
     def camera_names(self) -> list[str]:
-        return list(self._cameras)
+        return self._first.camera_names()
 
     def camera(self, name: str) -> CameraSensor:
-        if name not in self._cameras:
-            raise KeyError(f"no camera named {name!r}; cameras: {list(self._cameras)}")
-        return self._cameras[name]
+        return self._first.camera(name)
 
     def camera_pose(self, name: str) -> np.ndarray:
         """World <- optical frame (z forward, x right, y down) of a camera."""
-        self.camera(name)
-        return self.physics.sensor_pose(name) @ BODY_TO_OPTICAL
+        return self._first.camera_pose(name)
 
     def render(self, name: str) -> Frame:
         """The camera's frame at the current time; asking twice in one step renders once (the explorer
         and the recorder share the frame; treat it as read-only)."""
-        sensor = self.camera(name)
-        cached = self._frames.get(name)
+        return self._first.render(name)
+
+    def imu(self, name: str) -> ImuReading:
+        return self._first.imu(name)
+
+    def lidar(self) -> LidarScan:
+        return self._first.lidar()
+
+    # ------------------------------------------------------------ rendering for a robot
+
+    def _render(self, slot: _RobotSlot, name: str) -> Frame:
+        sensor = slot.camera(name)
+        cached = self._frames.get((slot.name, name))
         if cached is not None and cached[0] == self._steps:
             return cached[1]
         t = self.time
         next_t = next_pose = None
         if sensor.flow:
             next_t = t + 1.0 / sensor.rate_hz
-            next_pose = predicted_pose(self.physics, name, next_t - t) @ BODY_TO_OPTICAL
-        states = self.scene.states(t, next_t)
+            next_pose = predicted_pose(slot.handle, name, next_t - t) @ BODY_TO_OPTICAL
+        states = self._states(slot, t, next_t)
+        pose = slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
         options = sensor.options if self._cycles is None else replace(sensor.options, rgb=False)
-        frame = render_frame(self.scene.render, sensor.camera, self.camera_pose(name), states, options, next_pose)
+        frame = render_frame(self.scene.render, sensor.camera, pose, states, options, next_pose)
         if self._cycles is not None and sensor.options.rgb:
-            frame.rgb = self._cycles_rgb(name, sensor, frame.camera.pose, states)
-        self._frames[name] = (self._steps, frame)
+            frame.rgb = self._cycles_rgb(slot, name, sensor, frame.camera.pose, states)
+        self._frames[(slot.name, name)] = (self._steps, frame)
         return frame
 
-    def _cycles_rgb(self, name: str, sensor: CameraSensor, pose: np.ndarray,
+    def _states(self, slot: _RobotSlot, t: float, next_t: float | None = None) -> dict[str, MeshState]:
+        """Every dynamic mesh at `t` (and `next_t`) as robot `slot`'s sensors see them: the other robots where
+        they are (moving on at their current velocity until `next_t`), its own body out of sight."""
+        states = self.scene.states(t, next_t)
+        for view in self._views.values() if slot.track is not None else ():
+            other = view.slot
+            if other is slot:
+                states[other.track.name] = MeshState(pose=PARKED_POSE, next_pose=PARKED_POSE)
+                continue
+            pose = other.handle.base_pose()
+            ahead = None if next_t is None else _moved(pose, *other.handle.base_velocity(), next_t - t)
+            states[other.track.name] = MeshState(pose=pose, next_pose=ahead)
+        return states
+
+    def _cycles_rgb(self, slot: _RobotSlot, name: str, sensor: CameraSensor, pose: np.ndarray,
                     states: dict[str, MeshState]) -> np.ndarray:
         """The camera's RGB from Cycles. With motion blur the shutter closes render.cycles.motion_blur s later,
         with the camera moved at its current velocity and the humans and objects where they will be."""
         shutter = self._cycles.settings.motion_blur
         close = None
         if shutter > 0:
-            close = (predicted_pose(self.physics, name, shutter) @ BODY_TO_OPTICAL,
-                     self.scene.states(self.time + shutter))
+            close = (predicted_pose(slot.handle, name, shutter) @ BODY_TO_OPTICAL,
+                     self._states(slot, self.time + shutter))
         return self._cycles.render(sensor.camera, pose, states, sensor.options.exposure, close)
 
-    def imu(self, name: str) -> ImuReading:
-        accel, gyro = self.physics.imu(name)
-        return ImuReading(self._imu_step * self._timestep, accel, gyro)
-
-    def lidar(self) -> LidarScan:
-        if self._lidar is None:
-            raise KeyError("no LiDAR is configured (robot.sensors.lidar)")
+    def _lidar(self, slot: _RobotSlot) -> LidarScan:
+        if slot.lidar is None:
+            raise KeyError(f"no LiDAR is configured ({slot.key}.sensors.lidar)")
         render = self.scene.render
-        render.set_frame(self.scene.states(self.time))
-        return self._lidar.scan(render.embree, self.physics.sensor_pose(self._lidar.name), self.time)
+        render.set_frame(self._states(slot, self.time))
+        return slot.lidar.scan(render.embree, slot.handle.sensor_pose(slot.lidar.name), self.time)
 
     # ------------------------------------------------------------ scene information
 
@@ -285,8 +311,8 @@ class EmbeddedBackend:
             "lights.color": color,
             "randomization.epoch": np.array(self._epoch, dtype=np.int64),
         }
-        if self._profile is not None:
-            state |= {PROFILE_PREFIX + key: value for key, value in self._profile.get_state().items()}
+        for slot in self._profiles:
+            state |= {slot.profile_prefix + key: value for key, value in slot.profile.get_state().items()}
         return state
 
     def set_state(self, state: dict[str, np.ndarray], source: str = "state") -> None:
@@ -304,14 +330,15 @@ class EmbeddedBackend:
             raise InputError(f"light arrays have shapes {intensity.shape}, {color.shape}; this scene has {count} "
                              "lights", source, "lights")
         physics = {key[len(PHYSICS_PREFIX):]: value for key, value in state.items() if key.startswith(PHYSICS_PREFIX)}
-        if self._profile is not None:
-            profile = {key[len(PROFILE_PREFIX):]: value for key, value in state.items()
-                       if key.startswith(PROFILE_PREFIX)}
+        for slot in self._profiles:
+            prefix = slot.profile_prefix
+            profile = {key[len(prefix):]: value for key, value in state.items()
+                       if key.startswith(prefix) and "/" not in key[len(prefix):]}
             missing = sorted({"start", "target", "change", "params", "elapsed"} - set(profile))
             if missing:
-                raise InputError(f"missing S-curve state {missing} (the run used robot.tiago.velocity_profile "
-                                 "'s_curve')", source, PROFILE_PREFIX + missing[0])
-            self._profile.set_state(profile)
+                raise InputError(f"missing S-curve state {missing} (the run used {slot.key}.tiago.velocity_profile "
+                                 "'s_curve')", source, prefix + missing[0])
+            slot.profile.set_state(profile)
         self.physics.set_state(physics, source)
         self._frames.clear()
         self.physics.data.sensordata[:] = sensors
@@ -352,3 +379,147 @@ def _environment(config: RenderConfig) -> EnvironmentMap | None:
         return load_environment(config.environment, config.environment_strength)
     except InputError as exc:
         raise InputError(exc.message, config.environment, "render.environment") from exc
+
+
+# Where a robot's own body is put for its own sensors: far beyond any camera's or LiDAR's range, below the world.
+PARKED_POSE = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, -1.0e4], [0.0, 0.0, 0.0, 1.0]])
+
+
+def _moved(pose: np.ndarray, linear: np.ndarray, angular: np.ndarray, dt: float) -> np.ndarray:
+    """`pose` moved on for `dt` s at a body-frame velocity (linear m/s, angular rad/s)."""
+    ahead = pose.copy()
+    ahead[:3, :3] = pose[:3, :3] @ Rotation.from_rotvec(angular * dt).as_matrix()
+    ahead[:3, 3] += pose[:3, :3] @ linear * dt
+    return ahead
+
+
+@dataclass
+class _RobotSlot:
+    """One robot of the backend: its config and model, sensors, command, velocity profile, physics handle and (in
+    a multi-robot run) the mesh the others see."""
+
+    name: str
+    key: str  # its config key: "robot" or "robots.<i>"
+    model: RobotModel
+    cameras: dict[str, CameraSensor]
+    lidar: LidarSensor | None
+    imus: list[SensorMount] | None
+    frames: list[SensorMount]
+    command: np.ndarray
+    profile: SCurveFollower | None
+    profile_prefix: str
+    handle: RobotHandle | None = None
+    track: RobotTrack | None = None
+
+    @classmethod
+    def from_config(cls, name: str, key: str, robot: RobotConfig, exposure: ExposureConfig) -> _RobotSlot:
+        model = robot_model(robot.kind, robot.tiago.model)
+        sensors = robot.sensors
+        check_mount_links(model, sensors)
+        cameras = {c.name: CameraSensor.from_config(c, i, exposure) for i, c in enumerate(sensors.cameras)}
+        frames = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]
+        frames += [SensorMount.from_config(sensors.lidar.name, sensors.lidar.mount)] if sensors.lidar else []
+        tiago = robot.tiago
+        profile = follower_for(tiago) if robot.kind == "tiago_omni" and tiago.velocity_profile == "s_curve" else None
+        return cls(name, key, model, cameras, LidarSensor.from_config(sensors.lidar) if sensors.lidar else None,
+                   [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None, frames,
+                   np.zeros(6 if robot.kind == "uav" else 3), profile,
+                   PROFILE_PREFIX if key == "robot" else f"{PROFILE_PREFIX}{name}/")
+
+    def camera(self, name: str) -> CameraSensor:
+        if name not in self.cameras:
+            raise KeyError(f"no camera named {name!r}; cameras: {list(self.cameras)}")
+        return self.cameras[name]
+
+
+class RobotView:
+    """One robot of an `EmbeddedBackend`: the robot calls of the Backend protocol (commands, poses, cameras, IMUs,
+    LiDAR) act on this robot; everything else (time, stepping, humans, state) is the backend's."""
+
+    def __init__(self, backend: EmbeddedBackend, slot: _RobotSlot):
+        self._backend, self.slot = backend, slot
+
+    def __getattr__(self, name: str):
+        return getattr(self._backend, name)
+
+    @property
+    def name(self) -> str:
+        return self.slot.name
+
+    @property
+    def time(self) -> float:
+        return self._backend.time
+
+    @property
+    def timestep(self) -> float:
+        return self._backend.timestep
+
+    def set_robot_command(self, command: np.ndarray) -> None:
+        slot = self.slot
+        if slot.model.kind == "uav":
+            slot.handle.set_joint_velocities(command)
+        elif slot.profile is not None:
+            slot.profile.command(command)  # the twist reaches the base through the S-curve, step by step
+        else:
+            slot.handle.set_base_twist(command)
+        slot.command = np.array(command, dtype=np.float64)
+
+    def robot_command(self) -> np.ndarray:
+        return self.slot.command.copy()
+
+    def robot_pose(self) -> np.ndarray:
+        return self.slot.handle.base_pose()
+
+    def robot_velocity(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.slot.handle.base_velocity()
+
+    def link_tree(self) -> list[LinkEdge]:
+        return self.slot.model.link_edges()
+
+    def link_pose(self, link: str) -> np.ndarray:
+        return self.slot.handle.link_pose(link)
+
+    def sensor_pose(self, name: str) -> np.ndarray:
+        return self.slot.handle.sensor_pose(name)
+
+    def joint_states(self) -> dict[str, tuple[float, float]]:
+        return self.slot.handle.joint_states()
+
+    def camera_names(self) -> list[str]:
+        return list(self.slot.cameras)
+
+    def camera(self, name: str) -> CameraSensor:
+        return self.slot.camera(name)
+
+    def camera_pose(self, name: str) -> np.ndarray:
+        """World <- optical frame (z forward, x right, y down) of a camera."""
+        self.slot.camera(name)
+        return self.slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
+
+    def render(self, name: str) -> Frame:
+        """The camera's frame at the current time, rendered once per step."""
+        return self._backend._render(self.slot, name)
+
+    def imu(self, name: str) -> ImuReading:
+        accel, gyro = self.slot.handle.imu(name)
+        backend = self._backend
+        return ImuReading(backend._imu_step * backend.timestep, accel, gyro)
+
+    def lidar(self) -> LidarScan:
+        return self._backend._lidar(self.slot)
+
+    def robot(self, name: str | None = None) -> RobotView:
+        return self._backend.robot(name)
+
+
+def _robot_placements(config: ExperimentConfig, scene: SceneFile) -> list[StartPose]:
+    """Each configured robot's start from the scene, which must have been placed for the same robots."""
+    entries = config.robot_entries()
+    wanted = [(name if config.multi_robot else None, robot.kind) for name, _, robot, _ in entries]
+    placed = [(robot.name, robot.kind) for robot in scene.robots]
+    if wanted != placed:
+        if not config.multi_robot and len(placed) == 1:
+            raise ConfigError(f"the scene {scene.path} was placed for robot {placed[0][1]!r}, not "
+                              f"{wanted[0][1]!r}", field="robot.kind")
+        raise ConfigError(f"the scene {scene.path} was placed for robots {placed}, not {wanted}", field="robots")
+    return [robot.start for robot in scene.robots]

@@ -22,6 +22,15 @@ IDENTITY_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
+class RobotPlacement:
+    """A robot's start in the scene: its name in a multi-robot run (None for the one robot), kind and pose."""
+
+    name: str | None
+    kind: str
+    start: StartPose
+
+
+@dataclass(frozen=True)
 class SceneFile:
     path: Path
     environment: ScenePrim
@@ -29,6 +38,7 @@ class SceneFile:
     objects: tuple[SceneObject, ...]
     robot_kind: str
     robot_start: StartPose
+    robots: tuple[RobotPlacement, ...]  # every robot, the first being robot_kind at robot_start
 
 
 def read_scene_file(path: str | Path) -> SceneFile:
@@ -43,5 +53,10 @@ def read_scene_file(path: str | Path) -> SceneFile:
         path=layout.path, environment=layout.environment, humans=layout.humans + layout.animals,
         objects=layout.objects,
         robot_kind=layout.robot_kind,
-        robot_start=StartPose(float(start[0, 3]), float(start[1, 3]), float(start[2, 3]), yaw_of(start)),
+        robot_start=_start(start),
+        robots=tuple(RobotPlacement(robot.name, robot.kind, _start(robot.pose)) for robot in layout.robots),
     )
+
+
+def _start(pose: np.ndarray) -> StartPose:
+    return StartPose(float(pose[0, 3]), float(pose[1, 3]), float(pose[2, 3]), yaw_of(pose))

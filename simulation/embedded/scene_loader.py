@@ -8,7 +8,7 @@
   animated actors like humans, after them, of kind "animal") and a convex hull per flying object as
   kinematic bodies; on a terrain each capsule stands on the ground under its actor.
 - Instances (instances.json) and semantic classes: instance ids number environment meshes, then humans,
-  then flying objects, from 1; semantic ids come from the global class map (core.formats.class_map), which
+  then flying objects, then (in a multi-robot run) the robots, from 1; semantic ids come from the global class map (core.formats.class_map), which
   resolves each asset label to a class, so every run speaks the same ids.
 - Randomization (randomization.py): each environment mesh's roughness, and each environment material's
   colour factor (materials are told apart by base colour and texture file, numbered in mesh order).
@@ -34,6 +34,7 @@ from simulation.backend import InstanceInfo
 from simulation.embedded.actors import HumanModel, HumanTrack, ObjectTrack, object_parts
 from simulation.embedded.merge import merge_parts
 from simulation.embedded.randomization import Randomizer, tint_texture
+from simulation.embedded.robot_meshes import RobotTrack
 from simulation.embedded.scene_file import SceneFile
 from simulation.physics import EnvironmentCollision, KinematicBody, load_environment_collision
 from simulation.render import (
@@ -136,7 +137,7 @@ def _environment_materials(meshes: Sequence, randomizer: Randomizer | None,
 
 
 def load_scene(scene: SceneFile, randomizer: Randomizer | None = None, class_map: ClassMap = DEFAULT_CLASS_MAP,
-               hidden: frozenset[str] = frozenset()) -> EmbeddedScene:
+               hidden: frozenset[str] = frozenset(), robots: Sequence[RobotTrack] = ()) -> EmbeddedScene:
     """Load the packages of a scene file (`read_scene_file` has checked every reference), labelled with
     `class_map` and the environment's materials randomized by `randomizer` (None: as authored), without the
     humans and flying objects whose prim paths are `hidden` (a replay's choice: the others keep the instance
@@ -168,9 +169,10 @@ def load_scene(scene: SceneFile, randomizer: Randomizer | None = None, class_map
     labelled += [(h.model.animation.semantic_label, "animal" if h.name.startswith(f"{ANIMALS_PRIM}/") else "human")
                  for h in humans]
     labelled += [(o.label, "object") for o in objects]
+    labelled += [(r.kind, "object") for r in robots]  # a multi-robot run's robots, labelled by their kind
     resolved = [class_map.resolve(label, kind) for label, kind in labelled]
     classes = {name: class_map.classes[name] for name in sorted(set(resolved) - {None}, key=class_map.classes.get)}
-    count = len(env_meshes) + len(humans) + len(objects)
+    count = len(env_meshes) + len(humans) + len(objects) + len(robots)
     if count > MAX_INSTANCE_ID:
         raise InputError(f"{count} instances exceed the {MAX_INSTANCE_ID} ids of uint16 instance images", scene.path)
 
@@ -195,6 +197,11 @@ def load_scene(scene: SceneFile, randomizer: Randomizer | None = None, class_map
         semantic = classes.get(name, UNLABELLED_ID)
         dynamic.append(actor.render_mesh(instance_id, semantic))
         instances[instance_id] = InstanceInfo(actor.name, name, semantic, actor.prim.asset_id, kind, label)
+    for instance_id, robot in enumerate(robots, start=len(static) + len(humans) + len(objects) + 1):
+        name = resolved[instance_id - 1]
+        semantic = classes.get(name, UNLABELLED_ID)
+        dynamic.append(robot.render_mesh(instance_id, semantic))
+        instances[instance_id] = InstanceInfo(robot.name, name, semantic, robot.kind, "object", robot.kind)
 
     lights = tuple(light_from_part(light) for light in read_lights(env.package / "asset.usdc"))
     if not lights:

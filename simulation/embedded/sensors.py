@@ -27,7 +27,7 @@ from core.config import CameraConfig, ExposureConfig, LidarConfig, SensorsConfig
 from core.errors import ConfigError, InputError
 from simulation.backend import LidarScan
 from simulation.physics import PhysicsWorld
-from simulation.physics.sensors import site_name
+from simulation.physics.robot_handle import RobotHandle
 from simulation.render import Camera, Exposure, RenderOptions
 from simulation.robots import RobotModel
 
@@ -81,11 +81,14 @@ class CameraSensor:
         return cls(config.name, camera, options, config.rate_hz, "flow" in outputs)
 
 
-def predicted_pose(world: PhysicsWorld, sensor: str, dt: float) -> np.ndarray:
-    """World <- sensor pose `dt` seconds ahead at the sensor's current linear and angular velocity."""
-    pose = world.sensor_pose(sensor)  # also brings the world's kinematics up to date
+def predicted_pose(robot: PhysicsWorld | RobotHandle, sensor: str, dt: float) -> np.ndarray:
+    """World <- sensor pose `dt` seconds ahead at the sensor's current linear and angular velocity (a sensor of
+    `robot`, or of a world's first robot)."""
+    robot = robot.handles[0] if isinstance(robot, PhysicsWorld) else robot
+    world = robot.world
+    pose = robot.sensor_pose(sensor)  # also brings the world's kinematics up to date
     velocity = np.zeros(6)  # angular, linear; world axes, about the site's origin
-    site = mujoco.mj_name2id(world.model, mujoco.mjtObj.mjOBJ_SITE, site_name(sensor))
+    site = mujoco.mj_name2id(world.model, mujoco.mjtObj.mjOBJ_SITE, robot.site(sensor))
     mujoco.mj_objectVelocity(world.model, world.data, mujoco.mjtObj.mjOBJ_SITE, site, velocity, 0)
     ahead = pose.copy()
     ahead[:3, :3] = Rotation.from_rotvec(velocity[:3] * dt).as_matrix() @ pose[:3, :3]

@@ -126,6 +126,8 @@ class Explorer:
         self.history: list[tuple[float, float]] = []
         self.goals_reached = self.goals_abandoned = self.replans = 0
         self.reason: Reason | None = None
+        self._start: float | None = None  # when the first tick came
+        self._step, self._stopped = 0, False
 
     # ------------------------------------------------------------ the loop
 
@@ -134,32 +136,44 @@ class Explorer:
         """Explore until done or `params.budget` s have passed; `on_step(backend)` runs after every physics
         step, `on_map(time, grid)` after every map update (e.g. for ground-truth measures)."""
         backend = self.backend
-        start = backend.time
-        end = start + self.params.budget
-        step = 0
-        while self.reason is None:
-            if backend.time >= end - 1e-9:
-                self.reason = "budget"
-                break
-            if step % self._map_every == 0:
-                self._perceive()
-                if on_map is not None:
-                    on_map(backend.time, self.grid)
-            due = self._replan_now or step % self._replan_every == 0
-            if self.reason is None and self.phase in PLANNING_PHASES and due:
-                self._plan()
-            if step % self._control_every == 0:
-                self._control()
-            else:
-                self.driver.update()
+        while self.tick(on_map):
             backend.step()
             if on_step is not None:
                 on_step(backend)
-            step += 1
-        self.driver.stop()
+        return self.result()
+
+    def tick(self, on_map: Callable[[float, Grid2D], None] | None = None) -> bool:
+        """This physics step's work before the step (perceive, plan, command); False once exploration is over
+        (the robot then stopped), so that a loop over several robots steps them together."""
+        backend = self.backend
+        if self._start is None:
+            self._start, self._step = backend.time, 0
+        if self.reason is None and backend.time >= self._start + self.params.budget - 1e-9:
+            self.reason = "budget"
+        if self.reason is not None:
+            if not self._stopped:
+                self.driver.stop()
+                self._stopped = True
+            return False
+        step = self._step
+        if step % self._map_every == 0:
+            self._perceive()
+            if on_map is not None:
+                on_map(backend.time, self.grid)
+        due = self._replan_now or step % self._replan_every == 0
+        if self.reason is None and self.phase in PLANNING_PHASES and due:
+            self._plan()
+        if step % self._control_every == 0:
+            self._control()
+        else:
+            self.driver.update()
+        self._step += 1
+        return True
+
+    def result(self) -> ExplorationResult:
         fraction = self.history[-1][1] if self.history else 0.0
-        return ExplorationResult(self.reason, backend.time - start, fraction, list(self.history), self.goals_reached,
-                                 self.goals_abandoned, self.replans, self.grid)
+        return ExplorationResult(self.reason, self.backend.time - self._start, fraction, list(self.history),
+                                 self.goals_reached, self.goals_abandoned, self.replans, self.grid)
 
     def _pose(self) -> tuple[np.ndarray, float]:
         pose = self.backend.robot_pose()

@@ -1,8 +1,12 @@
 """Fly or drive through a fixed list of waypoints (`exploration.planner: waypoints`).
 
 The robot goes for each waypoint in turn by pure pursuit on the straight polyline through them, facing
-the way it goes; the UAV flies at each waypoint's z (the TIAGo ignores z). No map and no obstacle
-avoidance: the user vouches for the path, as with the original GRADE's pre-recorded trajectories.
+the way it goes; the UAV flies at each waypoint's z (the TIAGo ignores z). No map and no path planning:
+the user vouches for the path, as with the original GRADE's pre-recorded trajectories. With
+`exploration.stop_distance` the robot stops and waits (UAV: hovers; TIAGo: brakes) while its first camera's
+depth shows something in its way: a depth return within its radius to either side, within its height band,
+and at most `stop_distance` beyond its disc ahead (another robot crossing, a person); it looks again at the
+camera's rate.
 """
 
 from __future__ import annotations
@@ -17,12 +21,17 @@ from core.config import RobotConfig
 from core.errors import ConfigError
 from core.geometry import yaw_of
 from simulation.backend import Backend
-from simulation.exploration.drivers import make_driver
+from simulation.exploration.drivers import TIAGO_HEIGHT, UAV_HALF_HEIGHT, make_driver
 from simulation.exploration.follower import PathFollower
+from simulation.exploration.occupancy import depth_rays
+from simulation.robots.mecanum import WHEEL_RADIUS
 
 CONTROL_HZ = 60.0
 LOOKAHEAD = 0.5  # m
 GOAL_TOLERANCE = 0.1  # m from the last waypoint counts as arrived
+STOP_STRIDE = 4  # pixels between the depth rays looked at for something in the way
+STOP_FLOOR_MARGIN = 0.05  # m: depth returns lower above the floor are the floor, not in the way
+STOP_VERTICAL_MARGIN = 0.1  # m above and below the UAV's frame
 
 
 @dataclass
@@ -35,7 +44,8 @@ class WaypointResult:
 class WaypointFollower:
     """Drives a backend's robot through `waypoints` (x, y, z) starting from where it stands."""
 
-    def __init__(self, backend: Backend, robot: RobotConfig, waypoints: Sequence[Sequence[float]], budget: float):
+    def __init__(self, backend: Backend, robot: RobotConfig, waypoints: Sequence[Sequence[float]], budget: float,
+                 stop_distance: float | None = None):
         points = np.asarray(waypoints, dtype=np.float64)
         if points.ndim != 2 or points.shape[1] != 3 or not len(points):
             raise ConfigError(f"waypoints are a list of (x, y, z), got shape {points.shape}",
@@ -49,25 +59,74 @@ class WaypointFollower:
         self.follower = PathFollower(self.points[:, :2], LOOKAHEAD)
         # Arc length at which each waypoint is passed, to know the height to fly at.
         self._arcs = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(self.points[:, :2], axis=0), axis=1))])
+        self.reached = False
+        self._start: float | None = None  # when the first tick came
+        self._step, self._done, self._stopped = 0, False, False
+        self.stop_distance, self.waiting, self.waited = stop_distance, False, 0.0
+        if stop_distance is not None:
+            cameras = robot.sensors.cameras
+            if not cameras:
+                raise ConfigError("exploration.stop_distance looks with the robot's first camera; it has none",
+                                  field="exploration.stop_distance")
+            self.camera = cameras[0].name
+            look = max(round(1.0 / (cameras[0].rate_hz * backend.timestep)), 1)
+            self._look_every = max(look // self._control_every, 1) * self._control_every
+            if self.uav:
+                self._band = (-UAV_HALF_HEIGHT - STOP_VERTICAL_MARGIN, UAV_HALF_HEIGHT + STOP_VERTICAL_MARGIN)
+            else:  # from just above the floor (base_link is the axle height above it) to the head
+                self._band = (STOP_FLOOR_MARGIN - WHEEL_RADIUS, TIAGO_HEIGHT - WHEEL_RADIUS)
 
     def run(self, on_step: Callable[[Backend], None] | None = None) -> WaypointResult:
         backend = self.backend
-        start, step = backend.time, 0
-        reached = False
-        while backend.time < start + self.budget - 1e-9:
-            if step % self._control_every == 0:
-                reached = self._control()
-                if reached:
-                    break
-            else:
-                self.driver.update()
+        while self.tick():
             backend.step()
             if on_step is not None:
                 on_step(backend)
-            step += 1
-        self.driver.stop()
+        return self.result()
+
+    def tick(self) -> bool:
+        """This physics step's command, before the step; False once the last waypoint is reached or the time
+        is up (the robot then stopped), so that a loop over several robots steps them together."""
+        if self._start is None:
+            self._start = self.backend.time
+        self._done = self._done or self.backend.time >= self._start + self.budget - 1e-9
+        if not self._done and self._step % self._control_every == 0:
+            if self.stop_distance is not None and self._step % self._look_every == 0:
+                self.waiting = self._blocked()
+            if self.waiting:
+                self.driver.hold()
+                self.waited += self._control_every * self.backend.timestep
+            else:
+                self.reached = self._done = self._control()
+        if self._done:
+            if not self._stopped:
+                self.driver.stop()
+                self._stopped = True
+            return False
+        if self._step % self._control_every != 0:
+            self.driver.update()
+        self._step += 1
+        return True
+
+    def result(self) -> WaypointResult:
         passed = int(np.count_nonzero(self._arcs[1:] <= self.follower.progress + GOAL_TOLERANCE))
-        return WaypointResult(reached, backend.time - start, len(self.points) - 1 if reached else passed)
+        return WaypointResult(self.reached, self.backend.time - self._start,
+                              len(self.points) - 1 if self.reached else passed)
+
+    def _blocked(self) -> bool:
+        """Whether the camera's depth shows something in the robot's way (module notes)."""
+        backend = self.backend
+        frame = backend.render(self.camera)
+        pose = backend.robot_pose()
+        reach = self.driver.radius + self.stop_distance
+        camera_offset = float(np.linalg.norm(frame.camera.pose[:3, 3] - pose[:3, 3]))
+        _, ends, returned = depth_rays(frame.depth, frame.camera.K, frame.camera.pose, reach + camera_offset,
+                                       STOP_STRIDE)
+        local = (ends[returned] - pose[:3, 3]) @ pose[:3, :3]  # in the base frame
+        low, high = self._band
+        ahead = ((local[:, 0] > 0) & (local[:, 0] <= reach) & (np.abs(local[:, 1]) <= self.driver.radius)
+                 & (local[:, 2] >= low) & (local[:, 2] <= high))
+        return bool(ahead.any())
 
     def _control(self) -> bool:
         pose = self.backend.robot_pose()

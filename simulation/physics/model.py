@@ -17,18 +17,10 @@ import numpy as np
 
 from core.errors import InputError
 from simulation.physics.kinematic import KinematicBody, kinematic_elements, mocap_indices, set_kinematic_pose
-from simulation.physics.sensors import (
-    SensorMount,
-    add_mount_sites,
-    body_pose,
-    imu_sensor_elements,
-    read_imu,
-    site_name,
-    site_pose,
-)
+from simulation.physics.robot_handle import RobotHandle
+from simulation.physics.sensors import SensorMount, add_mount_sites, body_pose, imu_sensor_elements
 from simulation.physics.state import STEP_FIELDS, get_state, set_state, set_step_state
 from simulation.physics.world import EnvironmentCollision, environment_elements
-from simulation.robots.mecanum import ik_matrix
 from simulation.robots.mjcf import CHASSIS_BIT, element, fmt
 from simulation.robots.spec import RobotModel
 
@@ -52,81 +44,140 @@ class StartPose:
     yaw: float = 0.0
 
 
+@dataclass(frozen=True)
+class PlacedRobot:
+    """One robot of a world: its model and start, its sensor mounts (`imus` default to the robot's body and
+    camera IMUs; `frames` are cameras and LiDARs whose poses are read back), and the prefix of its MJCF names
+    ("<name>/"; empty for a world's only robot)."""
+
+    model: RobotModel
+    start: StartPose = StartPose()
+    imus: list[SensorMount] | None = None
+    frames: list[SensorMount] | None = None
+    prefix: str = ""
+
+
+# MJCF attributes that name an element or refer to one by name: what a robot's prefix goes in front of.
+NAME_ATTRIBUTES = ("name", "joint", "site", "body")
+# Robot i of a multi-robot world collides with the others through its own bit, 1 << (ROBOT_BIT_SHIFT + i), above
+# the collision classes of simulation.robots.mjcf.COLLISION; its own parts keep not touching each other.
+ROBOT_BIT_SHIFT = 5
+
+
 def build_mjcf(robot: RobotModel, environment: EnvironmentCollision | None = None,
                kinematic: list[KinematicBody] | None = None, imus: list[SensorMount] | None = None,
                frames: list[SensorMount] | None = None, timestep: float = DEFAULT_TIMESTEP) -> str:
     """The MJCF text of a world. `imus` default to the robot's body and camera IMUs; `frames` are
     other sensor mounts (cameras, LiDAR) whose poses are read back. Sensor links are checked here."""
+    return build_fleet_mjcf([PlacedRobot(robot, imus=imus, frames=frames)], environment, kinematic, timestep)
+
+
+def build_fleet_mjcf(robots: list[PlacedRobot], environment: EnvironmentCollision | None = None,
+                     kinematic: list[KinematicBody] | None = None, timestep: float = DEFAULT_TIMESTEP) -> str:
+    """The MJCF text of a world with one or more robots (each robot's names under its prefix)."""
     if not timestep > 0:
         raise ValueError(f"timestep must be > 0, got {timestep}")
-    imus = [SensorMount(name, link) for name, link in robot.default_imus] if imus is None else list(imus)
-    body = copy.deepcopy(robot.body)
     floor = environment.floor_height if environment is not None else 0.0
-    body.set("pos", fmt((0.0, 0.0, floor + robot.base_height)))
-    add_mount_sites(body, robot.links, imus + list(frames or []))
-    if robot.drive == "planar_velocity":
-        for geom in body.iter("geom"):
-            if geom.get("contype") == str(CHASSIS_BIT):
-                geom.set("solref", fmt((-PLANAR_CONTACT_STIFFNESS, -1.0 / timestep)))
-                geom.set("solimp", fmt(PLANAR_CONTACT_SOLIMP))
+    bodies, actuators, sensors = [], [], []
+    for index, placed in enumerate(robots):
+        robot = placed.model
+        imus = [SensorMount(name, link) for name, link in robot.default_imus] if placed.imus is None \
+            else list(placed.imus)
+        body = copy.deepcopy(robot.body)
+        body.set("pos", fmt((0.0, 0.0, floor + robot.base_height)))
+        add_mount_sites(body, robot.links, imus + list(placed.frames or []))
+        if robot.drive == "planar_velocity":
+            for geom in body.iter("geom"):
+                if geom.get("contype") == str(CHASSIS_BIT):
+                    geom.set("solref", fmt((-PLANAR_CONTACT_STIFFNESS, -1.0 / timestep)))
+                    geom.set("solimp", fmt(PLANAR_CONTACT_SOLIMP))
+        if len(robots) > 1:
+            _collide_with_other_robots(body, index, len(robots))
+        own = [body, *copy.deepcopy(robot.actuators), *imu_sensor_elements(imus)]
+        _prefix_names(own, placed.prefix)
+        bodies.append(body)
+        actuators += own[1:1 + len(robot.actuators)]
+        sensors += own[1 + len(robot.actuators):]
 
-    root = element("mujoco", model=f"grade_{robot.kind}_{robot.variant}")
+    first = robots[0].model
+    root = element("mujoco", model=f"grade_{first.kind}_{first.variant}" if len(robots) == 1 else "grade_fleet")
     element("compiler", root, angle="radian", autolimits=True)
     element("option", root, timestep=timestep, integrator="implicitfast", **SOLVER)
-    if robot.userdata_size:
-        element("size", root, nuserdata=robot.userdata_size)
+    userdata = sum(placed.model.userdata_size for placed in robots)
+    if userdata:
+        element("size", root, nuserdata=userdata)
     asset = element("asset", root)
     worldbody = element("worldbody", root)
     env = environment if environment is not None else EnvironmentCollision(0.0, ())
     env_assets, env_geoms = environment_elements(env)
     mocap_assets, mocap_bodies = kinematic_elements(list(kinematic or []))
     asset.extend(env_assets + mocap_assets)
-    worldbody.extend(env_geoms + [body] + mocap_bodies)
-    if robot.actuators:
-        element("actuator", root).extend(copy.deepcopy(robot.actuators))
-    if imus:
-        element("sensor", root).extend(imu_sensor_elements(imus))
+    worldbody.extend(env_geoms + bodies + mocap_bodies)
+    if actuators:
+        element("actuator", root).extend(actuators)
+    if sensors:
+        element("sensor", root).extend(sensors)
     return ET.tostring(root, encoding="unicode")
+
+
+def _prefix_names(elements: list[ET.Element], prefix: str) -> None:
+    if not prefix:
+        return
+    for top in elements:
+        for node in top.iter():
+            for key in NAME_ATTRIBUTES:
+                if node.get(key) is not None:
+                    node.set(key, prefix + node.get(key))
+
+
+def _collide_with_other_robots(body: ET.Element, index: int, count: int) -> None:
+    """Robot `index` of `count`: its chassis geoms also touch the other robots' chassis."""
+    own = 1 << (ROBOT_BIT_SHIFT + index)
+    others = sum(1 << (ROBOT_BIT_SHIFT + i) for i in range(count) if i != index)
+    for geom in body.iter("geom"):
+        if geom.get("contype") == str(CHASSIS_BIT):
+            geom.set("contype", fmt(CHASSIS_BIT | own))
+            geom.set("conaffinity", fmt(int(geom.get("conaffinity")) | others))
 
 
 def build_world(robot: RobotModel, start: StartPose = StartPose(), environment: EnvironmentCollision | None = None,
                 kinematic: list[KinematicBody] | None = None, imus: list[SensorMount] | None = None,
                 frames: list[SensorMount] | None = None, timestep: float = DEFAULT_TIMESTEP) -> PhysicsWorld:
     """Compile the world and place the robot at `start` (standing on the floor for ground robots)."""
-    xml = build_mjcf(robot, environment, kinematic, imus, frames, timestep)
+    return build_fleet([PlacedRobot(robot, start, imus, frames)], environment, kinematic, timestep)
+
+
+def build_fleet(robots: list[PlacedRobot], environment: EnvironmentCollision | None = None,
+                kinematic: list[KinematicBody] | None = None, timestep: float = DEFAULT_TIMESTEP) -> PhysicsWorld:
+    """Compile a world with one or more robots, each placed at its start."""
+    xml = build_fleet_mjcf(robots, environment, kinematic, timestep)
     try:
         model = mujoco.MjModel.from_xml_string(xml)
     except ValueError as exc:
         raise InputError(f"MuJoCo could not compile the world: {exc}", field="mjcf") from exc
-    return PhysicsWorld(model, robot, start)
+    return PhysicsWorld(model, robots)
 
 
 class PhysicsWorld:
-    """A compiled world: MjModel + MjData, with the robot placed and its commands zeroed."""
+    """A compiled world: MjModel + MjData, with its robots placed and their commands zeroed. The robot calls
+    (commands, link and sensor poses, IMUs) act on the first robot; `handles` holds every robot's."""
 
-    def __init__(self, model: mujoco.MjModel, robot: RobotModel, start: StartPose):
+    def __init__(self, model: mujoco.MjModel, robots: list[PlacedRobot]):
         self.model = model
         self.data = mujoco.MjData(model)
-        self.robot = robot
         self.imu_names = tuple(
             model.sensor(i).name.removesuffix("/gyro") for i in range(model.nsensor)
             if model.sensor(i).type == mujoco.mjtSensor.mjSENS_GYRO
         )
-        self._base_qpos = [model.jnt_qposadr[model.joint(j).id] for j in robot.base_joints]
-        self._base_dof = [model.jnt_dofadr[model.joint(j).id] for j in robot.base_joints]
-        wheels = [model.actuator(a).id for a in robot.wheel_actuators]
-        contiguous = wheels == list(range(wheels[0], wheels[0] + len(wheels))) if wheels else True
-        # A slice is cheaper than a list index in the per-step command.
-        self._wheels = slice(wheels[0], wheels[-1] + 1) if wheels and contiguous else wheels
-        self._ik = ik_matrix()
         self._mocap = mocap_indices(model)
-        self._base_body = model.body("base_link").id
-        self._joints = [
-            (model.joint(j).name, model.jnt_qposadr[j], model.jnt_dofadr[j]) for j in range(model.njnt)
-            if model.jnt_type[j] in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-            and not model.joint(j).name.startswith("roller_")
-        ]
-        self._place(start)
+        offsets = np.cumsum([0] + [placed.model.userdata_size for placed in robots])
+        self.handles = [RobotHandle(self, placed.model, placed.prefix, int(offset))
+                        for placed, offset in zip(robots, offsets, strict=False)]
+        self._planar = [handle for handle in self.handles if handle.robot.drive == "planar_velocity"]
+        self._first = self.handles[0]
+        self.robot = self._first.robot
+        for handle, placed in zip(self.handles, robots, strict=True):
+            handle.place(placed.start)
         mujoco.mj_forward(model, self.data)
         self._sensor_time = float(self.data.time)
         self._kinematics_stale = False
@@ -136,24 +187,11 @@ class PhysicsWorld:
 
     def set_base_twist(self, twist: np.ndarray) -> None:
         """TIAGo: command the base twist (vx, vy, wz) in the base frame (m/s, rad/s)."""
-        twist = np.asarray(twist, dtype=np.float64)
-        if self.robot.kind != "tiago_omni":
-            raise TypeError(f"set_base_twist drives a TIAGo; this world's robot is {self.robot.kind!r}")
-        if twist.shape != (3,) or not np.isfinite(twist).all():
-            raise ValueError(f"a twist is 3 finite numbers (vx, vy, wz), got {twist}")
-        if self.robot.drive == "wheels":
-            self.data.ctrl[self._wheels] = self._ik @ twist
-        else:
-            self.data.userdata[:3] = twist
+        self._first.set_base_twist(twist)
 
     def set_joint_velocities(self, velocities: np.ndarray) -> None:
         """UAV: command the six virtual joint velocities (x, y, z m/s; roll, pitch, yaw rad/s)."""
-        velocities = np.asarray(velocities, dtype=np.float64)
-        if self.robot.drive != "joint_velocity":
-            raise TypeError(f"set_joint_velocities drives the UAV; this world's robot is {self.robot.kind!r}")
-        if velocities.shape != (6,) or not np.isfinite(velocities).all():
-            raise ValueError(f"the UAV takes 6 finite joint velocities, got {velocities}")
-        self.data.ctrl[:6] = velocities
+        self._first.set_joint_velocities(velocities)
 
     def set_kinematic_pose(self, body_name: str, position: np.ndarray, quat_wxyz: np.ndarray) -> None:
         """Pose a human ("human/<name>") or flying object ("object/<name>") for the next step."""
@@ -164,8 +202,8 @@ class PhysicsWorld:
     def step(self, n: int = 1) -> None:
         """Advance n physics steps."""
         for _ in range(n):
-            if self.robot.drive == "planar_velocity":
-                self._write_planar_velocity()
+            for handle in self._planar:
+                handle.write_planar_velocity()
             self._sensor_time = float(self.data.time)
             mujoco.mj_step(self.model, self.data)
         self._kinematics_stale = n > 0 or self._kinematics_stale
@@ -185,41 +223,34 @@ class PhysicsWorld:
 
     def link_pose(self, link: str) -> np.ndarray:
         """World <- link 4x4 transform."""
-        if link not in self.robot.links:
-            raise KeyError(f"link {link!r} is not a link of robot {self.robot.kind!r}; links: {list(self.robot.links)}")
-        self._update_kinematics()
-        return body_pose(self.model, self.data, link)
+        return self._first.link_pose(link)
 
     def body_pose(self, body: str) -> np.ndarray:
         """World <- body 4x4 transform of any body (a link, "human/<name>", "object/<name>")."""
-        self._update_kinematics()
+        self.update_kinematics()
         return body_pose(self.model, self.data, body)
 
     def base_pose(self) -> np.ndarray:
         """World <- base_link 4x4 transform."""
-        return self.link_pose("base_link")
+        return self._first.base_pose()
 
     def sensor_pose(self, sensor: str) -> np.ndarray:
         """World <- sensor 4x4 transform of a mounted sensor (IMU, camera, LiDAR) by name."""
-        self._update_kinematics()
-        return site_pose(self.model, self.data, site_name(sensor))
+        return self._first.sensor_pose(sensor)
 
     def base_velocity(self) -> tuple[np.ndarray, np.ndarray]:
         """(linear m/s, angular rad/s) velocity of base_link in its own frame (odometry twist)."""
-        self._update_kinematics()
-        velocity = np.zeros(6)
-        mujoco.mj_objectVelocity(self.model, self.data, mujoco.mjtObj.mjOBJ_BODY, self._base_body, velocity, 1)
-        return velocity[3:].copy(), velocity[:3].copy()
+        return self._first.base_velocity()
 
     def joint_states(self) -> dict[str, tuple[float, float]]:
         """Position and velocity of each actuated or virtual robot joint (rollers and the free base
         joint excluded, as on the real robot's joint_states)."""
-        return {name: (float(self.data.qpos[q]), float(self.data.qvel[v])) for name, q, v in self._joints}
+        return self._first.joint_states()
 
     def imu(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(linear acceleration m/s^2, angular velocity rad/s) of an IMU in its own frame, at
         `sensor_time`."""
-        return read_imu(self.data, name)
+        return self._first.imu(name)
 
     def get_state(self) -> dict[str, np.ndarray]:
         """The full integration state (see simulation.physics.state)."""
@@ -239,8 +270,8 @@ class PhysicsWorld:
         set_step_state(self.data, state, applied, source)
         self.data.time = time
         if applied is not None:
-            if self.robot.drive == "planar_velocity":
-                self._write_planar_velocity()
+            for handle in self._planar:
+                handle.write_planar_velocity()
             self._sensor_time = time
             mujoco.mj_forward(self.model, self.data)
             self._kinematics_stale = False
@@ -255,18 +286,7 @@ class PhysicsWorld:
 
     # ------------------------------------------------------------ internals
 
-    def _place(self, start: StartPose) -> None:
-        qpos = self.data.qpos
-        if self.robot.variant == "uav":
-            qpos[self._base_qpos] = (start.x, start.y, start.z, 0.0, 0.0, start.yaw)
-        elif self.robot.variant == "lightweight":
-            qpos[self._base_qpos] = (start.x, start.y, start.yaw)
-        else:
-            adr = self._base_qpos[0]
-            qpos[adr:adr + 2] = (start.x, start.y)  # z stays at the body's standing height
-            qpos[adr + 3:adr + 7] = (np.cos(start.yaw / 2), 0.0, 0.0, np.sin(start.yaw / 2))
-
-    def _update_kinematics(self) -> None:
+    def update_kinematics(self) -> None:
         # mj_step leaves poses and body velocities at the state the step started from; recompute
         # them for the current state (this does not change the simulation).
         if self._kinematics_stale:
@@ -274,9 +294,3 @@ class PhysicsWorld:
             mujoco.mj_comPos(self.model, self.data)
             mujoco.mj_comVel(self.model, self.data)
             self._kinematics_stale = False
-
-    def _write_planar_velocity(self) -> None:
-        vx, vy, wz = self.data.userdata[:3]
-        yaw = self.data.qpos[self._base_qpos[2]]
-        c, s = np.cos(yaw), np.sin(yaw)
-        self.data.qvel[self._base_dof] = (c * vx - s * vy, s * vx + c * vy, wz)

@@ -11,6 +11,10 @@ the sensor: IMUs, the LiDAR, each camera's body frame), camera -> <camera>_optic
 links no joint moves, the sensor mounts, the optical frames) go once, at the first sample, on the latched
 /tf_static; /tf carries the moving ones at the TF rate. Topic and frame names (namespace included) come from
 core.bag_topics.
+
+Several robots (a multi-robot run): one /clock, one /tf and /tf_static holding every robot's transforms (each
+robot's frames under its namespace, its name), each robot's topics under its namespace and its ground truth in
+gt/<robot>/ (cameras, LiDAR, imu.npz); run.json's frame counts name each robot's streams `<robot>/<stream>`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from core.formats.humans import (
 from core.formats.imu import IMU_FILE
 from core.formats.lidar import LidarSweep, save_sweep
 from core.formats.states import STATES_FILE
+from core.recording import GT_DIR
 from simulation.backend import Backend
 from simulation.recording.bags import BagWriter
 from simulation.recording.ground_truth import CameraWriter, ImuLog
@@ -58,32 +63,154 @@ def _leaf(prim_path: str) -> str:
     return prim_path.rsplit("/", 1)[-1]
 
 
+class _RobotStreams:
+    """One robot's streams: its TF transforms, joint states, odometry, camera poses and frames, LiDAR and IMUs,
+    under its topics (`config`: the experiment as this robot sees it, Experiment.for_robot) into `gt` (gt/, or
+    gt/<robot>/ in a multi-robot run), counted as `<prefix><stream>`."""
+
+    def __init__(self, backend: Backend, config: ExperimentConfig, gt: Path, prefix: str, pool: ThreadPoolExecutor,
+                 bags: BagWriter | None, counts: RecordingCounts):
+        self.backend, self.config, self.gt, self.prefix = backend, config, gt, prefix
+        self.bags, self.counts = bags, counts
+        self.schedule = Schedule.from_config(config)
+        sensors = config.robot.sensors
+        recording = config.recording
+        self.cameras = [c for c in sensors.cameras if c.to_bag or c.to_gt]
+        self.imus = [i.name for i in sensors.imus]
+        self.lidar = sensors.lidar
+        instances, classes = backend.instances(), backend.semantic_classes()
+        self.writers = {c.name: CameraWriter(gt / c.name, list(c.outputs), recording.depth_npy, instances, classes,
+                                             pool) for c in self.cameras if c.to_gt}
+        self.imu_log = ImuLog(self.imus)
+        self.topics = BagTopics(recording.namespace)
+        edges = backend.link_tree()
+        self._moving_links = [(edge.parent, edge.child) for edge in edges if not edge.fixed]
+        self.static = self._fixed_links([(edge.parent, edge.child) for edge in edges if edge.fixed])
+        self.static += self._mount_transforms()
+
+    def _link_transform(self, parent: str, child: str) -> tuple[str, str, np.ndarray]:
+        """(parent frame, child frame, parent <- child) of two robot links, at the current state."""
+        backend, frame = self.backend, self.topics.frame
+        return frame(parent), frame(child), np.linalg.inv(backend.link_pose(parent)) @ backend.link_pose(child)
+
+    def _fixed_links(self, edges: list[tuple[str, str]]) -> list[tuple[str, str, np.ndarray]]:
+        return [self._link_transform(parent, child) for parent, child in edges]
+
+    def _mount_transforms(self) -> list[tuple[str, str, np.ndarray]]:
+        """(parent, child, parent <- child) of every sensor frame and camera optical frame: fixed."""
+        backend, sensors, frame = self.backend, self.config.robot.sensors, self.topics.frame
+        mounts = [(c.name, c.mount.link) for c in sensors.cameras] + [(i.name, i.mount.link) for i in sensors.imus]
+        mounts += [(sensors.lidar.name, sensors.lidar.mount.link)] if sensors.lidar else []
+        transforms = []
+        for name, link in mounts:
+            transforms.append((frame(link), frame(name),
+                               np.linalg.inv(backend.link_pose(link)) @ backend.sensor_pose(name)))
+        for camera in sensors.cameras:
+            body = backend.sensor_pose(camera.name)
+            transforms.append((frame(camera.name), self.topics.optical_frame(camera.name),
+                               np.linalg.inv(body) @ backend.camera_pose(camera.name)))
+        return transforms
+
+    def tf(self) -> list[tuple[str, str, np.ndarray]]:
+        """The moving transforms: the robot's pose and its links that joints move."""
+        moving = [self._link_transform(parent, child) for parent, child in self._moving_links]
+        return [(WORLD_FRAME, self.topics.base_frame, self.backend.robot_pose()), *moving]
+
+    def count(self, stream: str) -> None:
+        self.counts.add(self.prefix + stream)
+
+    def sample(self, step: int, t: float) -> None:
+        """The robot's streams due at `step` (after the shared clock and TF)."""
+        schedule, bags, topics, backend = self.schedule, self.bags, self.topics, self.backend
+        if schedule.due("joint_states", step):
+            if bags:
+                joints = backend.joint_states()
+                names = list(joints)
+                bags.joint_states(topics.joint_states, t, names, np.array([joints[n][0] for n in names]),
+                                  np.array([joints[n][1] for n in names]))
+            self.count("joint_states")
+        if schedule.due("odom", step):
+            if bags:
+                linear, angular = backend.robot_velocity()
+                bags.odometry(topics.odometry, t, WORLD_FRAME, topics.base_frame, backend.robot_pose(), linear,
+                              angular)
+            self.count("odom")
+        if schedule.due("pose", step):
+            for camera in self.cameras:
+                if camera.to_bag and bags:
+                    bags.pose(topics.camera_pose(camera.name), t, WORLD_FRAME, backend.camera_pose(camera.name))
+            self.count("pose")
+        for camera in self.cameras:
+            if schedule.due(f"camera/{camera.name}", step):
+                self._record_camera(camera, t)
+        if self.lidar is not None and schedule.due(f"lidar/{self.lidar.name}", step):
+            self._record_lidar(t)
+
+    def sample_imus(self, imu_step: int) -> None:
+        for name in self.imus:
+            if not self.schedule.due(f"imu/{name}", imu_step):
+                continue
+            reading = self.backend.imu(name)
+            self.imu_log.add(name, reading)
+            if self.bags:
+                self.bags.imu(self.topics.imu(name), self.topics.frame(name), reading.time,
+                              reading.linear_acceleration, reading.angular_velocity)
+            self.count(f"imu/{name}")
+
+    def _record_camera(self, camera, t: float) -> None:
+        frame = self.backend.render(camera.name)
+        if camera.name in self.writers:
+            self.writers[camera.name].write(t, frame)
+        if camera.to_bag and self.bags:
+            bags, topics, name = self.bags, self.topics, camera.name
+            frame_id, params = topics.optical_frame(name), frame.camera
+            if frame.rgb is not None:
+                bags.image(topics.rgb(name), t, frame_id, frame.rgb)
+            bags.depth(topics.depth(name), t, frame_id, frame.depth, self.config.recording.depth_encoding)
+            bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height)
+        self.count(f"camera/{camera.name}")
+
+    def _record_lidar(self, t: float) -> None:
+        scan = self.backend.lidar()
+        name = self.lidar.name
+        folder = self.gt / name
+        folder.mkdir(parents=True, exist_ok=True)
+        save_sweep(folder, self.counts.counts.get(f"{self.prefix}lidar/{name}", 0),
+                   LidarSweep(scan.time, scan.pose, scan.ranges, scan.points, scan.ring))
+        if self.bags:
+            self.bags.point_cloud(self.topics.points(name), t, self.topics.frame(name), scan.points,
+                                  scan.intensity, scan.ring)
+        self.count(f"lidar/{name}")
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+    def save_imus(self) -> None:
+        if self.imus:
+            self.gt.mkdir(parents=True, exist_ok=True)
+            self.imu_log.save(self.gt / IMU_FILE)
+
+
 class Recorder:
-    """Writes one run into `folder` (a temporary folder the caller moves into place when complete)."""
+    """Writes one run into `folder` (a temporary folder the caller moves into place when complete): the shared
+    streams (clock, one TF tree, humans, the marker, the state log) and each robot's (`_RobotStreams`)."""
 
     def __init__(self, backend: Backend, config: ExperimentConfig, folder: Path):
         self.backend, self.config, self.folder = backend, config, folder
         self.schedule = Schedule.from_config(config)
         self.counts = RecordingCounts()
-        sensors = config.robot.sensors
         recording = config.recording
-        self._cameras = [c for c in sensors.cameras if c.to_bag or c.to_gt]
-        self._imus = [i.name for i in sensors.imus]
-        self._lidar = sensors.lidar
         self._pool = ThreadPoolExecutor(IMAGE_WRITER_THREADS, thread_name_prefix="gt-writer")
-        instances, classes = backend.instances(), backend.semantic_classes()
-        self._gt = {c.name: CameraWriter(folder / "gt" / c.name, list(c.outputs), recording.depth_npy, instances,
-                                         classes, self._pool) for c in self._cameras if c.to_gt}
-        self._imu_log = ImuLog(self._imus)
-        self._states = StateLog(backend, self.schedule.checkpoint_every)
         self._bags = (BagWriter(folder / "bags", config.name, recording.bag_formats, recording.ros2_storage,
                                 recording.bag_compression)
                       if recording.bag_formats else None)
-        self._topics = BagTopics(recording.namespace)
-        edges = backend.link_tree()
-        self._moving_links = [(edge.parent, edge.child) for edge in edges if not edge.fixed]
-        self._static = self._fixed_links([(edge.parent, edge.child) for edge in edges if edge.fixed])
-        self._static += self._mount_transforms()
+        multi = config.multi_robot
+        self._robots = [_RobotStreams(backend.robot(name), config.for_robot(name),
+                                      folder / GT_DIR / name if multi else folder / GT_DIR, f"{name}/" if multi else "",
+                                      self._pool, self._bags, self.counts) for name in config.robot_names]
+        self._states = StateLog(backend, self.schedule.checkpoint_every, config.robot_names if multi else None)
+        self._static = [transform for robot in self._robots for transform in robot.static]
         self._static_sent = False
         self._humans = backend.humans()
         self._humans_frames = 0
@@ -94,29 +221,6 @@ class Recorder:
             (folder / HUMANS_DIR).mkdir(parents=True, exist_ok=True)
             write_humans_document(folder / HUMANS_DIR, document)
 
-    def _link_transform(self, parent: str, child: str) -> tuple[str, str, np.ndarray]:
-        """(parent frame, child frame, parent <- child) of two robot links, at the current state."""
-        backend, frame = self.backend, self._topics.frame
-        return frame(parent), frame(child), np.linalg.inv(backend.link_pose(parent)) @ backend.link_pose(child)
-
-    def _fixed_links(self, edges: list[tuple[str, str]]) -> list[tuple[str, str, np.ndarray]]:
-        return [self._link_transform(parent, child) for parent, child in edges]
-
-    def _mount_transforms(self) -> list[tuple[str, str, np.ndarray]]:
-        """(parent, child, parent <- child) of every sensor frame and camera optical frame: fixed."""
-        backend, sensors, frame = self.backend, self.config.robot.sensors, self._topics.frame
-        mounts = [(c.name, c.mount.link) for c in sensors.cameras] + [(i.name, i.mount.link) for i in sensors.imus]
-        mounts += [(sensors.lidar.name, sensors.lidar.mount.link)] if sensors.lidar else []
-        transforms = []
-        for name, link in mounts:
-            transforms.append((frame(link), frame(name),
-                               np.linalg.inv(backend.link_pose(link)) @ backend.sensor_pose(name)))
-        for camera in sensors.cameras:
-            body = backend.sensor_pose(camera.name)
-            transforms.append((frame(camera.name), self._topics.optical_frame(camera.name),
-                               np.linalg.inv(body) @ backend.camera_pose(camera.name)))
-        return transforms
-
     # ------------------------------------------------------------ per step
 
     def sample(self, backend: Backend) -> None:
@@ -124,9 +228,10 @@ class Recorder:
         step = round(backend.time / backend.timestep)
         t = step * backend.timestep
         if step > 0:
-            self._sample_imus(step - 1)
+            for robot in self._robots:
+                robot.sample_imus(step - 1)
         self._states.record(backend, step)
-        schedule, bags, counts, topics = self.schedule, self._bags, self.counts, self._topics
+        schedule, bags, counts = self.schedule, self._bags, self.counts
         if not self._static_sent:  # at the first sample: step 0, or a replay window's first step
             if bags:
                 bags.tf_static(t, self._static)
@@ -137,81 +242,16 @@ class Recorder:
             counts.add("clock")
         if schedule.due("tf", step):
             if bags:
-                bags.tf(t, self._tf())
+                bags.tf(t, [transform for robot in self._robots for transform in robot.tf()])
             counts.add("tf")
-        if schedule.due("joint_states", step):
-            if bags:
-                joints = backend.joint_states()
-                names = list(joints)
-                bags.joint_states(topics.joint_states, t, names, np.array([joints[n][0] for n in names]),
-                                  np.array([joints[n][1] for n in names]))
-            counts.add("joint_states")
-        if schedule.due("odom", step):
-            if bags:
-                linear, angular = backend.robot_velocity()
-                bags.odometry(topics.odometry, t, WORLD_FRAME, topics.base_frame, backend.robot_pose(), linear,
-                              angular)
-            counts.add("odom")
-        if schedule.due("pose", step):
-            for camera in self._cameras:
-                if camera.to_bag and bags:
-                    bags.pose(topics.camera_pose(camera.name), t, WORLD_FRAME, backend.camera_pose(camera.name))
-            counts.add("pose")
-        for camera in self._cameras:
-            if schedule.due(f"camera/{camera.name}", step):
-                self._record_camera(camera, t)
-        if self._lidar is not None and schedule.due(f"lidar/{self._lidar.name}", step):
-            self._record_lidar(t)
+        for robot in self._robots:
+            robot.sample(step, t)
         if self._humans and schedule.due("humans", step):
             self._record_humans(t)
         if step == schedule.marker_step:
             if bags:
                 bags.marker(EXPERIMENT_MARKER, t, MARKER_TEXT)
             counts.add("starting_experiment")
-
-    def _sample_imus(self, imu_step: int) -> None:
-        for name in self._imus:
-            if not self.schedule.due(f"imu/{name}", imu_step):
-                continue
-            reading = self.backend.imu(name)
-            self._imu_log.add(name, reading)
-            if self._bags:
-                self._bags.imu(self._topics.imu(name), self._topics.frame(name), reading.time,
-                               reading.linear_acceleration, reading.angular_velocity)
-            self.counts.add(f"imu/{name}")
-
-    def _tf(self) -> list[tuple[str, str, np.ndarray]]:
-        """The moving transforms: the robot's pose and its links that joints move."""
-        moving = [self._link_transform(parent, child) for parent, child in self._moving_links]
-        return [(WORLD_FRAME, self._topics.base_frame, self.backend.robot_pose()), *moving]
-
-    def _record_camera(self, camera, t: float) -> None:
-        frame = self.backend.render(camera.name)
-        if camera.name in self._gt:
-            self._gt[camera.name].write(t, frame)
-        if camera.to_bag and self._bags:
-            bags, topics, name = self._bags, self._topics, camera.name
-            frame_id, params = topics.optical_frame(name), frame.camera
-            if frame.rgb is not None:
-                bags.image(topics.rgb(name), t, frame_id, frame.rgb)
-            bags.depth(topics.depth(name), t, frame_id, frame.depth, self.config.recording.depth_encoding)
-            bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height)
-        self.counts.add(f"camera/{camera.name}")
-
-    def _record_lidar(self, t: float) -> None:
-        scan = self.backend.lidar()
-        name = self._lidar.name
-        save_sweep(self._lidar_folder(), self.counts.counts.get(f"lidar/{name}", 0),
-                   LidarSweep(scan.time, scan.pose, scan.ranges, scan.points, scan.ring))
-        if self._bags:
-            self._bags.point_cloud(self._topics.points(name), t, self._topics.frame(name), scan.points,
-                                   scan.intensity, scan.ring)
-        self.counts.add(f"lidar/{name}")
-
-    def _lidar_folder(self) -> Path:
-        folder = self.folder / "gt" / self._lidar.name
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
 
     def _record_humans(self, t: float) -> None:
         joints = {_leaf(prim): value for prim, value in self.backend.human_joints().items()}
@@ -226,12 +266,11 @@ class Recorder:
     def close(self) -> None:
         """Finish every file (bags, frames, logs); raises if any write failed."""
         try:
-            for writer in self._gt.values():
-                writer.close()
+            for robot in self._robots:
+                robot.close()
             self._pool.shutdown(wait=True)
-            if self._imus:
-                (self.folder / "gt").mkdir(parents=True, exist_ok=True)
-                self._imu_log.save(self.folder / "gt" / IMU_FILE)
+            for robot in self._robots:
+                robot.save_imus()
             self._states.save(self.folder / STATES_FILE)
             if self._bags:
                 self._bags.close()
@@ -241,7 +280,8 @@ class Recorder:
     def abort(self) -> None:
         """Stop writing after a failure (the caller removes the folder)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
-        for writer in self._gt.values():
-            writer.close_files()
+        for robot in self._robots:
+            for writer in robot.writers.values():
+                writer.close_files()
         if self._bags:
             self._bags.abort()

@@ -8,16 +8,20 @@ from pathlib import Path
 
 import numpy as np
 
-from core.formats.states import CHECKPOINT_PREFIX, STATES_SCHEMA, STEP_PREFIX, save_states
+from core.formats.states import CHECKPOINT_PREFIX, ROBOT_NAMES, STATES_SCHEMA, STEP_PREFIX, robot_key, save_states
 from core.geometry import matrix_to_quat_wxyz
 from simulation.backend import Backend
 
 
 class StateLog:
-    def __init__(self, backend: Backend, checkpoint_every: int):
+    """The log of a run; `robots` names the robots of a multi-robot run (their arrays under robots/<name>/), None
+    for one robot."""
+
+    def __init__(self, backend: Backend, checkpoint_every: int, robots: list[str] | None = None):
         self.checkpoint_every = checkpoint_every
-        joints = backend.joint_states()
-        self.joint_names = list(joints)
+        self.robots = robots
+        self._views = {name: backend.robot(name) for name in robots or [None]}
+        self.joint_names = {name: list(view.joint_states()) for name, view in self._views.items()}
         actors = backend.actor_states()
         self.human_names, self.object_names = list(actors.human_names), list(actors.object_names)
         self._rows: dict[str, list[np.ndarray]] = {}
@@ -29,15 +33,17 @@ class StateLog:
 
     def record(self, backend: Backend, step: int) -> None:
         """Log the backend's current state as step `step`."""
-        pose = backend.robot_pose()
-        joints = backend.joint_states()
         actors = backend.actor_states()
         self._add("time", backend.time)
-        self._add("robot_position", pose[:3, 3])
-        self._add("robot_rotation", pose[:3, :3])  # to quaternions in one call when saved
-        self._add("joint_positions", [joints[n][0] for n in self.joint_names])
-        self._add("joint_velocities", [joints[n][1] for n in self.joint_names])
-        self._add("command", backend.robot_command() if step else np.zeros_like(backend.robot_command()))
+        for name, view in self._views.items():
+            pose = view.robot_pose()
+            joints = view.joint_states()
+            command = view.robot_command()
+            self._add(robot_key("robot_position", name), pose[:3, 3])
+            self._add(robot_key(ROTATION, name), pose[:3, :3])  # to quaternions in one call when saved
+            self._add(robot_key("joint_positions", name), [joints[n][0] for n in self.joint_names[name]])
+            self._add(robot_key("joint_velocities", name), [joints[n][1] for n in self.joint_names[name]])
+            self._add(robot_key("command", name), command if step else np.zeros_like(command))
         self._add("human_animation_time", actors.animation_time)
         self._add("object_position", actors.object_position)
         self._add("object_quat_wxyz", actors.object_quat_wxyz)
@@ -52,14 +58,23 @@ class StateLog:
                 self._checkpoints.setdefault(key, []).append(np.asarray(value))
 
     def arrays(self) -> dict[str, np.ndarray]:
-        arrays = {key: np.stack(rows) for key, rows in self._rows.items()}
-        arrays["robot_quat_wxyz"] = matrix_to_quat_wxyz(arrays.pop("robot_rotation")).reshape(-1, 4)
+        arrays = {key: np.stack(rows) for key, rows in self._rows.items() if not key.endswith(ROTATION)}
+        for name in self.joint_names:
+            rotations = np.stack(self._rows[robot_key(ROTATION, name)])
+            arrays[robot_key("robot_quat_wxyz", name)] = matrix_to_quat_wxyz(rotations).reshape(-1, 4)
         arrays |= {CHECKPOINT_PREFIX + key: np.stack(rows) for key, rows in self._checkpoints.items()}
-        arrays |= {"schema": np.array(STATES_SCHEMA), "joint_names": np.array(self.joint_names, dtype=str),
-                   "human_names": np.array(self.human_names, dtype=str),
+        arrays["schema"] = np.array(STATES_SCHEMA)
+        for name, joints in self.joint_names.items():
+            arrays[robot_key("joint_names", name)] = np.array(joints, dtype=str)
+        arrays |= {"human_names": np.array(self.human_names, dtype=str),
                    "object_names": np.array(self.object_names, dtype=str),
                    "checkpoint_steps": np.array(self._checkpoint_steps, dtype=np.int64)}
+        if self.robots is not None:
+            arrays[ROBOT_NAMES] = np.array(self.robots, dtype=str)
         return arrays
 
     def save(self, path: Path) -> None:
         save_states(path, self.arrays())
+
+
+ROTATION = "robot_rotation"  # rows of 3x3 matrices, turned into robot_quat_wxyz when saved

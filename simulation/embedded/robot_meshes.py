@@ -1,0 +1,87 @@
+"""What a robot looks like to the other robots' cameras and LiDARs in a multi-robot run: its physics shapes.
+
+The robot's geoms that touch the world (the chassis class) or are drawn only (wheel hubs) become triangle
+meshes in the base_link frame, at the standing pose, in their MJCF colours (mecanum rollers are left out: the
+chassis covers them). So what a camera sees of a robot is what the other robots collide with. The mesh is
+rigid: the links above the base are fixed (simulation.robots.tiago_model), and a wheel hub is round.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import trimesh
+
+from core.formats.scene_layout import ROBOTS_PRIM
+from simulation.embedded.merge import MergedMesh, Part, merge_parts
+from simulation.physics import build_mjcf
+from simulation.render import RenderMesh
+from simulation.robots import RobotModel
+from simulation.robots.mjcf import CHASSIS_BIT
+
+SPHERE_SUBDIVISIONS = 2
+CYLINDER_SECTIONS = 24
+ROBOT_ROUGHNESS = 0.4
+
+
+def _primitive(kind: int, size: np.ndarray) -> trimesh.Trimesh | None:
+    if kind == mujoco.mjtGeom.mjGEOM_BOX:
+        return trimesh.creation.box(extents=2.0 * size)
+    if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
+        return trimesh.creation.icosphere(subdivisions=SPHERE_SUBDIVISIONS, radius=size[0])
+    if kind == mujoco.mjtGeom.mjGEOM_CYLINDER:
+        return trimesh.creation.cylinder(radius=size[0], height=2.0 * size[1], sections=CYLINDER_SECTIONS)
+    if kind == mujoco.mjtGeom.mjGEOM_CAPSULE:
+        return trimesh.creation.capsule(radius=size[0], height=2.0 * size[1], count=(CYLINDER_SECTIONS, 8))
+    return None
+
+
+def robot_parts(robot: RobotModel) -> list[Part]:
+    """The robot's visible shapes (module notes) as mesh parts in its base_link frame."""
+    model = mujoco.MjModel.from_xml_string(build_mjcf(robot, imus=[]))
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    base = model.body("base_link").id
+    to_base = np.linalg.inv(_pose(data.xpos[base], data.xmat[base]))
+    bodies = {base}
+    for body in range(model.nbody):  # descendants of base_link (parents come before children)
+        if model.body_parentid[body] in bodies:
+            bodies.add(body)
+    parts = []
+    for geom in range(model.ngeom):
+        drawn = model.geom_contype[geom] in (0, CHASSIS_BIT)
+        mesh = _primitive(model.geom_type[geom], model.geom_size[geom]) if drawn else None
+        if model.geom_bodyid[geom] not in bodies or mesh is None:
+            continue
+        mesh.apply_transform(to_base @ _pose(data.geom_xpos[geom], data.geom_xmat[geom]))
+        color = tuple(float(c) for c in model.geom_rgba[geom][:3])
+        parts.append(Part(model.geom(geom).name, np.asarray(mesh.vertices), np.asarray(mesh.faces), color,
+                          roughness=ROBOT_ROUGHNESS))
+    return parts
+
+
+def _pose(position: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    pose = np.eye(4)
+    pose[:3, :3], pose[:3, 3] = np.asarray(matrix).reshape(3, 3), position
+    return pose
+
+
+
+class RobotTrack:
+    """One robot of a multi-robot run as the others see it: a rigid mesh posed at its base_link every frame."""
+
+    def __init__(self, name: str, robot: RobotModel):
+        self.robot_name, self.kind = name, robot.kind
+        self.name = robot_prim_path(name)
+        parts = robot_parts(robot)
+        self.mesh: MergedMesh = merge_parts(parts)
+        self.vertices = np.concatenate([p.vertices for p in parts])
+
+    def render_mesh(self, instance_id: int, semantic_id: int) -> RenderMesh:
+        return RenderMesh(self.name, self.vertices, self.mesh.faces, instance_id, semantic_id, self.mesh.material,
+                          self.mesh.uvs)
+
+
+def robot_prim_path(name: str) -> str:
+    """The name robot `name` goes by in instances.json and the render scene."""
+    return f"{ROBOTS_PRIM}/{name}"
