@@ -2,10 +2,15 @@
 
 The batch is the demo shortened to --duration simulated seconds (default 2 s, 640x480 camera) crossed with
 --sequences seeds; each worker count runs it into a fresh folder under --out, timed end to end (conversions,
-placement, simulation, recording; one process per job). The machine's cores bound the ratio: each job renders
-with two ray threads of its own.
+placement, simulation, recording; one process per job).
+
+By default each job gets the cores divided by the workers (as `grade batch` does): on a 2-core machine one job
+already keeps ~1.5 cores busy, so the machine's throughput cannot double. `--threads-per-job 1` gives every job one
+core whatever the worker count, which measures how the executor scales when workers are added with their cores
+(a cluster node per worker, or a machine with more cores than jobs).
 
     .venv/bin/python benchmarks/batch_scaling.py [--out runs/bench/batch] [--sequences 4] [--duration 2]
+                                                 [--threads-per-job N]
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "batch")
     parser.add_argument("--sequences", type=int, default=4)
     parser.add_argument("--duration", type=float, default=2.0)
+    parser.add_argument("--threads-per-job", type=int, default=None,
+                        help="render threads of every job (default: the cores divided by the workers)")
     args = parser.parse_args()
     os.environ.setdefault("GRADE_QUIET", "1")
     shutil.rmtree(args.out, ignore_errors=True)
@@ -43,12 +50,15 @@ def main() -> None:
     rates = {}
     for workers in (1, 2):
         start = time.perf_counter()
-        run_batch(batch, args.out / "batch.yaml", args.out / f"workers{workers}", ExecutorConfig(workers=workers))
+        run_batch(batch, args.out / "batch.yaml", args.out / f"workers{workers}", ExecutorConfig(workers=workers,
+                                                                                threads_per_job=args.threads_per_job))
         seconds = time.perf_counter() - start
         rates[workers] = args.sequences / seconds * 3600
         print(f"{workers} worker(s): {args.sequences} sequences of {args.duration:g} s in {seconds:.1f} s = "
               f"{rates[workers]:.0f} sequences/hour")
-    print(f"scaling 1 -> 2 workers: {rates[2] / rates[1]:.2f}x on {os.cpu_count()} cores")
+    threads = "cores / workers" if args.threads_per_job is None else args.threads_per_job
+    print(f"scaling 1 -> 2 workers: {rates[2] / rates[1]:.2f}x on {os.cpu_count()} cores "
+          f"(render threads per job: {threads})")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from simulation.render import (
     look_at,
     render_frame,
 )
+from simulation.robots.uav_model import SERVO_TIME_CONSTANT
 
 W, H = 96, 72
 DEMO_OVERRIDES = ["humans.count.min=2", "humans.count.max=2", f"robot.sensors.cameras.0.width={W}",
@@ -288,12 +289,15 @@ def test_hovering_uav_imu_reads_gravity_and_no_rotation(demo):
         assert reading.time == pytest.approx(23 * backend.timestep)
 
 
+SETTLE_TIME_CONSTANTS = 20  # the velocity servos' residual acceleration falls as exp(-t / tau)
+
+
 @pytest.mark.slow
 def test_predicted_camera_pose_matches_the_pose_one_frame_later(demo):
     config, prepared = demo
     backend = EmbeddedBackend(config, prepared.scene)
     backend.set_robot_command(np.array([0.3, -0.2, 0.1, 0.0, 0.0, 0.0]))
-    backend.step(48)  # the velocity servos settle within a few 10 ms
+    backend.step(round(SETTLE_TIME_CONSTANTS * SERVO_TIME_CONSTANT / backend.timestep))  # the servos settle
     steps = 8  # one 30 Hz frame at 240 Hz
     predicted = predicted_pose(backend.physics, "camera", steps * backend.timestep)
     backend.step(steps)
