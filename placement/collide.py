@@ -17,7 +17,7 @@ import trimesh
 _YES_NO = fcl.CollisionRequest(num_max_contacts=1, enable_contact=False)
 # Traces and robot volumes are tested this far above their placed height: their lowest point touches
 # the floor exactly, and FCL counts coplanar touching triangles as (many) contacts.
-TEST_LIFT = 0.01  # m
+TEST_LIFT = 0.002  # m: above float rounding of the floor contact, below any overlap that matters (a hand 5 mm into a table top)
 # Probe vertices per connected component for the containment tests: all of them must be inside for
 # the component to count as swallowed, so a few well spread vertices are enough.
 PROBES_PER_COMPONENT = 16
