@@ -292,6 +292,9 @@ def recording(tmp_path_factory) -> Path:
                  "flying_objects.count={min: 0, max: 0}", "robot.sensors.cameras.0.width=32",
                  "robot.sensors.cameras.0.height=24", "robot.sensors.cameras.0.outputs=[rgb]",
                  "recording.bag_formats=[ros1, ros2]",
+                 # A turn on the spot: the camera, ahead of the body, draws an arc (a straight line leaves the
+                 # alignment's rotation about it undetermined).
+                 "exploration.initial_turn_deg=360",
                  "robot.sensors.lidar={name: lidar, channels: 4, horizontal_resolution_deg: 10, rate_hz: 10}"]
     args = ["generate", str(CONFIGS / "demo.yaml"), "--out", str(out)]
     for override in overrides:
