@@ -30,23 +30,25 @@ from tests.conftest import CONFIGS, run_grade
 pytestmark = pytest.mark.slow
 
 # A UAV flying towards a waypoint (and turning) through the textured procedural flat for 3 s at 320x240, one
-# human, no flying objects: 106 frames.
+# human, no flying objects: 106 frames. The waypoints planner does not avoid obstacles: both waypoints lie ahead
+# of the robots' starts across free floor (no contact on the way).
 UAV = ["seed=1", "simulation.duration=3", "simulation.bootstrap=0.5", "robot.sensors.cameras.0.width=320",
        "robot.sensors.cameras.0.height=240", "humans.count={min: 1, max: 1}", "flying_objects.count={min: 0, max: 0}",
-       "exploration.planner=waypoints", "exploration.waypoints=[[9, 9, 1.5]]", "recording.bag_formats=[]"]
+       "exploration.planner=waypoints", "exploration.waypoints=[[3.3, 1.7, 1.6]]", "recording.bag_formats=[]"]
 # The TIAGo driving about 2 m towards a waypoint with its 16-channel LiDAR at 10 Hz (36 sweeps); a tiny camera.
 TIAGO = ["simulation.duration=3", "simulation.bootstrap=0.5", "robot.sensors.cameras.0.width=64",
          "robot.sensors.cameras.0.height=48", "humans.count={min: 1, max: 1}", "flying_objects.count={min: 0, max: 0}",
-         "exploration.planner=waypoints", "exploration.waypoints=[[9, 9, 0]]", "recording.bag_formats=[]"]
+         "exploration.planner=waypoints", "exploration.waypoints=[[3.5, -6.8, 0]]", "recording.bag_formats=[]"]
 VOCABULARY_K, VOCABULARY_LEVELS = 6, 3  # small enough to build in seconds, enough words to track
 # Measured RGB-D ATE (SE(3)): 3.3 to 4.4 cm RMSE on the 0.9 m flight over repeated runs (ORB-SLAM3's threads
 # make runs differ). At 320x240 with fx = 160 px a pixel spans 0.36 deg, and the ORB keypoints' reprojection
 # error under the exact ground truth is about 1 px (measured), so per-frame pose noise of about 1 cm and 0.2 deg
 # is this image size's limit; the bound is about twice the largest measurement.
 ORBSLAM_ATE_BOUND = 0.08
-# Measured KISS-ICP ATE (SE(3)): 1.1 cm RMSE on the 2 m drive; 16 channels, 1 deg columns, voxels of 0.3 m
-# (max range / 100), exact ranges. The bound is 5 cm, about four times the measurement.
-KISS_ICP_ATE_BOUND = 0.05
+# Measured KISS-ICP ATE (SE(3)): 6.1 cm RMSE on the 2 m drive (1.1 cm on an earlier drive through the middle of
+# the flat: the error depends on the walls in range); 16 channels, 1 deg columns, voxels of 0.3 m (max range /
+# 100), exact ranges. The bound is 10 cm, far below the 2 m travelled.
+KISS_ICP_ATE_BOUND = 0.10
 
 
 @pytest.fixture(scope="module")
