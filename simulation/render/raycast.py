@@ -72,9 +72,10 @@ def _run(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: 
     origins, directions = origins.astype(np.float32, copy=False), directions.astype(np.float32, copy=False)
     tfar = tfar.astype(np.float32, copy=False)
     if query == "OCCLUDED":
-        return packets.occluded(functions.occluded, handle, origins, directions, tfar, lanes, valid)
+        return packets.occluded(functions.occluded, handle, origins, directions, tfar, lanes, valid,
+                                functions.coherent)
     t, geometry, prim, u, v, normal = packets.intersect(functions.intersect, handle, origins, directions, tfar,
-                                                        lanes, valid)
+                                                        lanes, valid, functions.coherent)
     return {"tfar": t, "geomID": geometry, "primID": prim, "u": u, "v": v, "Ng": normal}
 
 
