@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simulation.exploration import voxel_kernels
+
 UNKNOWN, FREE, OCCUPIED = -1, 0, 1
-RAY_CHUNK = 2048  # rays traversed together: bounds the sample array to a few MB
 DYNAMIC_BELOW = -0.8  # log-odds (two misses net): a hit on a voxel this sure to be free is something that moved in
 
 
@@ -152,14 +153,6 @@ class VoxelMap:
         """The layers holding any height in [z_lo, z_hi]."""
         return slice(self.layer_of(z_lo), self.layer_of(z_hi) + 1)
 
-    def _mark(self, voxels: np.ndarray, inside: np.ndarray, out: np.ndarray) -> None:
-        """Set `out` (flat bool) at the voxels (3, ...) where `inside` and within the grid."""
-        flat = np.zeros(voxels.shape[1:], dtype=np.int32)
-        for axis, size in enumerate(self.shape):
-            inside &= (voxels[axis] >= 0) & (voxels[axis] < size)
-            flat = flat * size + voxels[axis]
-        out[flat[inside]] = True
-
     def _traverse(self, origin: np.ndarray, ends: np.ndarray, out: np.ndarray) -> None:
         """Mark in `out` the voxels sampled along each ray from `origin` up to (not including) its end."""
         start = (origin - self.lo) / self.resolution  # voxel units from here on
@@ -167,9 +160,8 @@ class VoxelMap:
         lengths = np.linalg.norm(offsets, axis=1)
         units = (offsets / np.maximum(lengths, 1e-12)[:, None]).T.astype(np.float32)
         samples = np.arange(0.0, float(lengths.max(initial=0.0)), self.step_fraction, dtype=np.float32)
-        along = samples[None, :] < lengths[:, None]
-        voxels = np.floor(start.astype(np.float32)[:, None, None] + units[:, :, None] * samples[None, None, :])
-        self._mark(voxels.astype(np.int32), along, out)
+        voxel_kernels.mark_samples(start.astype(np.float32), np.ascontiguousarray(units), lengths, samples,
+                                   np.array(self.shape, np.int64), out)
 
     def integrate(self, origin: np.ndarray, endpoints: np.ndarray, hits: np.ndarray, time: float) -> None:
         """Update from rays `origin` -> `endpoints`; end points with `hits` are obstacles, others free."""
@@ -180,11 +172,10 @@ class VoxelMap:
             raise ValueError(f"{len(endpoints)} end points but {len(hits)} hit flags")
         size = self.log_odds.size
         missed, hit = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
-        for start in range(0, len(endpoints), RAY_CHUNK):
-            self._traverse(origin, endpoints[start:start + RAY_CHUNK], missed)
-        ends = self.voxel_of(endpoints).T
-        self._mark(ends, ~hits, missed)
-        self._mark(ends, hits.copy(), hit)
+        self._traverse(origin, endpoints, missed)
+        ends, shape = np.ascontiguousarray(self.voxel_of(endpoints).T), np.array(self.shape, np.int64)
+        voxel_kernels.mark_voxels(ends, ~hits, shape, missed)
+        voxel_kernels.mark_voxels(ends, hits, shape, hit)
         hit_index = np.flatnonzero(hit)
         missed[hit_index] = False
         miss_index = np.flatnonzero(missed)
