@@ -9,7 +9,8 @@ Setups:
   AMASS and GSO data are not needed).
 Stages: convert (procedural assets, from an empty cache), place + compose, simulate + record. Inside
 simulate + record, the time of each part is measured by wrapping its entry point (time inside a nested
-wrapped call counts for the inner one only): rendering camera frames (`EmbeddedBackend.render`), physics
+wrapped call counts for the inner one only): rendering camera frames (`EmbeddedBackend._render`, which every robot's
+camera goes through), physics
 (`EmbeddedBackend.step`), the bags (`BagWriter`'s writes), ground-truth images handed to the writer thread
 and frames.jsonl (`CameraWriter.write`), the rest of the recorder (`Recorder.sample`: TF, IMU, states), and
 everything else (exploration: mapping and planning). PNG encoding runs on the writer thread beside the
@@ -98,7 +99,7 @@ class Stages:
 def instrument(stages: Stages, writer: WriterCpu) -> None:
     """Wraps the entry points of each stage (module docstring), once per process."""
     ground_truth._encode_and_write = writer.wrap(ground_truth._encode_and_write)
-    EmbeddedBackend.render = stages.wrap("rendering (camera frames)", EmbeddedBackend.render)
+    EmbeddedBackend._render = stages.wrap("rendering (camera frames)", EmbeddedBackend._render)
     EmbeddedBackend.step = stages.wrap("physics steps", EmbeddedBackend.step)
     for name in BAG_METHODS:
         setattr(BagWriter, name, stages.wrap("bags (serialise + write)", getattr(BagWriter, name)))
