@@ -7,10 +7,16 @@ placement, simulation, recording; one process per job).
 By default each job gets the cores divided by the workers (as `grade batch` does): on a 2-core machine one job
 already keeps ~1.5 cores busy, so the machine's throughput cannot double. `--threads-per-job 1` gives every job one
 core whatever the worker count, which measures how the executor scales when workers are added with their cores
-(a cluster node per worker, or a machine with more cores than jobs).
+(a cluster node per worker, or a machine with more cores than jobs). A job's other threads (physics and
+exploration on the main thread, the image writer, Embree's BVH builds) still run beside its render thread, so a
+job alone keeps more than one core busy; `--pin-cores` confines every job to its own cores, as a node per
+worker would.
+
+On a virtual machine the host may take CPU time back ("steal", read from /proc/stat on Linux): the cores
+left to the jobs are printed with each run, since no executor can scale past them.
 
     .venv/bin/python benchmarks/batch_scaling.py [--out runs/bench/batch] [--sequences 4] [--duration 2]
-                                                 [--threads-per-job N]
+                                                 [--threads-per-job N] [--pin-cores]
 """
 
 from __future__ import annotations
@@ -28,6 +34,16 @@ from core.config_io import load_batch
 from pipeline.batch import run_batch
 
 ROOT = Path(__file__).resolve().parents[1]
+PROC_STAT = Path("/proc/stat")
+STEAL_FIELD = 8  # of the "cpu" line: user nice system idle iowait irq softirq steal ...
+
+
+def steal_seconds() -> float | None:
+    """CPU seconds the hypervisor has taken from this machine since boot (all cores), if the OS says."""
+    if not PROC_STAT.exists():
+        return None
+    fields = PROC_STAT.read_text().splitlines()[0].split()
+    return int(fields[STEAL_FIELD]) / os.sysconf("SC_CLK_TCK") if len(fields) > STEAL_FIELD else None
 
 
 def main() -> None:
@@ -37,6 +53,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=2.0)
     parser.add_argument("--threads-per-job", type=int, default=None,
                         help="render threads of every job (default: the cores divided by the workers)")
+    parser.add_argument("--pin-cores", action="store_true",
+                        help="run each worker's jobs on cores of their own (executor.pin_cores)")
     args = parser.parse_args()
     os.environ.setdefault("GRADE_QUIET", "1")
     shutil.rmtree(args.out, ignore_errors=True)
@@ -49,16 +67,19 @@ def main() -> None:
     batch = load_batch(args.out / "batch.yaml")
     rates = {}
     for workers in (1, 2):
-        start = time.perf_counter()
-        run_batch(batch, args.out / "batch.yaml", args.out / f"workers{workers}", ExecutorConfig(workers=workers,
-                                                                                threads_per_job=args.threads_per_job))
+        start, stolen = time.perf_counter(), steal_seconds()
+        run_batch(batch, args.out / "batch.yaml", args.out / f"workers{workers}", ExecutorConfig(
+            workers=workers, threads_per_job=args.threads_per_job, pin_cores=args.pin_cores))
         seconds = time.perf_counter() - start
         rates[workers] = args.sequences / seconds * 3600
+        left = "" if stolen is None else (f"; the host took {(steal_seconds() - stolen) / seconds:.2f} of the "
+                                          f"{os.cpu_count()} cores on average (steal)")
         print(f"{workers} worker(s): {args.sequences} sequences of {args.duration:g} s in {seconds:.1f} s = "
-              f"{rates[workers]:.0f} sequences/hour")
+              f"{rates[workers]:.0f} sequences/hour{left}")
     threads = "cores / workers" if args.threads_per_job is None else args.threads_per_job
+    pinned = ", each worker's jobs pinned to their own cores" if args.pin_cores else ""
     print(f"scaling 1 -> 2 workers: {rates[2] / rates[1]:.2f}x on {os.cpu_count()} cores "
-          f"(render threads per job: {threads})")
+          f"(render threads per job: {threads}{pinned})")
 
 
 if __name__ == "__main__":

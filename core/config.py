@@ -886,10 +886,20 @@ class ExecutorConfig(Strict):
     threads_per_job: PositiveInt | None = Field(None, description="render threads of each job (GRADE_THREADS; "
                                                                   "default: local: the cores / workers, ray and "
                                                                   "slurm: cpus_per_job)")
+    pin_cores: bool = Field(False, description="local: run each worker's jobs on cores of their own (Linux CPU "
+                                               "affinity, threads_per_job cores each), so that no job's threads "
+                                               "compete with another's")
     gpus_per_job: NonNegFloat = Field(0.0, description="ray task num_gpus / slurm gpus_per_node, for GPU backends")
     slurm_partition: str | None = None
     slurm_time_min: PositiveInt = Field(120, description="slurm: time limit per job, minutes")
     slurm_mem_gb: PositiveFloat = Field(8.0, description="slurm: memory per job, GB")
+
+    @model_validator(mode="after")
+    def _pinned_locally(self) -> ExecutorConfig:
+        if self.pin_cores and self.kind != "local":
+            raise ValueError("pin_cores applies to the local pool only (Ray and SLURM place jobs on cores "
+                             "themselves)")
+        return self
 
 
 class BatchConfig(Strict):

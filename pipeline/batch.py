@@ -22,13 +22,14 @@ instance), or submitit jobs (SLURM, or its local executor); none is a scheduler 
 from __future__ import annotations
 
 import os
+import queue
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.config import BatchConfig, ExecutorConfig
@@ -56,6 +57,7 @@ class BatchJob:
     run: Path
     log: Path
     threads: int = 2
+    cores: tuple[int, ...] = ()  # the CPU cores it runs on (executor.pin_cores); () = any
 
 
 def run_job(job: BatchJob) -> int:
@@ -63,13 +65,15 @@ def run_job(job: BatchJob) -> int:
     status. A top-level function, so Ray and submitit can ship it to their workers."""
     job.log.parent.mkdir(parents=True, exist_ok=True)
     with open(job.log, "a", encoding="utf-8") as log:
-        log.write(f"--- grade generate {job.config} --out {job.run}\n")
+        where = f" (cores {','.join(map(str, job.cores))})" if job.cores else ""
+        log.write(f"--- grade generate {job.config} --out {job.run}{where}\n")
         log.flush()
         # --wait: a run folder still locked by a killed driver's orphaned job is waited for, not refused.
         threads = str(job.threads)  # the renderer's, numba's and BLAS's threads: the job's share of the cores
         env = {**os.environ, "GRADE_QUIET": "1", THREADS_ENV: threads, "NUMBA_NUM_THREADS": threads,
                "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
-        return subprocess.run([sys.executable, "-m", "pipeline.cli", "generate", str(job.config), "--out",
+        pinned = ["pipeline.pinned", ",".join(map(str, job.cores))] if job.cores else []
+        return subprocess.run([sys.executable, "-m", *pinned, "pipeline.cli", "generate", str(job.config), "--out",
                                str(job.run), "--wait"], stdout=log, stderr=subprocess.STDOUT, env=env,
                               check=False).returncode
 
@@ -96,12 +100,39 @@ def batch_jobs(batch: BatchConfig, batch_file: Path, out: Path, threads: int = 2
     return jobs
 
 
+class CoreSlots:
+    """Disjoint sets of `threads` CPU cores, one per local worker: a job takes a set while it runs."""
+
+    def __init__(self, workers: int, threads: int):
+        if not hasattr(os, "sched_setaffinity"):
+            raise ConfigError("pinning jobs to cores needs Linux (CPU affinity)", "executor", "pin_cores")
+        available = sorted(os.sched_getaffinity(0))
+        if workers * threads > len(available):
+            raise ConfigError(f"{workers} workers x {threads} threads per job need {workers * threads} cores, "
+                              f"this machine lets us use {len(available)}: lower workers or threads_per_job, or "
+                              "leave pin_cores off", "executor", "pin_cores")
+        self._free: queue.Queue[tuple[int, ...]] = queue.Queue()
+        for worker in range(workers):
+            self._free.put(tuple(available[worker * threads:(worker + 1) * threads]))
+
+    def run(self, job: BatchJob) -> int:
+        """`run_job` on a free set of cores (there is one per worker, so one is always free)."""
+        cores = self._free.get_nowait()
+        try:
+            return run_job(replace(job, cores=cores))
+        finally:
+            self._free.put(cores)
+
+
 @contextmanager
-def job_runner(executor: ExecutorConfig, out: Path) -> Iterator[Callable[[BatchJob], Future]]:
-    """A `submit(job) -> Future[int]` on the configured executor, shut down on leaving."""
+def job_runner(executor: ExecutorConfig, out: Path, slots: CoreSlots | None = None
+               ) -> Iterator[Callable[[BatchJob], Future]]:
+    """A `submit(job) -> Future[int]` on the configured executor, shut down on leaving; local jobs run on
+    `slots` when given (executor.pin_cores)."""
     if executor.kind == "local":
+        run = slots.run if slots is not None else run_job
         with ThreadPoolExecutor(executor.workers) as pool:  # each job is a process; a thread waits on it
-            yield lambda job: pool.submit(run_job, job)
+            yield lambda job: pool.submit(run, job)
         return
     if executor.kind == "ray":
         try:
@@ -151,13 +182,15 @@ def run_batch(batch: BatchConfig, batch_file: Path, out: Path | None = None,
     GradeError listing the failed jobs and their logs when any job still failed after its retries."""
     out = Path(out or batch.output_dir)
     executor = executor or batch.executor
+    threads = job_threads(executor)
+    slots = CoreSlots(executor.workers, threads) if executor.pin_cores else None  # refused before any write
     with output_lock(out, what="batch folder"):
-        jobs = batch_jobs(batch, batch_file, out, job_threads(executor))
+        jobs = batch_jobs(batch, batch_file, out, threads)
         state = BatchState(executor=executor.kind, jobs={j.name: JobState(run=str(j.run), config=str(j.config),
                                                                           log=str(j.log)) for j in jobs})
         write_batch_state(out, state)
         with progress_task(f"batch ({executor.kind}, {executor.workers} at a time)", len(jobs)) as advance, \
-                job_runner(executor, out) as submit:
+                job_runner(executor, out, slots) as submit:
             # Every job is submitted: generate returns at once for a recording complete for the same inputs,
             # and redoes a stale or interrupted one.
             waiting = {submit(job): job for job in jobs}

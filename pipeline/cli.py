@@ -91,6 +91,8 @@ def batch_command(
         "executor.kind).")] = None,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Jobs at a time.")] = None,
     address: Annotated[str | None, typer.Option("--address", help="ray: 'auto' or host:port.")] = None,
+    pin_cores: Annotated[bool | None, typer.Option("--pin-cores/--no-pin-cores", help="local: run each worker's "
+                                                   "jobs on cores of their own (Linux).")] = None,
     follow: Annotated[bool, typer.Option("--follow", help="status: show a live progress bar until the batch's "
                                                           "driver stops.")] = False,
 ) -> None:
@@ -101,6 +103,7 @@ def batch_command(
     \b
     Examples:
       grade batch configs/grade-dataset.yaml --out datasets/grade --workers 2
+      grade batch configs/grade-dataset.yaml --workers 8 --pin-cores
       grade batch configs/grade-dataset.yaml --executor slurm
       grade batch status datasets/grade --follow
     """
@@ -113,9 +116,9 @@ def batch_command(
         return
     path = Path(target)
     batch = load_batch(path)
-    changes = {"kind": executor, "workers": workers, "ray_address": address}
+    changes = {"kind": executor, "workers": workers, "ray_address": address, "pin_cores": pin_cores}
     data = batch.executor.model_dump() | {k: v for k, v in changes.items() if v is not None}
-    settings = validate_model(ExecutorConfig, data, "--executor/--workers/--address")
+    settings = validate_model(ExecutorConfig, data, "--executor/--workers/--address/--pin-cores")
     state = run_batch(batch, path, out, settings)
     console.print(f"batch complete: {len(state.jobs)} jobs in {Path(out or batch.output_dir)}", soft_wrap=True)
 

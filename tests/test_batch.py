@@ -113,13 +113,15 @@ def test_a_killed_driver_resumes_without_redoing_finished_jobs(local, tmp_path):
     assert ground_truth(tmp_path / "out") == ground_truth(local)
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pins two jobs to a core each: needs 2 cores")
 def test_a_failing_sequence_is_retried_then_reported(tmp_path):
     tiny_experiment(tmp_path)
     (tmp_path / "broken.json").write_text("{not a 3D-Front house")
     batch = tmp_path / "batch.yaml"
     batch.write_text(yaml.safe_dump({
         "base": "tiny.yaml", "seeds": [1], "output_dir": str(tmp_path / "out"),
-        "executor": {"workers": 2, "retries": 1},
+        # Pinned: the two jobs start together, each on a core of its own.
+        "executor": {"workers": 2, "retries": 1, "threads_per_job": 1, "pin_cores": True},
         "variants": [{"name": "good"},  # a house file that is not a house: the job fails when it converts it
                      {"name": "broken", "set": {"environment.source": "front3d",
                                                 "environment.path": str(tmp_path / "broken.json")}}]}))
@@ -130,5 +132,36 @@ def test_a_failing_sequence_is_retried_then_reported(tmp_path):
     assert state.jobs["good-seed1"].status == "done" and state.jobs["broken-seed1"].status == "failed"
     log = (tmp_path / "out" / "logs" / "broken-seed1.log").read_text()
     assert log.count("--- grade generate") == 2  # tried, then retried once
+    first_cores = {(tmp_path / "out" / "logs" / f"{name}.log").read_text().splitlines()[0].rsplit("(cores ", 1)[1]
+                   for name in ("good-seed1", "broken-seed1")}
+    assert first_cores == {f"{core})" for core in sorted(os.sched_getaffinity(0))[:2]}
     assert Recording.open(tmp_path / "out" / "good-seed1").complete
     assert json.loads((tmp_path / "out" / "batch.json").read_text())["jobs"]["broken-seed1"]["attempts"] == 2
+
+
+def test_a_pinned_job_and_its_threads_run_on_its_cores(tmp_path):
+    """pipeline.pinned sets the affinity before the module runs, so threads the job starts inherit it."""
+    (tmp_path / "probe.py").write_text(
+        "import os, sys, threading\n"
+        "seen = []\n"
+        "thread = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))\n"
+        "thread.start(); thread.join()\n"
+        "print(sorted(os.sched_getaffinity(0)), seen[0], sys.argv[1:])\n")
+    core = max(os.sched_getaffinity(0))
+    result = subprocess.run([sys.executable, "-m", "pipeline.pinned", str(core), "probe", "--flag", "x"],
+                            capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
+    assert result.stdout.strip() == f"[{core}] [{core}] ['--flag', 'x']"
+
+
+def test_pinning_refuses_more_cores_than_the_machine_has(tmp_path):
+    tiny_experiment(tmp_path)
+    batch = tmp_path / "batch.yaml"
+    too_many = len(os.sched_getaffinity(0)) + 1
+    batch.write_text(yaml.safe_dump({"base": "tiny.yaml", "output_dir": str(tmp_path / "out"),
+                                     "executor": {"workers": too_many, "pin_cores": True, "threads_per_job": 1}}))
+    result = run_grade("batch", str(batch))
+    assert result.returncode == 2 and "pin_cores" in result.stderr and f"need {too_many} cores" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()  # refused before any write
+    ray = run_grade("batch", str(batch), "--executor", "ray")
+    assert ray.returncode == 2 and "pin_cores applies to the local pool only" in ray.stderr

@@ -110,12 +110,15 @@ def test_numpy_forward_matches_smplx_reference(model):
     """smplx's own vertices and joints for this synthetic model (tests/data/make_smpl_reference.py, run once
     with torch) against the numpy forward pass: two bodies, three random poses and translations each."""
     reference = np.load(SMPL_REFERENCE)
-    assert str(reference["model_digest"]) == model_digest(build_model()), (
-        "build_model changed since the reference was made: rerun tests/data/make_smpl_reference.py")
+    # The digest is of the model's exact bits, which may differ in the last place between machines (numpy picks
+    # SIMD code for exp and friends by CPU), so a different digest only explains a mismatch: it does not fail.
+    hint = ("" if str(reference["model_digest"]) == model_digest(build_model()) else
+            "build_model's arrays differ from those the reference was made from (in the last bits on another "
+            "CPU, or build_model changed: then rerun tests/data/make_smpl_reference.py)")
     for body in range(len(reference["betas"])):
         vertices, joints = forward(model, reference["betas"][body], reference["poses"][body], reference["trans"][body])
-        np.testing.assert_allclose(vertices, reference["vertices"][body], rtol=0, atol=SMPLX_TOLERANCE)
-        np.testing.assert_allclose(joints, reference["joints"][body], rtol=0, atol=SMPLX_TOLERANCE)
+        np.testing.assert_allclose(vertices, reference["vertices"][body], rtol=0, atol=SMPLX_TOLERANCE, err_msg=hint)
+        np.testing.assert_allclose(joints, reference["joints"][body], rtol=0, atol=SMPLX_TOLERANCE, err_msg=hint)
     assert np.ptp(reference["vertices"], axis=(1, 2)).min() > 0.1  # the poses do move the body
 
 
