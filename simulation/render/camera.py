@@ -97,19 +97,34 @@ class CameraParams:
 class Rays:
     """World-space rays, one per sample, starting on the near plane.
 
-    `origins` and `directions` are (N, 3) views of (3, N) rows for Embree; `components` holds the same
-    unit directions as rows for vectorised shading. `offset` is the distance from the camera centre `eye`
-    to the origin along the direction and `dz` the direction's optical-axis component, so
+    `components` holds the unit directions as rows (3, N). `offset` is the distance from the camera centre
+    `eye` to the origin along the direction and `dz` the direction's optical-axis component, so
     range = offset + t and depth = range * dz.
     """
 
     eye: np.ndarray  # (3,) float32
-    origins: np.ndarray  # (N, 3) float32 (strided)
-    directions: np.ndarray  # (N, 3) float32, unit (strided)
     components: np.ndarray  # (3, N) float32
     offset: np.ndarray  # (N,) float32
     dz: np.ndarray  # (N,) float32
     tfar: np.ndarray  # (N,) float32, distance from the origin to the far plane
+
+
+@dataclass(frozen=True)
+class RayTable:
+    """A camera's rays before they are placed in the world: unit directions in the optical frame (3, N) and the
+    per-ray distances of `Rays`, with the pose's rotation and eye as float32 (what the tracing loop turns them
+    into world rays with: packets.camera_hits)."""
+
+    local: np.ndarray  # (3, N) float32
+    offset: np.ndarray
+    dz: np.ndarray
+    tfar: np.ndarray
+    rotation: np.ndarray  # (3, 3) float32, world <- optical
+    eye: np.ndarray  # (3,) float32
+
+    def rays(self, components: np.ndarray) -> Rays:
+        """The world rays, given their directions rotated into the world frame."""
+        return Rays(self.eye, components, self.offset, self.dz, self.tfar)
 
 
 @lru_cache(maxsize=_RAY_CACHE_SIZE)
@@ -163,19 +178,15 @@ def linear_map(points: np.ndarray, matrix: np.ndarray, offset: np.ndarray | None
     return out
 
 
-def camera_rays(camera: Camera, pose: np.ndarray, samples: int = 1, pixels: tuple[int, int] | None = None) -> Rays:
-    """Rays of every pixel (samples x samples per pixel on a regular sub-pixel grid), or of the flat
-    (row-major) pixel range [first, last) given as `pixels`."""
+def ray_table(camera: Camera, pose: np.ndarray, samples: int = 1, pixels: tuple[int, int] | None = None) -> RayTable:
+    """The rays of every pixel (samples x samples per pixel on a regular sub-pixel grid), or of the flat
+    (row-major) pixel range [first, last) given as `pixels`, from a camera at `pose`."""
     pose = check_pose(pose)
     local, dz, offset, tfar = _camera_frame_rays(camera, samples)
     if pixels is not None:
         rays = slice(pixels[0] * samples * samples, pixels[1] * samples * samples)
         local, dz, offset, tfar = local[:, rays], dz[rays], offset[rays], tfar[rays]
-    components = linear_map(local, pose[:3, :3])
-    eye = pose[:3, 3].astype(np.float32)
-    origins = components * offset
-    origins += eye[:, None]
-    return Rays(eye, origins.T, components.T, components, offset, dz, tfar)
+    return RayTable(local, offset, dz, tfar, pose[:3, :3].astype(np.float32), pose[:3, 3].astype(np.float32))
 
 
 def world_to_camera(pose: np.ndarray, points: np.ndarray) -> np.ndarray:

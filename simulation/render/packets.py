@@ -43,13 +43,45 @@ def _aligned(dtype: type, count: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _load_ray(lanes, bits, k, origins, directions, tfar, i):
-    lanes[_ORG_X * LANES + k], lanes[_ORG_Y * LANES + k] = origins[i, 0], origins[i, 1]
-    lanes[_ORG_Z * LANES + k], lanes[_TNEAR * LANES + k] = origins[i, 2], _F0
-    lanes[_DIR_X * LANES + k], lanes[_DIR_Y * LANES + k] = directions[i, 0], directions[i, 1]
-    lanes[_DIR_Z * LANES + k], lanes[_TIME * LANES + k] = directions[i, 2], _F0
-    lanes[_TFAR * LANES + k] = tfar[i]
+def load_lane(lanes, bits, k, ox, oy, oz, dx, dy, dz, reach):
+    """Lane `k` of a packet: the ray from (ox, oy, oz) along (dx, dy, dz) over (0, reach]."""
+    lanes[_ORG_X * LANES + k], lanes[_ORG_Y * LANES + k] = ox, oy
+    lanes[_ORG_Z * LANES + k], lanes[_TNEAR * LANES + k] = oz, _F0
+    lanes[_DIR_X * LANES + k], lanes[_DIR_Y * LANES + k] = dx, dy
+    lanes[_DIR_Z * LANES + k], lanes[_TIME * LANES + k] = dz, _F0
+    lanes[_TFAR * LANES + k] = reach
     bits[_MASK * LANES + k], bits[_ID * LANES + k], bits[_FLAGS * LANES + k] = _INVALID, 0, 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _load_ray(lanes, bits, k, origins, directions, tfar, i):
+    load_lane(lanes, bits, k, origins[i, 0], origins[i, 1], origins[i, 2], directions[i, 0], directions[i, 1],
+              directions[i, 2], tfar[i])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _clear_hit(lanes, bits, k):
+    for field in (_NG_X, _NG_Y, _NG_Z, _U, _V):
+        lanes[field * LANES + k] = _F0
+    bits[_PRIM * LANES + k], bits[_GEOM * LANES + k], bits[_INST * LANES + k] = _INVALID, _INVALID, _INVALID
+
+
+@njit(cache=True, nogil=True, inline="always")
+def set_inactive(valid, first):
+    """Lanes `first`.. of a packet take no part in the next query."""
+    for k in range(first, LANES):
+        valid[k] = _INACTIVE
+
+
+@njit(cache=True, nogil=True, inline="always")
+def set_active(valid, k):
+    valid[k] = _VALID
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lane_blocked(lanes, k):
+    """After rtcOccluded8: whether lane `k`'s ray is blocked (Embree sets its tfar to -inf)."""
+    return lanes[_TFAR * LANES + k] < _F0
 
 
 @njit(cache=True, nogil=True)
@@ -70,9 +102,7 @@ def intersect(function, scene, origins, directions, tfar, lanes, valid, argument
                 continue
             valid[k] = _VALID
             _load_ray(lanes, bits, k, origins, directions, tfar, first + k)
-            for field in (_NG_X, _NG_Y, _NG_Z, _U, _V):
-                lanes[field * LANES + k] = _F0
-            bits[_PRIM * LANES + k], bits[_GEOM * LANES + k], bits[_INST * LANES + k] = _INVALID, _INVALID, _INVALID
+            _clear_hit(lanes, bits, k)
         function(valid.ctypes.data, scene, lanes.ctypes.data, arguments)
         for k in range(count):
             i = first + k
@@ -106,10 +136,52 @@ def occluded(function, scene, origins, directions, tfar, lanes, valid, arguments
             i += 1
         if count == 0:
             break
-        for k in range(count, LANES):
-            valid[k] = _INACTIVE
+        set_inactive(valid, count)
         function(valid.ctypes.data, scene, lanes.ctypes.data, arguments)
         for k in range(count):
-            # Embree sets tfar to -inf on the rays it finds blocked.
-            blocked[rays[k]] = lanes[_TFAR * LANES + k] < _F0
+            blocked[rays[k]] = lane_blocked(lanes, k)
     return blocked
+
+
+@njit(cache=True, nogil=True)
+def camera_hits(function, scene, local, offset, tfar, rotation, eye, lanes, valid, arguments, geometry_faces,
+                face_mesh):
+    """A camera's rays made, traced and compacted to their hits in one loop.
+
+    Ray i has the unit direction `rotation` (3, 3) float32 times local[:, i] (optical frame, (3, N)) and starts
+    `offset[i]` along it from `eye` (on the near plane), reaching `tfar[i]` further; the world directions are
+    computed row by row as camera.linear_map does, so they equal numpy's bit for bit. `function` is
+    rtcIntersect8 (see `intersect`). Returns the directions (3, N) and, for the rays that hit, in ray order:
+    ray index, face (geometry_faces[geomID] + primID), mesh (face_mesh[face]), u, v, t and Embree's
+    unnormalised geometric normal (hits, 3)."""
+    n = len(tfar)
+    components = np.empty((3, n), np.float32)
+    hit_rays, face, mesh = np.empty(n, np.int64), np.empty(n, np.intp), np.empty(n, np.intp)
+    u, v, t, normal = np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.float32), np.empty((n, 3), np.float32)
+    bits = lanes.view(np.uint32)
+    hits = 0
+    for first in range(0, n, LANES):
+        count = min(LANES, n - first)
+        set_inactive(valid, count)
+        for k in range(count):
+            i = first + k
+            x, y, z = local[0, i], local[1, i], local[2, i]
+            d0 = (x * rotation[0, 0] + y * rotation[0, 1]) + z * rotation[0, 2]
+            d1 = (x * rotation[1, 0] + y * rotation[1, 1]) + z * rotation[1, 2]
+            d2 = (x * rotation[2, 0] + y * rotation[2, 1]) + z * rotation[2, 2]
+            components[0, i], components[1, i], components[2, i] = d0, d1, d2
+            near = offset[i]
+            load_lane(lanes, bits, k, d0 * near + eye[0], d1 * near + eye[1], d2 * near + eye[2], d0, d1, d2, tfar[i])
+            _clear_hit(lanes, bits, k)
+            valid[k] = _VALID
+        function(valid.ctypes.data, scene, lanes.ctypes.data, arguments)
+        for k in range(count):
+            if bits[_PRIM * LANES + k] == _INVALID:
+                continue
+            f = geometry_faces[np.int32(bits[_GEOM * LANES + k])] + np.int32(bits[_PRIM * LANES + k])
+            hit_rays[hits], face[hits], mesh[hits] = first + k, f, face_mesh[f]
+            t[hits], u[hits], v[hits] = lanes[_TFAR * LANES + k], lanes[_U * LANES + k], lanes[_V * LANES + k]
+            normal[hits, 0], normal[hits, 1] = lanes[_NG_X * LANES + k], lanes[_NG_Y * LANES + k]
+            normal[hits, 2] = lanes[_NG_Z * LANES + k]
+            hits += 1
+    return (components, hit_rays[:hits], face[:hits], mesh[:hits], u[:hits], v[:hits], t[:hits], normal[:hits])

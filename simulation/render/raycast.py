@@ -1,8 +1,9 @@
 """Trace ray batches through Embree: nearest hits and occlusion tests.
 
 Batches trace as Embree ray packets in compiled loops that release the GIL (packets.py), so a batch traces
-while other threads keep working: the renderer's tile workers each trace their own tiles (`trace_hits`,
-`trace_occlusion`), and `intersect` splits one batch into a contiguous chunk per thread of a small pool.
+while other threads keep working: the renderer's tile workers each trace their own tiles' camera rays
+(`trace_camera`) and shadow rays (the shading loop, through an `occlusion_query`); `intersect` splits one batch
+into a contiguous chunk per thread of a small pool and `trace_occlusion` tests a batch for blockers.
 Results do not depend on the split: every ray is traced independently. Scenes are embreex scenes (their
 Embree handle is traced); ray arrays may be any (N, 3) float32 views, e.g. transposed (3, N) rows. The
 thread count is 2, or GRADE_THREADS where set (`grade batch` gives each job its share of the cores).
@@ -20,6 +21,7 @@ import numpy as np
 from embreex.rtcore_scene import EmbreeScene
 
 from simulation.render import packets
+from simulation.render.camera import RayTable
 from simulation.render.embree import packet_functions, scene_handle
 
 THREADS_ENV = "GRADE_THREADS"  # set by `grade batch` for its jobs: the cores each job may use
@@ -93,9 +95,45 @@ def _hits(parts: list[dict]) -> Hits:
     return Hits(t, join("geomID"), prim, join("u"), join("v"), join("Ng"))
 
 
-def trace_hits(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray) -> Hits:
-    """Nearest hit of each ray within (0, tfar], traced in the calling thread."""
-    return _hits([_run(scene, origins, directions, tfar, "INTERSECT")] if len(tfar) else [])
+@dataclass(frozen=True)
+class CameraHits:
+    """A camera's rays traced (packets.camera_hits): their world directions and, for the rays that hit, in ray
+    order, the ray, face and mesh (RenderScene.table numbering), barycentrics, distance and unnormalised normal."""
+
+    components: np.ndarray  # (3, R) float32
+    rays: np.ndarray  # (N,) int64
+    face: np.ndarray  # (N,) intp
+    mesh: np.ndarray  # (N,) intp
+    u: np.ndarray
+    v: np.ndarray
+    t: np.ndarray
+    normal: np.ndarray  # (N, 3) float32
+
+
+def trace_camera(scene: EmbreeScene, table: RayTable, geometry_faces: np.ndarray, face_mesh: np.ndarray) -> CameraHits:
+    """The nearest hits of a camera's rays, made from their table and traced in the calling thread; Embree's
+    geometry and primitive are turned into faces of a table whose geometry g starts at face geometry_faces[g]."""
+    functions, handle, (lanes, valid) = packet_functions(), scene_handle(scene), packets.packet()
+    return CameraHits(*packets.camera_hits(functions.intersect, handle, table.local, table.offset, table.tfar,
+                                           table.rotation, table.eye, lanes, valid, functions.coherent,
+                                           geometry_faces, face_mesh))
+
+
+@dataclass(frozen=True)
+class OcclusionQuery:
+    """What compiled loops need to trace occlusion packets against one scene from one thread: rtcOccluded8, the
+    scene handle, a packet of their own and the coherent query arguments (packets.occluded's arguments)."""
+
+    function: object
+    handle: int
+    lanes: np.ndarray
+    valid: np.ndarray
+    arguments: int
+
+
+def occlusion_query(scene: EmbreeScene) -> OcclusionQuery:
+    functions, (lanes, valid) = packet_functions(), packets.packet()
+    return OcclusionQuery(functions.occluded, scene_handle(scene), lanes, valid, functions.coherent)
 
 
 def trace_occlusion(scene: EmbreeScene, origins: np.ndarray, directions: np.ndarray, tfar: np.ndarray) -> np.ndarray:

@@ -34,10 +34,10 @@ from simulation.render.annotations import (
 from simulation.render.camera import Camera, CameraParams, check_pose
 from simulation.render.exposure import LOG_FLOOR, Exposure
 from simulation.render.raycast import RAY_THREADS
-from simulation.render.rgb import Lighting
+from simulation.render.rgb import LightArrays, linear_colour
 from simulation.render.scene import MeshState, RenderScene
 from simulation.render.shading import ENCODE_LUT
-from simulation.render.tiles import GroundTruth, Tile, hit_surface, tile_ranges
+from simulation.render.tiles import GroundTruth, Tile, tile_ranges
 
 
 @dataclass(frozen=True)
@@ -87,25 +87,24 @@ class _TileResult:
     log_sum: float  # the metering sum of `linear` (kernels.log_luminance_sum)
 
 
-def _tile_job(scene: RenderScene, camera: Camera, pose: np.ndarray, pixels: tuple[int, int],
+def _tile_job(scene: RenderScene, lights: LightArrays, camera: Camera, pose: np.ndarray, pixels: tuple[int, int],
               geometry: Future, truth: GroundTruth, next_pose: np.ndarray | None, rgb: np.ndarray | None,
               options: RenderOptions) -> _TileResult:
     """Ground truth of a tile's pixels; their colour encoded into `rgb` (fixed exposure) or kept linear and
     metered (auto exposure), unless `rgb` is None; the stats of their instance ids if `options.boxes`.
     `geometry` is the frame's FrameGeometry, still being made when the job starts."""
-    tile = Tile(camera, pose, pixels, 1)
-    hits = tile.trace(scene)
-    surface, normals = hit_surface(scene, geometry.result(), hits)
-    truth.fill(scene, camera, tile, surface, normals, geometry.result(), next_pose)
+    tile = Tile(scene, camera, pose, pixels, 1)
+    normals = tile.normals(scene, geometry.result())
+    truth.fill(scene, camera, tile, normals, geometry.result(), next_pose)
     stats = PixelStats.of_rows(truth.instance[tile.pixels].reshape(-1, camera.width),
                                pixels[0] // camera.width) if options.boxes else None
     if rgb is None:
         return _TileResult(stats, None, 0.0)
     samples, exposure = options.supersample, options.exposure
     if samples > 1:
-        tile = Tile(camera, pose, pixels, samples)
-        surface, normals = hit_surface(scene, geometry.result(), tile.trace(scene))
-    linear = Lighting(scene, tile.rays, surface, normals, options.shadows).linear(samples)
+        tile = Tile(scene, camera, pose, pixels, samples)
+        normals = tile.normals(scene, geometry.result())
+    linear = linear_colour(scene, lights, tile.rays, tile.surface, normals, options.shadows, samples)
     if exposure.metered:
         return _TileResult(stats, linear, kernels.log_luminance_sum(linear, LOG_FLOOR))
     rgb[tile.pixels] = kernels.tone_encode(linear, exposure.fixed_scale(), exposure.filmic, ENCODE_LUT)
@@ -130,7 +129,8 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     geometry = Future()
     pool = _tile_pool(options.threads)
     ranges = tile_ranges(camera)
-    jobs = [pool.submit(_tile_job, scene, camera, pose, pixels, geometry, truth, next_pose, rgb, options)
+    lights = LightArrays.of(scene.lights)
+    jobs = [pool.submit(_tile_job, scene, lights, camera, pose, pixels, geometry, truth, next_pose, rgb, options)
             for pixels in ranges]
     try:  # while the tiles trace
         geometry.set_result(scene.frame_geometry(dynamic, next_pose is not None))

@@ -1,7 +1,7 @@
 """The surface seen by a batch of camera rays: hit faces, barycentrics, distances, normals.
 
-Hits are renumbered from Embree's (geometry, primitive) to faces of RenderScene.table and compacted to
-the rays that hit something. Per-point vectors are rows (C, N), see columns.py.
+Hits come renumbered from Embree's (geometry, primitive) to faces of RenderScene.table and compacted to
+the rays that hit something (raycast.trace_camera). Per-point vectors are rows (C, N), see columns.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from simulation.render import kernels
 from simulation.render.columns import put_columns
-from simulation.render.raycast import Hits
+from simulation.render.raycast import CameraHits
 from simulation.render.scene import FrameGeometry, RenderScene
 
 _NO_VERTEX_NORMALS = np.zeros((3, 0), np.float32)  # no smooth mesh in the scene
@@ -42,15 +42,10 @@ class Surface:
         return target
 
 
-def surface_from_hits(scene: RenderScene, hits: Hits) -> Surface:
-    n = len(hits.t)
-    hit = np.flatnonzero(hits.prim >= 0)
-    geometry, prim, u, v, t, normal = hits.geometry, hits.prim, hits.u, hits.v, hits.t, hits.normal
-    if len(hit) < n:
-        geometry, prim, u, v, t = (np.take(a, hit) for a in (geometry, prim, u, v, t))
-        normal = np.take(normal, hit, axis=0)
-    face = np.take(scene.geometry_faces, geometry) + prim
-    return Surface(hit, face, u, v, t, np.take(scene.table.face_mesh, face), normal, len(hit) == n)
+def surface_of(hits: CameraHits) -> Surface:
+    """The surface of traced camera rays."""
+    return Surface(hits.rays, hits.face, hits.u, hits.v, hits.t, hits.mesh, hits.normal,
+                   len(hits.rays) == hits.components.shape[1])
 
 
 def barycentric(values: np.ndarray, corners: np.ndarray, prim: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:

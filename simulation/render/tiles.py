@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulation.render import kernels
-from simulation.render.camera import Camera, camera_rays
+from simulation.render.camera import Camera, ray_table
 from simulation.render.flow import UNDEFINED_FLOW, pixel_flow
-from simulation.render.raycast import Hits, trace_hits
+from simulation.render.raycast import trace_camera
 from simulation.render.scene import FrameGeometry, RenderScene
-from simulation.render.surface import Surface, barycentric, surface_from_hits, surface_normals
+from simulation.render.surface import barycentric, surface_normals, surface_of
 
 NO_HIT_DEPTH = 0.0  # depth and distance where no surface is hit (as in the depth PNGs: 0 = no return)
 # Pixels per tile: enough rays per batch to amortise the Python work on it, few enough that a tile's
@@ -32,20 +32,18 @@ def tile_ranges(camera: Camera) -> list[tuple[int, int]]:
 
 
 class Tile:
-    """The rays of a pixel range, traced in the calling thread."""
+    """The rays of a pixel range, traced in the calling thread: `rays` and the `surface` they hit."""
 
-    def __init__(self, camera: Camera, pose: np.ndarray, pixels: tuple[int, int], samples: int):
+    def __init__(self, scene: RenderScene, camera: Camera, pose: np.ndarray, pixels: tuple[int, int], samples: int):
         self.pixels = slice(*pixels)
-        self.rays = camera_rays(camera, pose, samples, pixels)
+        table = ray_table(camera, pose, samples, pixels)
+        hits = trace_camera(scene.embree, table, scene.geometry_faces, scene.table.face_mesh)
+        self.rays = table.rays(hits.components)
+        self.surface = surface_of(hits)
 
-    def trace(self, scene: RenderScene) -> Hits:
-        return trace_hits(scene.embree, self.rays.origins, self.rays.directions, self.rays.tfar)
-
-
-def hit_surface(scene: RenderScene, geometry: FrameGeometry, hits: Hits) -> tuple[Surface, np.ndarray]:
-    """What a tile's rays hit (`hits` from `Tile.trace`), and the unit normals there."""
-    surface = surface_from_hits(scene, hits)
-    return surface, surface_normals(scene, geometry, surface)
+    def normals(self, scene: RenderScene, geometry: FrameGeometry) -> np.ndarray:
+        """Unit normals (3, hits) of the surface hit."""
+        return surface_normals(scene, geometry, self.surface)
 
 
 @dataclass
@@ -65,9 +63,9 @@ class GroundTruth:
                    np.empty(size, np.float32), np.empty((size, 3), np.float32),
                    np.empty((size, 2), np.float32) if with_flow else None)
 
-    def fill(self, scene: RenderScene, camera: Camera, tile: Tile, surface: Surface, normals: np.ndarray,
-             geometry: FrameGeometry, next_pose: np.ndarray | None) -> None:
-        rows, table, rays = tile.pixels, scene.table, tile.rays
+    def fill(self, scene: RenderScene, camera: Camera, tile: Tile, normals: np.ndarray, geometry: FrameGeometry,
+             next_pose: np.ndarray | None) -> None:
+        rows, table, rays, surface = tile.pixels, scene.table, tile.rays, tile.surface
         kernels.fill_truth(self.instance[rows], self.semantic[rows], self.distance[rows], self.depth[rows],
                            self.normals[rows], surface.rays, surface.complete, surface.mesh, surface.t, rays.offset,
                            rays.dz, normals, table.instance_ids, table.semantic_ids, _NO_HIT)

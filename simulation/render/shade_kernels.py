@@ -1,0 +1,244 @@
+"""The colour of a tile's hit points in one compiled loop (numba): albedo with texture lookups, ambient plus
+Lambert/Blinn-Phong per light (point or directional) with its shadow rays traced as Embree packets from the
+loop itself, and the background of the rays that hit nothing.
+
+The points are shaded GROUP at a time: their terms towards one light, then that light's shadow rays (the points
+that face it, packed 8 to a packet), then its weights, light after light in the scene's order, so each point
+adds its lights up in the same order and float32 arithmetic as one pass per light over the whole tile would.
+Keeping a group's terms in small arrays instead of tile-sized ones, and making one call per tile instead of a
+dozen numpy passes, takes a frame's shading about a third less time; the colours are the same bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from simulation.render import packets
+
+GROUP = 64  # points shaded together; their shadow rays towards a light fill packets
+POINT_LIGHT, DIRECTIONAL_LIGHT = 0, 1  # `kinds` of shade()'s lights
+_F0 = np.float32(0.0)
+_F1 = np.float32(1.0)
+_F2 = np.float32(2.0)
+_HALF = np.float32(0.5)
+_TINY = np.float32(1e-12)
+_DIELECTRIC_F0 = np.float32(0.04)  # specular reflectance of non-metals at normal incidence
+_TWO_PI = 2.0 * np.pi
+
+
+@njit(cache=True, nogil=True)
+def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, u, v, base_color, texture_of_mesh,
+          nearest_of_mesh, corner_uvs, texels, first, width, height, exponent, lobe_scale, metallic, ambient, kinds,
+          vectors, radii_squared, intensities, colors, shadows, occluded, scene, lanes, valid, arguments, shadow_bias,
+          bias_per_metre, sun_reach):
+    """Writes the linear colour albedo (ambient + diffuse) + specular of each hit into out[:, rays[i]] (3, R).
+
+    Hits i (all R rays in order if `complete`) lie at distance `t` along the camera rays (`components` (3, R),
+    `offset` (R,), `eye`) on faces `prim` of meshes `mesh` at barycentrics (u, v) with unit normals (3, N); the
+    side of the face the camera sees is shaded (normals of back faces flipped).
+
+    Lights l: `kinds[l]` POINT_LIGHT at vectors[l] with squared radius radii_squared[l] (irradiance
+    n.l / (d^2 + r^2)), or DIRECTIONAL_LIGHT towards the unit vectors[l] (irradiance n.l); intensities[l] and
+    colors[l] (3,) scale it. With `shadows`, a point gets a light only if its shadow ray is unblocked: from the
+    point lifted off its viewed side by shadow_bias + bias_per_metre * distance, towards the light (stopping
+    twice the bias short of a point light, reaching `sun_reach` towards a directional one), traced with
+    `occluded` (rtcOccluded8, as packets.occluded: the same packet, arguments and handle). Points facing away
+    get nothing and trace nothing; a point within the bias of a point light counts as in shadow.
+
+    Lambert diffuse plus a normalised Blinn-Phong lobe (`exponent`, `lobe_scale` per mesh, shading.specular_lobe);
+    metals tint the specular with the albedo and lose their diffuse part: f0 = F0 (1 - m) + albedo m, reflected =
+    albedo (1 - m) + f0 lobe (`metallic` per mesh; 0 elements: all 0). The half vector h = (l + v) / |l + v| only
+    enters through n.h = (n.l + n.v) / sqrt(2 + 2 l.v).
+    """
+    n = len(t)
+    points, origins, to_light = np.empty((GROUP, 3), np.float32), np.empty((GROUP, 3), np.float32), np.empty((GROUP, 3), np.float32)
+    side, cos_nv, from_eye = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
+    cos_nl, cos_lv = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
+    irradiance, reach = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
+    lit = np.empty(GROUP, np.bool_)
+    diffuse, specular, albedo = (np.empty((3, GROUP), np.float32), np.empty((3, GROUP), np.float32),
+                                 np.empty((3, GROUP), np.float32))
+    lane_point = np.empty(packets.LANES, np.int64)
+    bits = lanes.view(np.uint32)
+    last_texel = texels.shape[1] - 1
+    dielectric_only = len(metallic) == 0
+    for start in range(0, n, GROUP):
+        count = min(GROUP, n - start)
+        for k in range(count):
+            i = start + k
+            r = i if complete else rays[i]
+            distance = offset[r] + t[i]
+            from_eye[k] = distance
+            d0, d1, d2 = components[0, r], components[1, r], components[2, r]
+            n0, n1, n2 = normals[0, i], normals[1, i], normals[2, i]
+            p0, p1, p2 = d0 * distance + eye[0], d1 * distance + eye[1], d2 * distance + eye[2]
+            points[k, 0], points[k, 1], points[k, 2] = p0, p1, p2
+            normal_dot_ray = (n0 * d0 + n1 * d1) + n2 * d2
+            s = -_F1 if normal_dot_ray > _F0 else _F1
+            side[k] = s
+            cos_nv[k] = abs(normal_dot_ray)
+            lift = s * (shadow_bias + bias_per_metre * distance)
+            origins[k, 0], origins[k, 1], origins[k, 2] = p0 + n0 * lift, p1 + n1 * lift, p2 + n2 * lift
+            for c in range(3):
+                diffuse[c, k], specular[c, k] = _F0, _F0
+        for light in range(len(kinds)):
+            l0, l1, l2 = vectors[light, 0], vectors[light, 1], vectors[light, 2]
+            directional = kinds[light] == DIRECTIONAL_LIGHT
+            for k in range(count):
+                i = start + k
+                r = i if complete else rays[i]
+                if directional:
+                    nl = ((normals[0, i] * l0 + normals[1, i] * l1) + normals[2, i] * l2) * side[k]
+                    lv = -((components[0, r] * l0 + components[1, r] * l1) + components[2, r] * l2)
+                    n_dot_l = max(nl, _F0)
+                    cos_nl[k], cos_lv[k], irradiance[k] = nl, lv, n_dot_l
+                    to_light[k, 0], to_light[k, 1], to_light[k, 2] = l0, l1, l2
+                    reach[k] = sun_reach if n_dot_l > _F0 else _F0
+                    continue
+                a0, a1, a2 = l0 - points[k, 0], l1 - points[k, 1], l2 - points[k, 2]
+                to_light[k, 0], to_light[k, 1], to_light[k, 2] = a0, a1, a2
+                squared = (a0 * a0 + a1 * a1) + a2 * a2
+                inverse = _F1 / max(np.sqrt(squared), _TINY)
+                nl = ((normals[0, i] * a0 + normals[1, i] * a1) + normals[2, i] * a2) * (side[k] * inverse)
+                lv = ((components[0, r] * a0 + components[1, r] * a1) + components[2, r] * a2) * -inverse
+                n_dot_l = max(nl, _F0)
+                cos_nl[k], cos_lv[k] = nl, lv
+                irradiance[k] = n_dot_l / max(squared + radii_squared[light], _TINY)
+                bias = shadow_bias + bias_per_metre * from_eye[k]
+                # Times 1 or 0, so that a negative reach next to the light stays -0 as in numpy.
+                reach[k] = (_F1 - _F2 * bias * inverse) * (_F1 if n_dot_l > _F0 else _F0)
+            if shadows:
+                k = 0
+                while k < count:
+                    lanes_used = 0
+                    while lanes_used < packets.LANES and k < count:  # the next points whose ray reaches anywhere
+                        lit[k] = not reach[k] < _F0  # a negative reach is blocked, as embreex reports it
+                        if reach[k] > _F0:
+                            packets.load_lane(lanes, bits, lanes_used, origins[k, 0], origins[k, 1], origins[k, 2],
+                                              to_light[k, 0], to_light[k, 1], to_light[k, 2], reach[k])
+                            packets.set_active(valid, lanes_used)
+                            lane_point[lanes_used] = k
+                            lanes_used += 1
+                        k += 1
+                    if lanes_used == 0:
+                        break
+                    packets.set_inactive(valid, lanes_used)
+                    occluded(valid.ctypes.data, scene, lanes.ctypes.data, arguments)
+                    for q in range(lanes_used):
+                        lit[lane_point[q]] = not packets.lane_blocked(lanes, q)
+            intensity = intensities[light]
+            for k in range(count):
+                weight = irradiance[k] * intensity
+                # Points in shadow or facing away would add weights of exactly 0.
+                if weight == _F0 or shadows and not lit[k]:
+                    continue
+                length = np.sqrt(max(_F2 + _F2 * cos_lv[k], _F0))
+                n_dot_h = (cos_nl[k] + cos_nv[k]) / max(length, _TINY)
+                n_dot_h = min(max(n_dot_h, _TINY), _F1)
+                m = mesh[start + k]
+                lobe = np.exp(np.log(n_dot_h) * exponent[m]) * lobe_scale[m] * weight
+                if dielectric_only:
+                    d, s = weight, lobe * _DIELECTRIC_F0
+                else:
+                    metal = metallic[m]
+                    plastic = _F1 - metal
+                    d, s = plastic * weight + metal * lobe, _DIELECTRIC_F0 * plastic * lobe
+                for c in range(3):
+                    diffuse[c, k] += colors[light, c] * d
+                    specular[c, k] += colors[light, c] * s
+        for k in range(count):
+            # Albedo: the mesh's base colour (texture_of_mesh -1), or its texture in the pool (shading.TexturePool:
+            # texels, first, width, height) at the UVs interpolated from corner_uvs (3 corners, 2, F). Texel
+            # centres sit at (i + 0.5) / size, coordinates wrap; bilinear (t00 (1 - fx) + t01 fx) (1 - fy) +
+            # (t10 (1 - fx) + t11 fx) fy, or the nearest texel where nearest_of_mesh. Wrapped texel indices are
+            # exact in float64 below 2^40 texels (a float32 coordinate beyond 2^24 has no fraction left to sample
+            # with anyway); indices are clipped to the pool, so that absurd coordinates read some texel rather
+            # than fail. (Written out here: as a function call numba compiles it several times slower.)
+            i = start + k
+            m = mesh[i]
+            tex = texture_of_mesh[m]
+            if tex < 0:
+                for c in range(3):
+                    albedo[c, k] = base_color[c, m]
+                continue
+            f = prim[i]
+            uu, vv = u[i], v[i]
+            w = (_F1 - uu) - vv
+            s = (corner_uvs[0, 0, f] * w + corner_uvs[1, 0, f] * uu) + corner_uvs[2, 0, f] * vv
+            tv = (corner_uvs[0, 1, f] * w + corner_uvs[1, 1, f] * uu) + corner_uvs[2, 1, f] * vv
+            tex_w, tex_h = width[tex], height[tex]
+            x = s * np.float32(tex_w) - _HALF
+            y = (_F1 - tv) * np.float32(tex_h) - _HALF
+            near = nearest_of_mesh[m]
+            if near:
+                x += _HALF
+                y += _HALF
+            x0, y0 = np.floor(x), np.floor(y)
+            wy = np.float64(y0)
+            wy -= np.floor(wy / tex_h) * tex_h
+            wx = np.float64(x0)
+            wx -= np.floor(wx / tex_w) * tex_w
+            index = np.intp(wy * (tex_w + 1.0) + wx) + first[tex]
+            if near:
+                j = min(max(index, 0), last_texel)
+                for c in range(3):
+                    albedo[c, k] = texels[c, j]
+                continue
+            pitch = np.intp(tex_w) + 1
+            fx, fy = x - x0, y - y0
+            gx = _F1 - fx
+            gy = _F1 - fy
+            i00 = min(max(index, 0), last_texel)
+            i01 = min(max(index + 1, 0), last_texel)
+            i10 = min(max(index + pitch, 0), last_texel)
+            i11 = min(max(index + pitch + 1, 0), last_texel)
+            for c in range(3):
+                top = (texels[c, i00] * gx + texels[c, i01] * fx) * gy
+                bottom = (texels[c, i10] * gx + texels[c, i11] * fx) * fy
+                albedo[c, k] = top + bottom
+        for c in range(3):
+            for k in range(count):
+                i = start + k
+                r = i if complete else rays[i]
+                out[c, r] = albedo[c, k] * (ambient[c] + diffuse[c, k]) + specular[c, k]
+
+
+@njit(cache=True, nogil=True)
+def fill_misses(out, hits, color):
+    """Writes `color` (3,) into `out` (3, count) at every ray that is not in the sorted hit rays `hits`."""
+    j = 0
+    for r in range(out.shape[1]):
+        if j < len(hits) and hits[j] == r:
+            j += 1
+            continue
+        for c in range(3):
+            out[c, r] = color[c]
+
+
+@njit(cache=True, nogil=True)
+def fill_misses_environment(out, hits, components, texels):
+    """Writes into `out` (3, count), at every ray not in the sorted hit rays `hits`, the equirectangular
+    image `texels` (3, H, W + 1; column W repeats column 0) looked up bilinearly along the ray's unit world
+    direction (`components` (3, count)): column u = 0.5 - atan2(y, x) / 2pi, row v = 0.5 - asin(z) / pi
+    from the top, texel centres at (i + 0.5) / size, wrapping around in u and clamped in v."""
+    height, width = texels.shape[1], texels.shape[2] - 1
+    j = 0
+    for r in range(out.shape[1]):
+        if j < len(hits) and hits[j] == r:
+            j += 1
+            continue
+        dx, dy = np.float64(components[0, r]), np.float64(components[1, r])
+        dz = min(max(np.float64(components[2, r]), -1.0), 1.0)
+        x = (0.5 - np.arctan2(dy, dx) / _TWO_PI) * width - 0.5
+        y = (0.5 - np.arcsin(dz) / np.pi) * height - 0.5
+        x0, y0 = np.floor(x), np.floor(y)
+        fx, fy = np.float32(x - x0), np.float32(y - y0)
+        column = np.intp(x0) % width
+        row0 = min(max(np.intp(y0), 0), height - 1)
+        row1 = min(max(np.intp(y0) + 1, 0), height - 1)
+        gx, gy = _F1 - fx, _F1 - fy
+        for c in range(3):
+            top = texels[c, row0, column] * gx + texels[c, row0, column + 1] * fx
+            bottom = texels[c, row1, column] * gx + texels[c, row1, column + 1] * fx
+            out[c, r] = top * gy + bottom * fy
