@@ -7,14 +7,14 @@ Setups:
   bags only, a 1920x1080 camera with RGB, depth, instance, semantic and boxes to the ground truth only,
   ROS 1 and ROS 2 bags, 32FC1 depth) and its light randomization during the run (the paper's 3D-Front,
   AMASS and GSO data are not needed).
-Stages: convert (procedural assets, from an empty cache), place + compose, simulate + record. Inside
-simulate + record, the time of each part is measured by wrapping its entry point (time inside a nested
-wrapped call counts for the inner one only): rendering camera frames (`EmbeddedBackend._render`, which every robot's
-camera goes through), physics
-(`EmbeddedBackend.step`), the bags (`BagWriter`'s writes), ground-truth images handed to the writer thread
-and frames.jsonl (`CameraWriter.write`), the rest of the recorder (`Recorder.sample`: TF, IMU, states), and
-everything else (exploration: mapping and planning). PNG encoding runs on the writer thread beside the
-rest; its CPU seconds (`ground_truth._encode_and_write`) are printed apart (they overlap the other stages' wall time).
+Stages: convert (procedural assets, from an empty cache), place + compose, simulate + record. Simulate + record
+runs on several threads: the main thread steps physics, runs the robot's mission (exploration: mapping, planning,
+control) and hands each step's data to the recorder; the render thread poses the meshes and makes a frame's boxes
+while the tile workers trace and shade its pixels; the recorder's writer thread serialises the bags and writes
+frames.jsonl; the image writer encodes the ground-truth PNGs. So two tables: the main thread's wall time split by
+wrapping its entry points (a nested wrapped call counts for the inner one only; the waits are where the main
+thread stood still: for the frame the explorer needs, for the previous frame before the next could start, for
+the writer to catch up), and each thread's CPU seconds (read from /proc/self/task on Linux).
 The 60 s sequence time is convert + place + the simulate-and-record time scaled to 1 s of bootstrap +
 60 s (give `--set simulation.duration=60` for a real one). Wall-clock figures depend on what else runs on
 the machine, so the CPU seconds of the whole process (all threads) per simulated second and the load
@@ -35,44 +35,75 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import ClassVar, Self
 
 from core.config_io import load_experiment, read_yaml
 from pipeline.generate import generate
 from pipeline.prepare import convert_assets, place_and_compose
 from simulation.embedded import EmbeddedBackend
-from simulation.recording import ground_truth
-from simulation.recording.bags import BagWriter
-from simulation.recording.ground_truth import CameraWriter
+from simulation.embedded.backend import RobotView
+from simulation.mission import RobotMission
 from simulation.recording.recorder import Recorder
+from simulation.recording.writes import OrderedWrites
 
 ROOT = Path(__file__).resolve().parents[1]
 SEQUENCE_SECONDS = 60.0  # a GRADE experiment, after its bootstrap
 PAPER_CONFIG = ROOT / "configs" / "paper-indoor.yaml"
-BAG_METHODS = ("clock", "imu", "tf", "tf_static", "joint_states", "pose", "odometry", "image", "depth", "camera_info",
-               "point_cloud", "marker", "close")
 KIB_PER_GIB = 1024**2
 
 
-class WriterCpu:
-    """CPU seconds of the ground-truth image writes (encoding + file), on whichever thread they run."""
+class ThreadCpu:
+    """CPU seconds of each live thread, grouped by role (thread name prefix), read every PERIOD s from
+    /proc/self/task/<tid>/stat (Linux) while a run goes on; a thread's last reading counts."""
+
+    PERIOD = 0.2
+    ROLES: ClassVar[dict[str, str]] = {"tiles": "tile workers (rays, shading)", "render": "render thread (posing meshes, boxes)",
+                                       "MainThread": "main thread (physics, mission, recorder)",
+                                       "recorder-writes": "recorder writer (bags, frames.jsonl)",
+                                       "gt-writer": "image writer (PNG)"}
 
     def __init__(self) -> None:
-        self.seconds = 0.0
-        self._lock = threading.Lock()
+        self._last: dict[int, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._clock = os.sysconf("SC_CLK_TCK")
+        self._monitor = threading.Thread(target=self._watch, name="benchmark-monitor", daemon=True)
 
-    def wrap(self, write):
-        def timed(*args, **kwargs):
-            start = time.thread_time()
+    def _read(self) -> None:
+        for thread in threading.enumerate():
             try:
-                return write(*args, **kwargs)
-            finally:
-                with self._lock:
-                    self.seconds += time.thread_time() - start
-        return timed
+                fields = Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            role = next((r for r in self.ROLES if thread.name.startswith(r)), "other")
+            if thread is not self._monitor:
+                self._last[thread.native_id] = (role, (int(fields[11]) + int(fields[12])) / self._clock)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.PERIOD):
+            self._read()
+
+    def __enter__(self) -> Self:
+        self._read()
+        self._start = dict(self._last)
+        self._monitor.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._read()
+        self._stop.set()
+        self._monitor.join()
+
+    def seconds(self) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for tid, (role, cpu) in self._last.items():
+            name = self.ROLES.get(role, "other threads")
+            totals[name] = totals.get(name, 0.0) + cpu - self._start.get(tid, (role, 0.0))[1]
+        return totals
 
 
 class Stages:
-    """Exclusive wall seconds of wrapped methods: a nested wrapped call's time counts for the inner stage."""
+    """Exclusive wall seconds of wrapped methods on the main thread: a nested wrapped call's time counts for the
+    inner stage."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -80,6 +111,8 @@ class Stages:
 
     def wrap(self, name: str, method):
         def timed(*args, **kwargs):
+            if threading.current_thread() is not threading.main_thread():
+                return method(*args, **kwargs)
             start = time.perf_counter()
             self._stack.append(0.0)
             try:
@@ -96,16 +129,14 @@ class Stages:
         self.seconds.clear()
 
 
-def instrument(stages: Stages, writer: WriterCpu) -> None:
-    """Wraps the entry points of each stage (module docstring), once per process."""
-    ground_truth._encode_and_write = writer.wrap(ground_truth._encode_and_write)
-    EmbeddedBackend._render = stages.wrap("rendering (camera frames)", EmbeddedBackend._render)
+def instrument(stages: Stages) -> None:
+    """Wraps the main thread's entry points (module docstring), once per process."""
     EmbeddedBackend.step = stages.wrap("physics steps", EmbeddedBackend.step)
-    for name in BAG_METHODS:
-        setattr(BagWriter, name, stages.wrap("bags (serialise + write)", getattr(BagWriter, name)))
-    CameraWriter.write = stages.wrap("gt files (frames.jsonl, hand-off)", CameraWriter.write)
-    CameraWriter.close = stages.wrap("gt files (frames.jsonl, hand-off)", CameraWriter.close)
-    Recorder.sample = stages.wrap("recorder (TF, IMU, states)", Recorder.sample)
+    RobotMission.tick = stages.wrap("mission (exploration, control)", RobotMission.tick)
+    Recorder.sample = stages.wrap("recorder (TF, IMU, states, hand-offs)", Recorder.sample)
+    RobotView.render = stages.wrap("waiting for the frame the explorer needs", RobotView.render)
+    EmbeddedBackend.finish_rendering = stages.wrap("waiting for the previous frame", EmbeddedBackend.finish_rendering)
+    OrderedWrites.flush = stages.wrap("waiting for the writer to catch up", OrderedWrites.flush)
 
 
 def paper_overrides() -> list[str]:
@@ -121,7 +152,7 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(setup: str, overrides: list[str], out: Path, stages: Stages, writer: WriterCpu) -> None:
+def run(setup: str, overrides: list[str], out: Path, stages: Stages) -> None:
     config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
     shutil.rmtree(out, ignore_errors=True)
     cache = out / "assets"
@@ -134,10 +165,10 @@ def run(setup: str, overrides: list[str], out: Path, stages: Stages, writer: Wri
     place = time.perf_counter() - start
 
     stages.reset()
-    writer.seconds = 0.0
-    cpu_start, start = cpu_seconds(), time.perf_counter()
-    result = generate(config, out, cache=cache)
-    record, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
+    with ThreadCpu() as threads:
+        cpu_start, start = cpu_seconds(), time.perf_counter()
+        result = generate(config, out, cache=cache)
+        record, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
     info, sim_time = result.info, result.info.sim_time_end
     total = convert + place + record
     cameras = ", ".join(f"{c.name} {c.width}x{c.height} at {c.rate_hz:g} Hz ({info.frame_counts.get(f'camera/{c.name}', 0)} "
@@ -146,21 +177,23 @@ def run(setup: str, overrides: list[str], out: Path, stages: Stages, writer: Wri
     print(f"== {setup}: {config.name}, {sim_time:.1f} s simulated ({config.simulation.bootstrap:g} s bootstrap); "
           f"cameras: {cameras}; bags {list(config.recording.bag_formats)}; {len(config.robot.sensors.cameras)} "
           f"camera(s); load {load_before:.2f} -> {os.getloadavg()[0]:.2f}")
-    print(f"{'stage':<40}{'seconds':>9}{'share':>8}")
+    print(f"{'stage (wall)':<48}{'seconds':>9}{'share':>8}")
     inner = sum(stages.seconds.values())
     rows = [("convert (procedural assets)", convert), ("place + compose", place), ("simulate + record", record)]
     rows += [(f"  {name}", seconds) for name, seconds in sorted(stages.seconds.items(), key=lambda kv: -kv[1])]
-    rows += [("  exploration (mapping, planning), rest", record - inner)]
+    rows += [("  rest (loading the scene, closing the files)", record - inner)]
     for name, seconds in rows:
-        print(f"{name:<40}{seconds:9.2f}{seconds / total:8.1%}")
-    print(f"{'total':<40}{total:9.2f}")
+        print(f"{name:<48}{seconds:9.2f}{seconds / total:8.1%}")
+    print(f"{'total':<48}{total:9.2f}")
+    print(f"{'CPU by thread (simulate + record)':<48}{'seconds':>9}{'share':>8}{'per sim s':>11}")
+    for name, seconds in sorted(threads.seconds().items(), key=lambda kv: -kv[1]):
+        print(f"  {name:<46}{seconds:9.2f}{seconds / cpu:8.1%}{seconds / sim_time:11.2f}")
     sequence = convert + place + record / sim_time * (config.simulation.bootstrap + SEQUENCE_SECONDS)
     peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / KIB_PER_GIB
     print(f"real-time factor of simulate + record: {sim_time / record:.2f}x; end to end: {sim_time / total:.2f}x; "
           f"a {SEQUENCE_SECONDS:g} s sequence (+ bootstrap) takes {sequence:.0f} s = {sequence / 60:.1f} min")
     print(f"CPU (all threads) in simulate + record: {cpu:.1f} s = {cpu / sim_time:.2f} s per simulated second "
-          f"({cpu / record:.2f} cores busy); PNG/npy encoding on the writer thread {writer.seconds:.1f} s CPU; "
-          f"peak RSS {peak_gib:.2f} GiB")
+          f"({cpu / record:.2f} cores busy); peak RSS {peak_gib:.2f} GiB")
     print(f"mission: {info.mission}")
 
 
@@ -171,14 +204,14 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="config overrides for every setup, e.g. simulation.duration=60")
     args = parser.parse_args()
-    stages, writer = Stages(), WriterCpu()
-    instrument(stages, writer)
+    stages = Stages()
+    instrument(stages)
     print(f"{os.cpu_count()} cores; load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     if args.setup in ("demo", "both"):
-        run("demo", args.overrides, args.out / "demo", stages, writer)
+        run("demo", args.overrides, args.out / "demo", stages)
     if args.setup in ("paper", "both"):
         run("paper camera setup (640x480 bag + 1920x1080 ground truth)", [*paper_overrides(), *args.overrides],
-            args.out / "paper", stages, writer)
+            args.out / "paper", stages)
     print("load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 

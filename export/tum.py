@@ -18,11 +18,10 @@ from collections.abc import Sequence as Seq
 from dataclasses import dataclass
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from core.errors import ConfigError
-from core.formats.images import PNG_COMPRESSION
+from core.formats.png import encode_png
 from core.formats.tum import tum_line
 from core.formats.tum_rgbd import (
     ASSOCIATIONS,
@@ -68,13 +67,6 @@ def tum_depth(depth: np.ndarray, depth_min: float, depth_max: float | None) -> n
     return np.where(keep, value, 0).astype(np.uint16)
 
 
-def _png(image: np.ndarray) -> bytes:
-    ok, data = cv2.imencode(".png", image, [cv2.IMWRITE_PNG_COMPRESSION, PNG_COMPRESSION])
-    if not ok:
-        raise OSError("could not encode a depth image as PNG")
-    return data.tobytes()
-
-
 @dataclass(frozen=True)
 class TumOptions:
     processed: bool = False  # rgb_blur and depth_noisy instead of the recorded images
@@ -98,7 +90,7 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
         folder.copy_image(image_file(frame, "rgb", options.processed), f"{root}/rgb/{t}.png")
         if not folder.path(f"{root}/depth/{t}.png").is_file():
             metres = frame.processed(PROCESSED["depth"]) if options.processed else frame.depth()
-            folder.write_bytes(f"{root}/depth/{t}.png", _png(tum_depth(metres, options.depth_min, options.depth_max)))
+            folder.write_bytes(f"{root}/depth/{t}.png", encode_png(tum_depth(metres, options.depth_min, options.depth_max)))
     title = f"# sequence {sequence.name}, camera {name}, simulation time\n"
     lists = {
         RGB_LIST: list_text("rgb", stamps, "# color images\n" + title),

@@ -12,6 +12,7 @@ LiDAR points are in their sensor's own frame (the mount's x forward, y left, z u
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -146,6 +147,10 @@ class Backend(Protocol):
 
     def render(self, name: str) -> Frame:
         """Render a camera at the current time into images, boxes and camera parameters."""
+
+    def render_async(self, name: str) -> Future[Frame]:
+        """`render`, finished while the caller goes on (steps, records): the frame shows the current time;
+        `result()` waits for it. A step renders a camera once, however often it is asked for."""
 
     def imu(self, name: str) -> ImuReading: ...
 

@@ -2,7 +2,7 @@
 
 | kind        | file                      | on disk                                          | decoded                       |
 |-------------|---------------------------|--------------------------------------------------|-------------------------------|
-| `rgb`       | rgb/NNNNNN.png            | 8-bit, 3 channels (PNG's BGR order in OpenCV)    | (H, W, 3) uint8 RGB           |
+| `rgb`       | rgb/NNNNNN.png            | 8-bit RGB                                        | (H, W, 3) uint8 RGB           |
 | `depth`     | depth/NNNNNN.png          | uint16 millimetres to the image plane, 0 = none  | (H, W) float32 m, 0 = none    |
 | `instance`  | instance/NNNNNN.png       | uint16 instance ids (instances.json)             | (H, W) uint16                 |
 | `semantic`  | semantic/NNNNNN.png       | uint16 semantic ids                              | (H, W) uint16                 |
@@ -13,7 +13,8 @@
 `grade postprocess` adds `rgb_blur`, `instance_blur`, `semantic_blur` and `depth_noisy` (NaN = invalid, stored
 as 0), each stored and decoded like the kind it derives from (core.formats.postprocess).
 
-Depth beyond 65.535 m saturates in the PNG; `depth_npy` keeps it.
+Depth beyond 65.535 m saturates in the PNG; `depth_npy` keeps it. PNGs are written by png.py (ISA-L's deflate)
+and read with OpenCV.
 """
 
 from __future__ import annotations
@@ -24,21 +25,11 @@ import cv2
 import numpy as np
 
 from core.errors import InputError
+from core.formats.png import write_png
 
 FRAME_DIGITS = 6
 MM_PER_M = 1000.0
 MAX_DEPTH_MM = np.iinfo(np.uint16).max
-PNG_COMPRESSION = 1  # zlib's 0-9: with a fixed PNG filter, 1 is ~2.5x faster than 3 for files a few % larger
-# One PNG row filter instead of libpng's per-row choice among five (which costs more than the compression):
-# colour images predict from the pixel to the left, depth and id images from the row above (runs of equal
-# ids and smooth depth repeat down the image).
-PNG_FILTER_COLOUR = cv2.IMWRITE_PNG_FILTER_SUB
-PNG_FILTER_SINGLE = cv2.IMWRITE_PNG_FILTER_UP
-# Textured colour images barely repeat after the SUB filter, so zlib's string matching finds little: Huffman
-# coding alone writes a 640x480 frame in ~19 ms instead of ~25 ms, for files ~4% larger (a frame's four PNGs
-# take ~27 ms). Depth and ids repeat a lot and keep zlib's default strategy (Huffman alone: 5-10x larger).
-PNG_STRATEGY_COLOUR = cv2.IMWRITE_PNG_STRATEGY_HUFFMAN_ONLY
-PNG_STRATEGY_SINGLE = cv2.IMWRITE_PNG_STRATEGY_DEFAULT
 # Post-processed kinds and the recorded kind each is stored like.
 DERIVED = {"rgb_blur": "rgb", "instance_blur": "instance", "semantic_blur": "semantic", "depth_noisy": "depth"}
 SUFFIX = {"rgb": ".png", "depth": ".png", "instance": ".png", "semantic": ".png",
@@ -74,7 +65,7 @@ def encode(kind: str, image: np.ndarray) -> np.ndarray:
     """A renderer's array (RGB uint8, depth float metres, ids, normals, flow) as stored for `kind`."""
     kind = DERIVED.get(kind, kind)
     if kind == "rgb":
-        return cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+        return np.asarray(image, np.uint8)
     if kind == "depth":
         return depth_millimetres(image)
     if kind in ("depth_npy", "flow"):
@@ -85,16 +76,12 @@ def encode(kind: str, image: np.ndarray) -> np.ndarray:
 
 
 def write_image(path: Path, stored: np.ndarray) -> None:
-    """Write an `encode`d array: .npy as is, .png with OpenCV (safe on a worker thread: it drops the GIL)."""
+    """Write an `encode`d array: .npy as is, .png through png.py (safe on a worker thread: the compression drops
+    the GIL)."""
     if path.suffix == ".npy":
         np.save(path, stored)
         return
-    colour = stored.ndim == 3
-    row_filter, strategy = (PNG_FILTER_COLOUR, PNG_STRATEGY_COLOUR) if colour else (PNG_FILTER_SINGLE,
-                                                                                   PNG_STRATEGY_SINGLE)
-    if not cv2.imwrite(str(path), stored, [cv2.IMWRITE_PNG_COMPRESSION, PNG_COMPRESSION, cv2.IMWRITE_PNG_FILTER,
-                                           row_filter, cv2.IMWRITE_PNG_STRATEGY, strategy]):
-        raise OSError(f"could not write {path}")
+    write_png(path, stored)
 
 
 def _load(path: Path, kind: str) -> np.ndarray:

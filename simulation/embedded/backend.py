@@ -12,6 +12,7 @@ sensors there), or to the start state before the first step; `set_state` restore
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -86,8 +87,10 @@ class EmbeddedBackend:
         self._chunk_start, self._chunk = -1, (np.zeros((0, 0, 3)), np.zeros((0, 0, 4)))
         self._steps, self._imu_step = 0, 0
         self._profiles = [slot for slot in slots if slot.profile is not None]
-        # (robot, camera) -> (step, frame): one render per step
-        self._frames: dict[tuple[str, str], tuple[int, Frame]] = {}
+        # (robot, camera) -> (step, frame): one render per step, made on the render thread while the caller steps on
+        self._frames: dict[tuple[str, str], tuple[int, Future[Frame]]] = {}
+        self._render_thread = ThreadPoolExecutor(1, thread_name_prefix="render")
+        self._rendering: Future[Frame] | None = None
         self._joint_world = {}  # id(HumanModel) -> (frames, J, 4, 4) joint transforms in the package frame
         self._epoch = self._randomizer.epoch(0.0)
         self.scene.render.lights = self._randomizer.lights(self.scene.lights, self._epoch)
@@ -186,6 +189,9 @@ class EmbeddedBackend:
         """World <- optical frame (z forward, x right, y down) of a camera."""
         return self._first.camera_pose(name)
 
+    def render_async(self, name: str) -> Future[Frame]:
+        return self._first.render_async(name)
+
     def render(self, name: str) -> Frame:
         """The camera's frame at the current time; asking twice in one step renders once (the explorer
         and the recorder share the frame; treat it as read-only)."""
@@ -199,7 +205,9 @@ class EmbeddedBackend:
 
     # ------------------------------------------------------------ rendering for a robot
 
-    def _render(self, slot: _RobotSlot, name: str) -> Frame:
+    def _render(self, slot: _RobotSlot, name: str) -> Future[Frame]:
+        """The camera's frame at the current time, rendering on the render thread: what it depends on (poses,
+        the humans' meshes, the lights) is taken now; a step asks for it once, later requests share it."""
         sensor = slot.camera(name)
         cached = self._frames.get((slot.name, name))
         if cached is not None and cached[0] == self._steps:
@@ -211,12 +219,27 @@ class EmbeddedBackend:
             next_pose = predicted_pose(slot.handle, name, next_t - t) @ BODY_TO_OPTICAL
         states = self._states(slot, t, next_t)
         pose = slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
-        options = sensor.options if self._cycles is None else replace(sensor.options, rgb=False)
-        frame = render_frame(self.scene.render, sensor.camera, pose, states, options, next_pose)
-        if self._cycles is not None and sensor.options.rgb:
-            frame.rgb = self._cycles_rgb(slot, name, sensor, frame.camera.pose, states)
-        self._frames[(slot.name, name)] = (self._steps, frame)
-        return frame
+        lights = self.scene.render.lights
+        self.finish_rendering()  # the render scene holds one frame's meshes at a time
+        if self._cycles is None:
+            future = self._render_thread.submit(render_frame, self.scene.render, sensor.camera, pose, states,
+                                                sensor.options, next_pose, lights)
+            self._rendering = future
+        else:  # Cycles poses its scene from the current state too: rendered here, before the caller steps on
+            frame = render_frame(self.scene.render, sensor.camera, pose, states, replace(sensor.options, rgb=False),
+                                 next_pose, lights)
+            if sensor.options.rgb:
+                frame.rgb = self._cycles_rgb(slot, name, sensor, frame.camera.pose, states)
+            future = Future()
+            future.set_result(frame)
+        self._frames[(slot.name, name)] = (self._steps, future)
+        return future
+
+    def finish_rendering(self) -> None:
+        """Wait for the frame on the render thread (its errors are its consumers' to raise)."""
+        if self._rendering is not None:
+            wait([self._rendering])
+            self._rendering = None
 
     def _states(self, slot: _RobotSlot, t: float, next_t: float | None = None) -> dict[str, MeshState]:
         """Every dynamic mesh at `t` (and `next_t`) as robot `slot`'s sensors see them: the other robots where
@@ -247,6 +270,7 @@ class EmbeddedBackend:
         if slot.lidar is None:
             raise KeyError(f"no LiDAR is configured ({slot.key}.sensors.lidar)")
         render = self.scene.render
+        self.finish_rendering()
         render.set_frame(self._states(slot, self.time))
         return slot.lidar.scan(render.embree, slot.handle.sensor_pose(slot.lidar.name), self.time)
 
@@ -496,9 +520,13 @@ class RobotView:
         self.slot.camera(name)
         return self.slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
 
+    def render_async(self, name: str) -> Future[Frame]:
+        """The camera's frame at the current time, rendered once per step on the render thread."""
+        return self._backend._render(self.slot, name)
+
     def render(self, name: str) -> Frame:
         """The camera's frame at the current time, rendered once per step."""
-        return self._backend._render(self.slot, name)
+        return self.render_async(name).result()
 
     def imu(self, name: str) -> ImuReading:
         accel, gyro = self.slot.handle.imu(name)

@@ -1,5 +1,7 @@
 """The recorder: called once per physics step, it samples every stream that is due (schedule.py) and
 hands the data to the bags, the ground-truth writers, the IMU log, the humans log and the state log.
+Bag messages and camera frames are written in call order on the writer thread (writes.py), so the robot steps
+on while a frame renders and is written.
 
 Stamps are simulation time. IMU readings refer to the state a step started from, so the reading taken
 after step k -> k+1 is stamped k * dt (and sampled when k is due); everything else is stamped with the
@@ -19,7 +21,7 @@ gt/<robot>/ (cameras, LiDAR, imu.npz); run.json's frame counts name each robot's
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +46,8 @@ from simulation.recording.bags import BagWriter
 from simulation.recording.ground_truth import CameraWriter, ImuLog
 from simulation.recording.schedule import Schedule
 from simulation.recording.states import StateLog
+from simulation.recording.writes import OrderedWrites
+from simulation.render import Frame
 
 MARKER_TEXT = "start"
 IMAGE_WRITER_THREADS = 1  # one encoder thread beside the two ray threads of this 2-core default
@@ -69,9 +73,9 @@ class _RobotStreams:
     gt/<robot>/ in a multi-robot run), counted as `<prefix><stream>`."""
 
     def __init__(self, backend: Backend, config: ExperimentConfig, gt: Path, prefix: str, pool: ThreadPoolExecutor,
-                 bags: BagWriter | None, counts: RecordingCounts):
+                 bags: BagWriter | None, writes: OrderedWrites, counts: RecordingCounts):
         self.backend, self.config, self.gt, self.prefix = backend, config, gt, prefix
-        self.bags, self.counts = bags, counts
+        self.bags, self.writes, self.counts = bags, writes, counts
         self.schedule = Schedule.from_config(config)
         sensors = config.robot.sensors
         recording = config.recording
@@ -121,24 +125,24 @@ class _RobotStreams:
 
     def sample(self, step: int, t: float) -> None:
         """The robot's streams due at `step` (after the shared clock and TF)."""
-        schedule, bags, topics, backend = self.schedule, self.bags, self.topics, self.backend
+        schedule, bags, topics, backend, write = self.schedule, self.bags, self.topics, self.backend, self.writes.call
         if schedule.due("joint_states", step):
             if bags:
                 joints = backend.joint_states()
                 names = list(joints)
-                bags.joint_states(topics.joint_states, t, names, np.array([joints[n][0] for n in names]),
-                                  np.array([joints[n][1] for n in names]))
+                write(bags.joint_states, topics.joint_states, t, names, np.array([joints[n][0] for n in names]),
+                      np.array([joints[n][1] for n in names]))
             self.count("joint_states")
         if schedule.due("odom", step):
             if bags:
                 linear, angular = backend.robot_velocity()
-                bags.odometry(topics.odometry, t, WORLD_FRAME, topics.base_frame, backend.robot_pose(), linear,
-                              angular)
+                write(bags.odometry, topics.odometry, t, WORLD_FRAME, topics.base_frame, backend.robot_pose(), linear,
+                      angular)
             self.count("odom")
         if schedule.due("pose", step):
             for camera in self.cameras:
                 if camera.to_bag and bags:
-                    bags.pose(topics.camera_pose(camera.name), t, WORLD_FRAME, backend.camera_pose(camera.name))
+                    write(bags.pose, topics.camera_pose(camera.name), t, WORLD_FRAME, backend.camera_pose(camera.name))
             self.count("pose")
         for camera in self.cameras:
             if schedule.due(f"camera/{camera.name}", step):
@@ -153,12 +157,18 @@ class _RobotStreams:
             reading = self.backend.imu(name)
             self.imu_log.add(name, reading)
             if self.bags:
-                self.bags.imu(self.topics.imu(name), self.topics.frame(name), reading.time,
-                              reading.linear_acceleration, reading.angular_velocity)
+                self.writes.call(self.bags.imu, self.topics.imu(name), self.topics.frame(name), reading.time,
+                                 reading.linear_acceleration, reading.angular_velocity)
             self.count(f"imu/{name}")
 
     def _record_camera(self, camera, t: float) -> None:
-        frame = self.backend.render(camera.name)
+        if camera.name in self.writers or camera.to_bag and self.bags:
+            self.writes.call_with_frame(self._write_camera, camera, t, self.backend.render_async(camera.name))
+        self.count(f"camera/{camera.name}")
+
+    def _write_camera(self, camera, t: float, rendering: Future[Frame]) -> None:
+        """The camera's frame into gt/ and the bags, once rendered (on the writer thread)."""
+        frame = rendering.result()
         if camera.name in self.writers:
             self.writers[camera.name].write(t, frame)
         if camera.to_bag and self.bags:
@@ -168,7 +178,6 @@ class _RobotStreams:
                 bags.image(topics.rgb(name), t, frame_id, frame.rgb)
             bags.depth(topics.depth(name), t, frame_id, frame.depth, self.config.recording.depth_encoding)
             bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height)
-        self.count(f"camera/{camera.name}")
 
     def _record_lidar(self, t: float) -> None:
         scan = self.backend.lidar()
@@ -178,8 +187,8 @@ class _RobotStreams:
         save_sweep(folder, self.counts.counts.get(f"{self.prefix}lidar/{name}", 0),
                    LidarSweep(scan.time, scan.pose, scan.ranges, scan.points, scan.ring))
         if self.bags:
-            self.bags.point_cloud(self.topics.points(name), t, self.topics.frame(name), scan.points,
-                                  scan.intensity, scan.ring)
+            self.writes.call(self.bags.point_cloud, self.topics.points(name), t, self.topics.frame(name), scan.points,
+                             scan.intensity, scan.ring)
         self.count(f"lidar/{name}")
 
     def close(self) -> None:
@@ -202,13 +211,20 @@ class Recorder:
         self.counts = RecordingCounts()
         recording = config.recording
         self._pool = ThreadPoolExecutor(IMAGE_WRITER_THREADS, thread_name_prefix="gt-writer")
-        self._bags = (BagWriter(folder / "bags", config.name, recording.bag_formats, recording.ros2_storage,
-                                recording.bag_compression)
-                      if recording.bag_formats else None)
+        self._writes = OrderedWrites()
+        try:
+            self._bags = (self._writes.run(BagWriter, folder / "bags", config.name, recording.bag_formats,
+                                           recording.ros2_storage, recording.bag_compression)
+                          if recording.bag_formats else None)
+        except BaseException:
+            self._writes.abort()
+            self._pool.shutdown(wait=False)
+            raise
         multi = config.multi_robot
         self._robots = [_RobotStreams(backend.robot(name), config.for_robot(name),
                                       folder / GT_DIR / name if multi else folder / GT_DIR, f"{name}/" if multi else "",
-                                      self._pool, self._bags, self.counts) for name in config.robot_names]
+                                      self._pool, self._bags, self._writes, self.counts)
+                        for name in config.robot_names]
         self._states = StateLog(backend, self.schedule.checkpoint_every, config.robot_names if multi else None)
         self._static = [transform for robot in self._robots for transform in robot.static]
         self._static_sent = False
@@ -231,18 +247,18 @@ class Recorder:
             for robot in self._robots:
                 robot.sample_imus(step - 1)
         self._states.record(backend, step)
-        schedule, bags, counts = self.schedule, self._bags, self.counts
+        schedule, bags, counts, write = self.schedule, self._bags, self.counts, self._writes.call
         if not self._static_sent:  # at the first sample: step 0, or a replay window's first step
             if bags:
-                bags.tf_static(t, self._static)
+                write(bags.tf_static, t, self._static)
             self._static_sent = True
         if schedule.due("clock", step):
             if bags:
-                bags.clock(t)
+                write(bags.clock, t)
             counts.add("clock")
         if schedule.due("tf", step):
             if bags:
-                bags.tf(t, [transform for robot in self._robots for transform in robot.tf()])
+                write(bags.tf, t, [transform for robot in self._robots for transform in robot.tf()])
             counts.add("tf")
         for robot in self._robots:
             robot.sample(step, t)
@@ -250,14 +266,15 @@ class Recorder:
             self._record_humans(t)
         if step == schedule.marker_step:
             if bags:
-                bags.marker(EXPERIMENT_MARKER, t, MARKER_TEXT)
+                write(bags.marker, EXPERIMENT_MARKER, t, MARKER_TEXT)
             counts.add("starting_experiment")
+        self._writes.flush()
 
     def _record_humans(self, t: float) -> None:
         joints = {_leaf(prim): value for prim, value in self.backend.human_joints().items()}
         vertices = ({_leaf(prim): value for prim, value in self.backend.human_vertices().items()}
                     if self.config.recording.human_vertices else {})
-        save_humans_frame(self.folder / HUMANS_DIR, self._humans_frames, HumansFrame(t, joints, vertices))
+        self._writes.call(save_humans_frame, self.folder / HUMANS_DIR, self._humans_frames, HumansFrame(t, joints, vertices))
         self._humans_frames += 1
         self.counts.add("humans")
 
@@ -266,6 +283,7 @@ class Recorder:
     def close(self) -> None:
         """Finish every file (bags, frames, logs); raises if any write failed."""
         try:
+            self._writes.drain()
             for robot in self._robots:
                 robot.close()
             self._pool.shutdown(wait=True)
@@ -273,12 +291,14 @@ class Recorder:
                 robot.save_imus()
             self._states.save(self.folder / STATES_FILE)
             if self._bags:
-                self._bags.close()
+                self._writes.run(self._bags.close)
+            self._writes.close()
         finally:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     def abort(self) -> None:
         """Stop writing after a failure (the caller removes the folder)."""
+        self._writes.abort()
         self._pool.shutdown(wait=True, cancel_futures=True)
         for robot in self._robots:
             for writer in robot.writers.values():

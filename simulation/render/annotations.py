@@ -33,6 +33,7 @@ BOX_3D_DTYPE = np.dtype([("semanticId", "<u4"), ("x_min", "<f4"), ("y_min", "<f4
                          ("occlusionRatio", "<f4")])
 EMPTY_BOX = (0, 0, -1, -1)  # x_min > x_max: nothing in view
 _FAR = np.iinfo(np.int64).max  # a box corner beyond any pixel
+VIEW_MARGIN = 1e-6  # pixel metres: how clearly a mesh's bounding box must lie outside the view to be skipped
 
 
 @dataclass(frozen=True)
@@ -55,26 +56,40 @@ class LayerView:
 
 
 def layer_view(camera: Camera, pose: np.ndarray, layer: Layer | None) -> LayerView | None:
-    """`layer` seen from a camera at `pose` (world<-camera); None for no layer."""
+    """`layer` seen from a camera at `pose` (world<-camera); None for no layer. Only the meshes whose bounding box
+    may show in the image are projected: the others get EMPTY_BOX and their columns of `points` stay 0 (nothing
+    reads them)."""
     if layer is None:
         return None
-    points = world_to_camera(pose, layer.world_vertices.T)
-    return LayerView(layer, points, projected_boxes(camera, points, layer.table))
+    rotation, translation = pose[:3, :3], pose[:3, 3]
+    keep = _may_show(camera, pose, layer.mesh_corners)
+    points, lo, hi, clipped = kernels.project_meshes(
+        layer.world_vertices, layer.table.vertex_offsets, keep, rotation.T, -rotation.T @ translation, camera.fx,
+        camera.fy, camera.cx, camera.cy, camera.near)
+    return LayerView(layer, points, projected_boxes(camera, points, layer.table, lo, hi, clipped))
 
 
-def projected_boxes(camera: Camera, points: np.ndarray, table: MeshTable) -> np.ndarray:
-    """(M, 4) inclusive pixel boxes (x_min, y_min, x_max, y_max) of each mesh's projection, given the table's
-    vertices in the optical frame (3, V); EMPTY_BOX if none."""
-    front = points[2] >= camera.near
-    z = np.where(front, points[2], 1.0)
-    px = camera.fx * points[0] / z + camera.cx
-    py = camera.fy * points[1] / z + camera.cy
-    starts = table.vertex_offsets[:-1]
-    lo = np.stack([np.minimum.reduceat(np.where(front, px, np.inf), starts),
-                   np.minimum.reduceat(np.where(front, py, np.inf), starts)], axis=1)
-    hi = np.stack([np.maximum.reduceat(np.where(front, px, -np.inf), starts),
-                   np.maximum.reduceat(np.where(front, py, -np.inf), starts)], axis=1)
-    clipped = np.logical_and.reduceat(front, starts) == 0
+def _may_show(camera: Camera, pose: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """Per mesh, False where its world bounding box (corners (M, 8, 3)) lies wholly behind the near plane or beyond
+    one side of the image (left of pixel centre 0, right of W - 1, above 0, below H - 1), so that no point of it
+    projects into the image and its box is EMPTY_BOX. The tests are linear in the point (px < 0 <=> fx x + cx z < 0
+    for z > 0), so they hold for everything inside the box when they hold for its corners; VIEW_MARGIN keeps them
+    clear of rounding."""
+    local = world_to_camera(pose, corners.reshape(-1, 3).T).reshape(3, -1, 8)
+    x, y, z = local
+    right, bottom = camera.cx - (camera.width - 1), camera.cy - (camera.height - 1)
+    outside = [z < camera.near - VIEW_MARGIN, camera.fx * x + camera.cx * z < -VIEW_MARGIN,
+               camera.fx * x + right * z > VIEW_MARGIN, camera.fy * y + camera.cy * z < -VIEW_MARGIN,
+               camera.fy * y + bottom * z > VIEW_MARGIN]
+    return ~np.any([side.all(axis=1) for side in outside], axis=0)
+
+
+def projected_boxes(camera: Camera, points: np.ndarray, table: MeshTable, lo: np.ndarray, hi: np.ndarray,
+                    clipped: np.ndarray) -> np.ndarray:
+    """(M, 4) inclusive pixel boxes (x_min, y_min, x_max, y_max) of each mesh's projection, EMPTY_BOX if none,
+    from the table's vertices in the optical frame (3, V) and kernels.project_meshes' bounds of the vertices in
+    front of the near plane (`lo`, `hi`) and flags of meshes with vertices behind it (`clipped`)."""
+    lo, hi = lo.copy(), hi.copy()
     if clipped.any():  # their outlines also run along the near plane
         faces = np.take(clipped, table.face_mesh)
         mesh, crossings = _near_plane_crossings(camera, points, table.faces[faces], table.face_mesh[faces])

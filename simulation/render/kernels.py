@@ -55,6 +55,65 @@ def surface_normals(geometric_normal, mesh, prim, u, v, smooth, vertex_normals, 
 
 
 @njit(cache=True, nogil=True)
+def vertex_normals(world, corners):
+    """(3, V) float32 unit area-weighted vertex normals of the float64 vertices `world` (3, V) on faces `corners`
+    (3, F): each face's cross(b - a, c - a) added at its corners in the order numpy's bincount over
+    corners.ravel() adds them (every face's first corner, then the second, then the third), the sums then
+    normalised (0 where a sum is 0)."""
+    vertex_count, face_count = world.shape[1], corners.shape[1]
+    cross = np.empty((3, face_count))
+    for f in range(face_count):
+        a, b, c = corners[0, f], corners[1, f], corners[2, f]
+        e10, e11, e12 = world[0, b] - world[0, a], world[1, b] - world[1, a], world[2, b] - world[2, a]
+        e20, e21, e22 = world[0, c] - world[0, a], world[1, c] - world[1, a], world[2, c] - world[2, a]
+        cross[0, f] = e11 * e22 - e12 * e21
+        cross[1, f] = e12 * e20 - e10 * e22
+        cross[2, f] = e10 * e21 - e11 * e20
+    summed = np.zeros((3, vertex_count))
+    for k in range(3):
+        for corner in range(3):
+            for f in range(face_count):
+                summed[k, corners[corner, f]] += cross[k, f]
+    out = np.zeros((3, vertex_count), np.float32)
+    for v in range(vertex_count):
+        norm = np.sqrt((summed[0, v] * summed[0, v] + summed[1, v] * summed[1, v]) + summed[2, v] * summed[2, v])
+        if norm > 0:
+            for k in range(3):
+                out[k, v] = summed[k, v] / norm
+    return out
+
+
+@njit(cache=True, nogil=True)
+def project_meshes(world, vertex_offsets, keep, rotation, offset, fx, fy, cx, cy, near):
+    """The vertices of the meshes flagged in `keep` (M,) (mesh m owns vertices vertex_offsets[m] to
+    vertex_offsets[m + 1] - 1 of the float32 `world` (V, 3)) in a camera's optical frame, `rotation` (3, 3) times
+    each vertex plus `offset`, in camera.linear_map's float64 order (so equal to world_to_camera bit for bit), as
+    (3, V) with the other meshes' columns 0; per mesh, the pixel bounds lo, hi (M, 2) of its vertices in front of
+    the near plane (px = fx x / z + cx, py likewise; inf and -inf where none) and whether any vertex lies
+    behind it (`clipped`)."""
+    mesh_count = len(vertex_offsets) - 1
+    points = np.zeros((3, world.shape[0]))
+    lo, hi = np.full((mesh_count, 2), np.inf), np.full((mesh_count, 2), -np.inf)
+    clipped = np.zeros(mesh_count, np.bool_)
+    for m in range(mesh_count):
+        if not keep[m]:
+            continue
+        for i in range(vertex_offsets[m], vertex_offsets[m + 1]):
+            p0, p1, p2 = np.float64(world[i, 0]), np.float64(world[i, 1]), np.float64(world[i, 2])
+            x = ((p0 * rotation[0, 0] + p1 * rotation[0, 1]) + p2 * rotation[0, 2]) + offset[0]
+            y = ((p0 * rotation[1, 0] + p1 * rotation[1, 1]) + p2 * rotation[1, 2]) + offset[1]
+            z = ((p0 * rotation[2, 0] + p1 * rotation[2, 1]) + p2 * rotation[2, 2]) + offset[2]
+            points[0, i], points[1, i], points[2, i] = x, y, z
+            if z < near:
+                clipped[m] = True
+                continue
+            px, py = fx * x / z + cx, fy * y / z + cy
+            lo[m, 0], lo[m, 1] = min(lo[m, 0], px), min(lo[m, 1], py)
+            hi[m, 0], hi[m, 1] = max(hi[m, 0], px), max(hi[m, 1], py)
+    return points, lo, hi, clipped
+
+
+@njit(cache=True, nogil=True)
 def fill_truth(instance, semantic, distance, depth, normals_out, rays, complete, mesh, t, offset, dz, normals,
                instance_ids, semantic_ids, no_hit):
     """Writes a tile's ground truth (images flat over its pixels, normals (pixels, 3)) from hits `rays` (all

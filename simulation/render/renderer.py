@@ -14,7 +14,7 @@ pixels there, sums the tiles in order once all are done and then encodes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import cache
@@ -35,7 +35,7 @@ from simulation.render.camera import Camera, CameraParams, check_pose
 from simulation.render.exposure import LOG_FLOOR, Exposure
 from simulation.render.raycast import RAY_THREADS
 from simulation.render.rgb import LightArrays, linear_colour
-from simulation.render.scene import MeshState, RenderScene
+from simulation.render.scene import MeshState, RenderLight, RenderScene
 from simulation.render.shading import ENCODE_LUT
 from simulation.render.tiles import GroundTruth, Tile, tile_ranges
 
@@ -113,11 +113,13 @@ def _tile_job(scene: RenderScene, lights: LightArrays, camera: Camera, pose: np.
 
 def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
                  states: Mapping[str, MeshState] | None = None, options: RenderOptions = RenderOptions(),
-                 next_pose: np.ndarray | None = None) -> Frame:
+                 next_pose: np.ndarray | None = None, lights: Sequence[RenderLight] | None = None) -> Frame:
     """Render `scene` seen from `pose` (world<-camera, optical frame).
 
     `states` gives this frame's dynamic meshes (by name); flow is computed when `next_pose` (the next
-    frame's camera pose) is given, following each state's next_pose / next_vertices.
+    frame's camera pose) is given, following each state's next_pose / next_vertices. `lights` replace the
+    scene's for this frame (a caller that changes `scene.lights` while the frame renders on another thread
+    passes the frame's own).
     """
     pose = check_pose(pose)
     if next_pose is not None:
@@ -129,7 +131,7 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     geometry = Future()
     pool = _tile_pool(options.threads)
     ranges = tile_ranges(camera)
-    lights = LightArrays.of(scene.lights)
+    lights = LightArrays.of(scene.lights if lights is None else lights)
     jobs = [pool.submit(_tile_job, scene, lights, camera, pose, pixels, geometry, truth, next_pose, rgb, options)
             for pixels in ranges]
     try:  # while the tiles trace

@@ -24,6 +24,7 @@ from PIL import Image, UnidentifiedImageError
 from asset_converters import parts
 from core.config import DEFAULT_SKY
 from core.errors import InputError
+from simulation.render import kernels
 from simulation.render.camera import linear_map
 from simulation.render.embree import BUILD_QUALITY_HIGH, BUILD_QUALITY_MEDIUM, SharedScene
 from simulation.render.raycast import drain
@@ -327,21 +328,20 @@ class Layer:
         self.poses = np.asarray(poses, dtype=np.float64)  # (M, 4, 4) local->world
 
     @cached_property
-    def _cross(self) -> np.ndarray:
-        """Unnormalised face normals (3, F): twice the face area long."""
-        a, b, c = (np.take(self._world, self.table.corners[k], axis=1) for k in range(3))
-        e1, e2 = b - a, c - a
-        return np.stack([e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
-                         e1[0] * e2[1] - e1[1] * e2[0]])
-
-    @cached_property
     def vertex_normals(self) -> np.ndarray | None:
-        """(3, V) float32 area-weighted vertex normals (sums of `_cross`), when any mesh is smooth."""
+        """(3, V) float32 area-weighted vertex normals, when any mesh is smooth."""
         if not self.table.smooth.any():
             return None
-        flat = self.table.corners.ravel()
-        summed = np.stack([np.bincount(flat, np.tile(self._cross[k], 3), self._world.shape[1]) for k in range(3)])
-        return _normalize_rows(summed).astype(np.float32)
+        return kernels.vertex_normals(self._world, self.table.corners)
+
+    @cached_property
+    def mesh_corners(self) -> np.ndarray:
+        """(M, 8, 3) float64 corners of each mesh's world bounding box (of its float32 vertices, as traced)."""
+        starts = self.table.vertex_offsets[:-1]
+        vertices = self.world_vertices.astype(np.float64)
+        lo, hi = np.minimum.reduceat(vertices, starts), np.maximum.reduceat(vertices, starts)
+        pick = np.array([[i >> 2 & 1, i >> 1 & 1, i & 1] for i in range(8)], bool)  # corner i takes hi where set
+        return np.where(pick[None], hi[:, None], lo[:, None])
 
     @cached_property
     def local_min(self) -> np.ndarray:
@@ -365,11 +365,6 @@ def _world_rows(locals_: Sequence[np.ndarray], poses: Sequence[np.ndarray]) -> n
     """Local (V_i, 3) vertex arrays placed by their poses, concatenated as rows (3, V) float64."""
     return np.concatenate([linear_map(local.T, pose[:3, :3], pose[:3, 3]) for local, pose in zip(locals_, poses)],
                           axis=1)
-
-
-def _normalize_rows(vectors: np.ndarray) -> np.ndarray:
-    norm = np.sqrt((vectors * vectors).sum(axis=0))
-    return np.divide(vectors, norm, out=np.zeros_like(vectors), where=norm > 0)
 
 
 class RenderScene:
