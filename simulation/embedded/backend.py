@@ -12,6 +12,7 @@ sensors there), or to the start state before the first step; `set_state` restore
 
 from __future__ import annotations
 
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,6 +47,10 @@ from simulation.robots.mjcf import LinkEdge
 from simulation.robots.scurve import SCurveFollower, follower_for
 
 KINEMATIC_CHUNK = 240  # steps of human/object poses computed in one vectorised call
+# Frames rendering at once: while one traces its last tiles the next poses its meshes and queues its tiles, so the
+# tile workers never wait for a frame's serial parts (and the robot steps on meanwhile).
+FRAMES_IN_FLIGHT = 2
+LIDAR_BUFFER = FRAMES_IN_FLIGHT  # the LiDAR poses the meshes in a buffer of its own, beside the frames in flight
 PHYSICS_PREFIX = "physics."
 PROFILE_PREFIX = "velocity_profile."
 STATE_KEYS = ("step", "imu_step", "sensors", "lights.intensity", "lights.color", "randomization.epoch")
@@ -89,8 +94,9 @@ class EmbeddedBackend:
         self._profiles = [slot for slot in slots if slot.profile is not None]
         # (robot, camera) -> (step, frame): one render per step, made on the render thread while the caller steps on
         self._frames: dict[tuple[str, str], tuple[int, Future[Frame]]] = {}
-        self._render_thread = ThreadPoolExecutor(1, thread_name_prefix="render")
-        self._rendering: Future[Frame] | None = None
+        self._render_threads = ThreadPoolExecutor(FRAMES_IN_FLIGHT, thread_name_prefix="render")
+        self._rendering: deque[Future[Frame]] = deque()  # oldest first
+        self._rendered = 0
         self._joint_world = {}  # id(HumanModel) -> (frames, J, 4, 4) joint transforms in the package frame
         self._epoch = self._randomizer.epoch(0.0)
         self.scene.render.lights = self._randomizer.lights(self.scene.lights, self._epoch)
@@ -220,12 +226,12 @@ class EmbeddedBackend:
         states = self._states(slot, t, next_t)
         pose = slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
         lights = self.scene.render.lights
-        self.finish_rendering()  # the render scene holds one frame's meshes at a time
         if self._cycles is None:
-            future = self._render_thread.submit(render_frame, self.scene.render, sensor.camera, pose, states,
-                                                sensor.options, next_pose, lights)
-            self._rendering = future
+            future = self._render_threads.submit(render_frame, self.scene.render, sensor.camera, pose, states,
+                                                 sensor.options, next_pose, lights, self._next_buffer())
+            self._rendering.append(future)
         else:  # Cycles poses its scene from the current state too: rendered here, before the caller steps on
+            self.finish_rendering()
             frame = render_frame(self.scene.render, sensor.camera, pose, states, replace(sensor.options, rgb=False),
                                  next_pose, lights)
             if sensor.options.rgb:
@@ -235,11 +241,18 @@ class EmbeddedBackend:
         self._frames[(slot.name, name)] = (self._steps, future)
         return future
 
+    def _next_buffer(self) -> int:
+        """The render scene buffer of the next frame (each frame in flight poses its meshes in one of its own): the
+        oldest frame in flight's, once that frame is done."""
+        if len(self._rendering) == FRAMES_IN_FLIGHT:
+            wait([self._rendering.popleft()])
+        self._rendered += 1
+        return (self._rendered - 1) % FRAMES_IN_FLIGHT
+
     def finish_rendering(self) -> None:
-        """Wait for the frame on the render thread (its errors are its consumers' to raise)."""
-        if self._rendering is not None:
-            wait([self._rendering])
-            self._rendering = None
+        """Wait for the frames on the render threads (their errors are their consumers' to raise)."""
+        wait(self._rendering)
+        self._rendering.clear()
 
     def _states(self, slot: _RobotSlot, t: float, next_t: float | None = None) -> dict[str, MeshState]:
         """Every dynamic mesh at `t` (and `next_t`) as robot `slot`'s sensors see them: the other robots where
@@ -270,9 +283,8 @@ class EmbeddedBackend:
         if slot.lidar is None:
             raise KeyError(f"no LiDAR is configured ({slot.key}.sensors.lidar)")
         render = self.scene.render
-        self.finish_rendering()
-        render.set_frame(self._states(slot, self.time))
-        return slot.lidar.scan(render.embree, slot.handle.sensor_pose(slot.lidar.name), self.time)
+        render.set_frame(self._states(slot, self.time), buffer=LIDAR_BUFFER)
+        return slot.lidar.scan(render.embree_of(LIDAR_BUFFER), slot.handle.sensor_pose(slot.lidar.name), self.time)
 
     # ------------------------------------------------------------ scene information
 

@@ -27,13 +27,17 @@ leave a wall behind; a static surface is first seen from unknown or uncertain sp
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from itertools import pairwise
 
 import numpy as np
 
 from simulation.exploration import voxel_kernels
 
 UNKNOWN, FREE, OCCUPIED = -1, 0, 1
+TRAVERSAL_THREADS = 2  # this 2-core machine's: the renderer's threads wait while the robot maps
 DYNAMIC_BELOW = -0.8  # log-odds (two misses net): a hit on a voxel this sure to be free is something that moved in
 
 
@@ -85,6 +89,25 @@ def mapping_stride(K: np.ndarray, max_range: float, resolution: float) -> int:
     return max(int(resolution / 2 / (max_range * pixel_angle)), 1)
 
 
+@cache
+def _traversal_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(TRAVERSAL_THREADS, thread_name_prefix="mapping")
+
+
+@lru_cache(maxsize=8)
+def _pixel_rays(K: tuple[float, ...], height: int, width: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unit directions (3, N) in the optical frame of every `stride`-th pixel and the lengths (N,) of their
+    z = 1 rays: the same for every frame of a camera."""
+    v, u = np.mgrid[0:height:stride, 0:width:stride]
+    pixels = np.stack([u.ravel(), v.ravel(), np.ones(u.size)])
+    rays = np.linalg.solve(np.array(K).reshape(3, 3), pixels)  # z = 1 in the optical frame
+    norms = np.linalg.norm(rays, axis=0)
+    units = rays / norms
+    for array in (units, norms):
+        array.setflags(write=False)
+    return units, norms
+
+
 def depth_rays(depth: np.ndarray, K: np.ndarray, pose: np.ndarray, max_range: float,
                stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(origin (3,), end points (N, 3), returned (N,)) of every `stride`-th pixel's ray (in both
@@ -96,15 +119,11 @@ def depth_rays(depth: np.ndarray, K: np.ndarray, pose: np.ndarray, max_range: fl
     depth = np.asarray(depth, dtype=np.float64)
     if depth.ndim != 2:
         raise ValueError(f"a depth image is 2D, got shape {depth.shape}")
-    height, width = depth.shape
-    v, u = np.mgrid[0:height:stride, 0:width:stride]
-    pixels = np.stack([u.ravel(), v.ravel(), np.ones(u.size)])
-    rays = np.linalg.solve(np.asarray(K, dtype=np.float64), pixels)  # z = 1 in the optical frame
-    norms = np.linalg.norm(rays, axis=0)
+    units, norms = _pixel_rays(tuple(np.asarray(K, dtype=np.float64).ravel().tolist()), *depth.shape, stride)
     distance = depth[::stride, ::stride].ravel() * norms
     returned = (depth[::stride, ::stride].ravel() > 0) & (distance <= max_range)
     distance = np.where(returned, distance, max_range)
-    directions = (pose[:3, :3] @ (rays / norms)).T
+    directions = (pose[:3, :3] @ units).T
     origin = pose[:3, 3].astype(np.float64)
     return origin, origin + directions * distance[:, None], returned
 
@@ -160,8 +179,15 @@ class VoxelMap:
         lengths = np.linalg.norm(offsets, axis=1)
         units = (offsets / np.maximum(lengths, 1e-12)[:, None]).T.astype(np.float32)
         samples = np.arange(0.0, float(lengths.max(initial=0.0)), self.step_fraction, dtype=np.float32)
-        voxel_kernels.mark_samples(start.astype(np.float32), np.ascontiguousarray(units), lengths, samples,
-                                   np.array(self.shape, np.int64), out)
+        start, units, shape = start.astype(np.float32), np.ascontiguousarray(units), np.array(self.shape, np.int64)
+        # The rays in a few chunks on threads of their own (the loop drops the GIL): a frame's map update is on
+        # the robot's critical path (it plans on it before stepping on). Marks only ever set voxels, so the map
+        # does not depend on how the rays are split.
+        bounds = np.linspace(0, units.shape[1], TRAVERSAL_THREADS + 1).astype(np.int64)
+        jobs = [_traversal_pool().submit(voxel_kernels.mark_samples, start, units[:, a:b], lengths[a:b], samples,
+                                         shape, out) for a, b in pairwise(bounds.tolist()) if b > a]
+        for job in jobs:
+            job.result()
 
     def integrate(self, origin: np.ndarray, endpoints: np.ndarray, hits: np.ndarray, time: float) -> None:
         """Update from rays `origin` -> `endpoints`; end points with `hits` are obstacles, others free."""

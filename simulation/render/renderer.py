@@ -9,7 +9,9 @@ makes the boxes once every tile is done. Per-pixel vectors are handled as rows (
 Every tile's pixels are computed the same way whichever worker takes it, so frames do not depend on
 the thread count or on scheduling. Colour is shaded in linear RGB and encoded through the camera's
 exposure (exposure.py): a fixed exposure encodes in the tile workers; an auto exposure meters each tile's
-pixels there, sums the tiles in order once all are done and then encodes.
+pixels there, sums the tiles in order once all are done and then encodes in the calling thread.
+Several frames may render at once from different threads, each in a render scene buffer of its own
+(`buffer`): their tiles queue for the same workers.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
+from embreex.rtcore_scene import EmbreeScene
 
 from core.errors import InputError
 from simulation.render import kernels
@@ -87,13 +90,13 @@ class _TileResult:
     log_sum: float  # the metering sum of `linear` (kernels.log_luminance_sum)
 
 
-def _tile_job(scene: RenderScene, lights: LightArrays, camera: Camera, pose: np.ndarray, pixels: tuple[int, int],
-              geometry: Future, truth: GroundTruth, next_pose: np.ndarray | None, rgb: np.ndarray | None,
-              options: RenderOptions) -> _TileResult:
+def _tile_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, camera: Camera, pose: np.ndarray,
+              pixels: tuple[int, int], geometry: Future, truth: GroundTruth, next_pose: np.ndarray | None,
+              rgb: np.ndarray | None, options: RenderOptions) -> _TileResult:
     """Ground truth of a tile's pixels; their colour encoded into `rgb` (fixed exposure) or kept linear and
     metered (auto exposure), unless `rgb` is None; the stats of their instance ids if `options.boxes`.
-    `geometry` is the frame's FrameGeometry, still being made when the job starts."""
-    tile = Tile(scene, camera, pose, pixels, 1)
+    `geometry` is the frame's FrameGeometry, still being made when the job starts; `embree` the frame's buffer."""
+    tile = Tile(scene, embree, camera, pose, pixels, 1)
     normals = tile.normals(scene, geometry.result())
     truth.fill(scene, camera, tile, normals, geometry.result(), next_pose)
     stats = PixelStats.of_rows(truth.instance[tile.pixels].reshape(-1, camera.width),
@@ -102,9 +105,9 @@ def _tile_job(scene: RenderScene, lights: LightArrays, camera: Camera, pose: np.
         return _TileResult(stats, None, 0.0)
     samples, exposure = options.supersample, options.exposure
     if samples > 1:
-        tile = Tile(scene, camera, pose, pixels, samples)
+        tile = Tile(scene, embree, camera, pose, pixels, samples)
         normals = tile.normals(scene, geometry.result())
-    linear = linear_colour(scene, lights, tile.rays, tile.surface, normals, options.shadows, samples)
+    linear = linear_colour(scene, embree, lights, tile.rays, tile.surface, normals, options.shadows, samples)
     if exposure.metered:
         return _TileResult(stats, linear, kernels.log_luminance_sum(linear, LOG_FLOOR))
     rgb[tile.pixels] = kernels.tone_encode(linear, exposure.fixed_scale(), exposure.filmic, ENCODE_LUT)
@@ -113,27 +116,30 @@ def _tile_job(scene: RenderScene, lights: LightArrays, camera: Camera, pose: np.
 
 def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
                  states: Mapping[str, MeshState] | None = None, options: RenderOptions = RenderOptions(),
-                 next_pose: np.ndarray | None = None, lights: Sequence[RenderLight] | None = None) -> Frame:
+                 next_pose: np.ndarray | None = None, lights: Sequence[RenderLight] | None = None,
+                 buffer: int = 0) -> Frame:
     """Render `scene` seen from `pose` (world<-camera, optical frame).
 
     `states` gives this frame's dynamic meshes (by name); flow is computed when `next_pose` (the next
     frame's camera pose) is given, following each state's next_pose / next_vertices. `lights` replace the
     scene's for this frame (a caller that changes `scene.lights` while the frame renders on another thread
-    passes the frame's own).
+    passes the frame's own). Frames rendered at the same time from several threads each need a `buffer` of
+    their own (RenderScene.set_frame); their tiles share the tile workers, first come first served.
     """
     pose = check_pose(pose)
     if next_pose is not None:
         next_pose = check_pose(next_pose, "next_pose")
     height, width = camera.height, camera.width
-    dynamic = scene.set_frame(states, next_pose is not None)
+    dynamic = scene.set_frame(states, next_pose is not None, buffer)
+    embree = scene.embree_of(buffer)
     truth = GroundTruth.empty(height * width, next_pose is not None)
     rgb = np.empty((height * width, 3), np.uint8) if options.rgb else None
     geometry = Future()
     pool = _tile_pool(options.threads)
     ranges = tile_ranges(camera)
     lights = LightArrays.of(scene.lights if lights is None else lights)
-    jobs = [pool.submit(_tile_job, scene, lights, camera, pose, pixels, geometry, truth, next_pose, rgb, options)
-            for pixels in ranges]
+    jobs = [pool.submit(_tile_job, scene, embree, lights, camera, pose, pixels, geometry, truth, next_pose, rgb,
+                        options) for pixels in ranges]
     try:  # while the tiles trace
         geometry.set_result(scene.frame_geometry(dynamic, next_pose is not None))
         views = (layer_view(camera, pose, scene.static), layer_view(camera, pose, dynamic)) if options.boxes else None
@@ -146,7 +152,7 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
         wait(jobs)  # no tile job outlives the frame, failed or not
     results = [job.result() for job in jobs]
     if rgb is not None and options.exposure.metered:
-        _encode_metered(pool, rgb, ranges, results, options.exposure)
+        _encode_metered(rgb, ranges, results, options.exposure)
     instance = truth.instance.reshape(height, width)
     if views is not None:
         boxes = frame_boxes(instance, PixelStats.merge([r.stats for r in results]), scene, *views, alone)
@@ -166,16 +172,11 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     )
 
 
-def _encode_metered(pool: ThreadPoolExecutor, rgb: np.ndarray, ranges: list[tuple[int, int]],
-                    results: list[_TileResult], exposure: Exposure) -> None:
-    """Encodes the tiles' linear colour into `rgb`, a job per tile, at the exposure metered over the whole
-    frame (the tiles' sums added in image order, so the scale does not depend on which worker took which tile)."""
+def _encode_metered(rgb: np.ndarray, ranges: list[tuple[int, int]], results: list[_TileResult],
+                    exposure: Exposure) -> None:
+    """Encodes the tiles' linear colour into `rgb` at the exposure metered over the whole frame (the tiles' sums
+    added in image order, so the scale does not depend on which worker took which tile). In the calling thread:
+    on the tile workers it would wait behind the tiles of a frame that started meanwhile."""
     scale = exposure.auto_scale(sum(r.log_sum for r in results), len(rgb))
-
-    def encode(first: int, last: int, linear: np.ndarray) -> None:
-        rgb[first:last] = kernels.tone_encode(linear, scale, exposure.filmic, ENCODE_LUT)
-
-    jobs = [pool.submit(encode, first, last, r.linear) for (first, last), r in zip(ranges, results, strict=True)]
-    wait(jobs)
-    for job in jobs:
-        job.result()  # raises a job's error
+    for (first, last), result in zip(ranges, results, strict=True):
+        rgb[first:last] = kernels.tone_encode(result.linear, scale, exposure.filmic, ENCODE_LUT)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from embreex.rtcore_scene import EmbreeScene
 
 from simulation.render import shade_kernels
 from simulation.render.camera import Rays
@@ -53,14 +54,14 @@ class LightArrays:
             np.array([light.color for light in lights], np.float32).reshape(-1, 3))
 
 
-def linear_colour(scene: RenderScene, lights: LightArrays, rays: Rays, surface: Surface, normals: np.ndarray,
-                  shadows: bool, samples: int) -> np.ndarray:
+def linear_colour(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, rays: Rays, surface: Surface,
+                  normals: np.ndarray, shadows: bool, samples: int) -> np.ndarray:
     """Linear colour (3, pixels) of the rays' pixels, `samples` x `samples` consecutive rays per pixel:
-    albedo (ambient + Lambert/Blinn-Phong per light, unblocked lights only with `shadows`) where a ray hits,
-    the background elsewhere."""
+    albedo (ambient + Lambert/Blinn-Phong per light, unblocked lights only with `shadows`, traced against the
+    frame's `embree` scene) where a ray hits, the background elsewhere."""
     table, textures, pool = scene.table, scene.textures, scene.textures.pool
     metallic = table.metallic if table.metallic.any() else _NONE
-    query = occlusion_query(scene.embree)
+    query = occlusion_query(embree)
     linear = np.empty((3, len(rays.tfar)), np.float32)
     shade_kernels.shade(
         linear, rays.components, rays.offset, rays.eye, surface.rays, surface.complete, surface.t, normals,

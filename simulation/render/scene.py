@@ -10,6 +10,7 @@ Colours are linear RGB in [0, 1]; textures are sRGB-encoded 8-bit images.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -373,8 +374,8 @@ class RenderScene:
     Rays that hit nothing see the `environment` image where one is set (background.py), else the
     `background` colour. `lights`, `ambient`, `background` and `environment` are plain attributes:
     change them between frames at will.
-    The Embree scene holds one frame's dynamic geometry at a time: render frames of one RenderScene
-    one after the other, not from several threads at once.
+    Each Embree scene (a `buffer`) holds one frame's dynamic geometry at a time: frames rendered from several
+    threads at once each need a buffer of their own.
     """
 
     def __init__(self, static_meshes: Sequence[RenderMesh], dynamic_meshes: Sequence[RenderMesh] = (),
@@ -400,34 +401,51 @@ class RenderScene:
         self.textures, self.corner_uvs = self.table.textures, self.table.corner_uvs
         self.first_dynamic_face = 0 if self.static_table is None else len(self.static_table.faces)
         self.static = None
-        self._shared = SharedScene(dynamic=self.dynamic_table is not None)
-        first_faces = {}  # geometry id -> its first face in `table`
         if self.static_table is not None:
             locals_, poses = [m.vertices for m in static_meshes], np.stack([m.pose for m in static_meshes])
             self.static = Layer(self.static_table, locals_, poses, _world_rows(locals_, poses))
-            first_faces[self._shared.add(self.static.world_vertices, self.static_table.faces, BUILD_QUALITY_HIGH)] = 0
-        self._dynamic_geometry = []  # geometry id of each dynamic mesh
-        if self.dynamic_table is not None:
-            rest = Layer(self.dynamic_table, [m.vertices for m in dynamic_meshes],
-                         np.stack([m.pose for m in dynamic_meshes]))
-            for mesh in range(len(self.dynamic_table)):
-                vertices, faces = self._dynamic_slices(rest, mesh)
-                # Rebuilt every frame: a medium-quality BVH costs ~0.2 ms more per 3k-triangle human than a
-                # low-quality one, and saves more than that in camera rays when people fill the view.
-                geometry = self._shared.add(vertices, faces, BUILD_QUALITY_MEDIUM)
-                self._dynamic_geometry.append(geometry)
-                first_faces[geometry] = self.first_dynamic_face + int(self.dynamic_table.face_offsets[mesh])
-        self._shared.commit()
+        self._rest = None if self.dynamic_table is None else Layer(
+            self.dynamic_table, [m.vertices for m in dynamic_meshes], np.stack([m.pose for m in dynamic_meshes]))
+        self._buffers: list[SharedScene] = []
+        self._buffer_lock = threading.Lock()
+        self._last_buffer = 0
+        first_faces = self._add_buffer()
         # Table face of a hit = geometry_faces[geomID] + primID.
         self.geometry_faces = np.array([first_faces[g] for g in range(len(first_faces))], dtype=np.intp)
         # instance id -> (is dynamic, mesh index in its table)
         self.instance_lookup = {m.instance_id: (False, i) for i, m in enumerate(static_meshes)}
         self.instance_lookup.update({m.instance_id: (True, i) for i, m in enumerate(dynamic_meshes)})
 
+    def _add_buffer(self) -> dict[int, int]:
+        """One more Embree scene holding every mesh (the dynamic ones at rest); geometry id -> its first face in
+        `table` (the same ids in every buffer)."""
+        shared = SharedScene(dynamic=self.dynamic_table is not None)
+        first_faces = {}
+        if self.static is not None:
+            first_faces[shared.add(self.static.world_vertices, self.static_table.faces, BUILD_QUALITY_HIGH)] = 0
+        self._dynamic_geometry = []  # geometry id of each dynamic mesh, the same in every buffer
+        for mesh in range(len(self.dynamic_table) if self.dynamic_table is not None else 0):
+            vertices, faces = self._dynamic_slices(self._rest, mesh)
+            # Rebuilt every frame: a medium-quality BVH costs ~0.2 ms more per 3k-triangle human than a
+            # low-quality one, and saves more than that in camera rays when people fill the view.
+            geometry = shared.add(vertices, faces, BUILD_QUALITY_MEDIUM)
+            self._dynamic_geometry.append(geometry)
+            first_faces[geometry] = self.first_dynamic_face + int(self.dynamic_table.face_offsets[mesh])
+        shared.commit()
+        self._buffers.append(shared)
+        return first_faces
+
+    def embree_of(self, buffer: int) -> EmbreeScene:
+        """The Embree scene of `buffer` (see set_frame), made on first use."""
+        with self._buffer_lock:
+            while len(self._buffers) <= buffer:
+                self._add_buffer()
+            return self._buffers[buffer].embree
+
     @property
     def embree(self) -> EmbreeScene:
-        """The Embree scene every ray is traced against (the same object for the scene's lifetime)."""
-        return self._shared.embree
+        """The Embree scene of the last frame set (set_frame), which rays are traced against."""
+        return self.embree_of(self._last_buffer)
 
     def _dynamic_slices(self, layer: Layer, mesh: int) -> tuple[np.ndarray, np.ndarray]:
         """World vertices and mesh-local faces of dynamic mesh `mesh` in `layer`."""
@@ -443,9 +461,12 @@ class RenderScene:
                 out[mesh.instance_id] = {"name": mesh.name, "semantic_id": mesh.semantic_id, "dynamic": dynamic}
         return dict(sorted(out.items()))
 
-    def set_frame(self, states: Mapping[str, MeshState] | None, with_next: bool = False) -> Layer | None:
+    def set_frame(self, states: Mapping[str, MeshState] | None, with_next: bool = False,
+                  buffer: int = 0) -> Layer | None:
         """Pose the dynamic meshes for one frame (meshes without a state keep their rest vertices and pose):
-        updates their Embree geometry and returns their layer."""
+        updates their Embree geometry in `buffer` (embree_of(buffer) traces this frame; with two buffers a
+        frame can be posed while the one before still traces in the other) and returns their layer."""
+        self._last_buffer = buffer
         table = self.dynamic_table
         if table is None:
             return None
@@ -470,9 +491,11 @@ class RenderScene:
         next_world = _world_rows(next_locals, next_poses) if with_next else None
         layer = Layer(table, locals_, np.stack(poses), next_world)
         drain()
+        self.embree_of(buffer)
+        shared = self._buffers[buffer]
         for mesh, geometry in enumerate(self._dynamic_geometry):
-            self._shared.set_vertices(geometry, self._dynamic_slices(layer, mesh)[0])
-        self._shared.commit()
+            shared.set_vertices(geometry, self._dynamic_slices(layer, mesh)[0])
+        shared.commit()
         return layer
 
     def frame_geometry(self, dynamic: Layer | None, with_next: bool = False) -> FrameGeometry:

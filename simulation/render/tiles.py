@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from embreex.rtcore_scene import EmbreeScene
 
 from simulation.render import kernels
 from simulation.render.camera import Camera, ray_table
@@ -32,12 +33,14 @@ def tile_ranges(camera: Camera) -> list[tuple[int, int]]:
 
 
 class Tile:
-    """The rays of a pixel range, traced in the calling thread: `rays` and the `surface` they hit."""
+    """The rays of a pixel range, traced against `embree` (the frame's buffer of `scene`) in the calling thread:
+    `rays` and the `surface` they hit."""
 
-    def __init__(self, scene: RenderScene, camera: Camera, pose: np.ndarray, pixels: tuple[int, int], samples: int):
+    def __init__(self, scene: RenderScene, embree: EmbreeScene, camera: Camera, pose: np.ndarray,
+                 pixels: tuple[int, int], samples: int):
         self.pixels = slice(*pixels)
         table = ray_table(camera, pose, samples, pixels)
-        hits = trace_camera(scene.embree, table, scene.geometry_faces, scene.table.face_mesh)
+        hits = trace_camera(embree, table, scene.geometry_faces, scene.table.face_mesh)
         self.rays = table.rays(hits.components)
         self.surface = surface_of(hits)
 
