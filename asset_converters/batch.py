@@ -11,7 +11,7 @@ from pathlib import Path
 from asset_converters.package import CONVERTER_VERSION
 from core.errors import GradeError
 from core.formats.manifest import StageStatus, stage_status
-from core.outputs import check_output_folder
+from core.outputs import check_output_folder, package_lock
 from core.progress import get_logger, make_progress
 from core.rundir import content_hash
 
@@ -46,22 +46,25 @@ def run_jobs(jobs: list[Job], description: str) -> BatchResult:
     with make_progress() as progress:
         task = progress.add_task(description, total=len(jobs))
         for job in jobs:
-            if stage_status(job.out, job.input_hash) is StageStatus.COMPLETE:
-                result.skipped.append(job.out)
-            else:
-                try:
-                    check_output_folder(job.out, "package folder")  # never replace a folder that is not ours
-                    job.run(job.out, job.input_hash)
-                    result.converted.append(job.out)
-                except GradeError as exc:
-                    result.failed.append((job.source, str(exc)))
-                    log.error("%s", exc)
-                except OSError as exc:  # disk full, read-only, permissions: the OS reason, no traceback
-                    message = f"{exc.filename or job.out}: {exc.strerror or exc}"
-                    result.failed.append((job.source, message))
-                    log.error("%s: %s", job.source, message)
-                except Exception as exc:  # a converter bug must not stop the rest of the batch
-                    result.failed.append((job.source, f"{type(exc).__name__}: {exc}"))
-                    log.error("%s: unexpected error\n%s", job.source, traceback.format_exc())
+            try:
+                # Jobs sharing the folder (a batch's asset cache) take turns per package: one converts it, the
+                # others then find it complete.
+                with package_lock(job.out):
+                    if stage_status(job.out, job.input_hash) is StageStatus.COMPLETE:
+                        result.skipped.append(job.out)
+                    else:
+                        check_output_folder(job.out, "package folder")  # never replace a folder that is not ours
+                        job.run(job.out, job.input_hash)
+                        result.converted.append(job.out)
+            except GradeError as exc:
+                result.failed.append((job.source, str(exc)))
+                log.error("%s", exc)
+            except OSError as exc:  # disk full, read-only, permissions: the OS reason, no traceback
+                message = f"{exc.filename or job.out}: {exc.strerror or exc}"
+                result.failed.append((job.source, message))
+                log.error("%s: %s", job.source, message)
+            except Exception as exc:  # a converter bug must not stop the rest of the batch
+                result.failed.append((job.source, f"{type(exc).__name__}: {exc}"))
+                log.error("%s: unexpected error\n%s", job.source, traceback.format_exc())
             progress.advance(task)
     return result

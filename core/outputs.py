@@ -4,7 +4,8 @@ Every command that writes a folder (a run, an asset package folder, a view) firs
 folder must be absent, empty, or already a GRADE output; then an exclusive lock (`.grade.lock`, an
 advisory `flock`) is held for the whole command, so a second writer fails at once with the holder's
 pid and start time (or waits for it with `wait=True`). The lock file stays in the folder afterwards:
-it marks the folder as GRADE's, so an interrupted command's folder is recognised on the next run.
+it marks the folder as GRADE's, so an interrupted command's folder is recognised on the next run. In a folder
+that several jobs share (an asset cache) each package has a lock of its own (`package_lock`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -33,6 +35,7 @@ MARKER_FILES = (RUN_FILE, META_FILE, MANIFEST, EXPORT_FILE)
 PARTIAL_SUFFIX = ".partial"
 # Hidden names of GRADE's atomic writes in progress (core.rundir): a file's .tmp, a folder's .partial / .old.
 TEMP_SUFFIXES = (".tmp", PARTIAL_SUFFIX, ".old")
+_TEMP_NAME = "[a-z0-9_]{8}"  # the random part of tempfile.mkdtemp's names
 # Partial folders are stale once they are older than this process: a live writer of the same folder
 # would hold its lock, and one of this process made them after it started.
 PROCESS_START = time.time()
@@ -50,7 +53,8 @@ def _is_ours(folder: Path, depth: int = 4) -> bool:
         return True
     if depth == 0:
         return False
-    entries = [e for e in folder.iterdir() if not (e.name.startswith(".") and e.name.endswith(TEMP_SUFFIXES))]
+    entries = [e for e in folder.iterdir()
+               if not (e.name.startswith(".") and e.name.endswith((*TEMP_SUFFIXES, LOCK_FILE)))]
     return all(e.is_dir() and _is_ours(e, depth - 1) for e in entries)
 
 
@@ -122,6 +126,25 @@ def output_lock(folder: str | Path, wait: bool = False, what: str = "output fold
             lock.unlink()
             folder.rmdir()
         os.close(fd)  # releases the flock
+
+
+@contextmanager
+def package_lock(package: str | Path) -> Iterator[Path]:
+    """Hold the writer lock of one package in a shared folder (an asset cache), waiting for it: a file
+    `.<name>.grade.lock` beside the package, so that jobs sharing the folder convert each package once and
+    different packages at the same time. The holder first removes the package's partial builds (atomic_directory's
+    `.<name>.XXXXXXXX.partial` beside it): their writer held this lock, so it is gone."""
+    package = Path(package)
+    package.parent.mkdir(parents=True, exist_ok=True)
+    fd = _acquire(package.parent / f".{package.name}{LOCK_FILE}", True, "asset package", package.parent)
+    try:
+        built = re.compile(re.escape(f".{package.name}.") + _TEMP_NAME + re.escape(PARTIAL_SUFFIX))
+        for entry in package.parent.iterdir():
+            if entry.is_dir() and built.fullmatch(entry.name):
+                shutil.rmtree(entry, ignore_errors=True)
+        yield package
+    finally:
+        os.close(fd)
 
 
 def remove_stale_partials(folder: str | Path) -> list[Path]:

@@ -18,7 +18,7 @@ from core.formats.asset_meta import load_meta
 from core.formats.manifest import MANIFEST, StageStatus, stage_status, write_manifest
 from core.formats.placement import PLACEMENT_FILE, load_placement
 from core.formats.scene_layout import SCENE_FILE
-from core.outputs import output_lock, remove_stale_partials
+from core.outputs import check_output_folder
 from core.progress import get_logger
 from core.recording import ASSETS_DIR, SCENE_DIR
 from core.rundir import atomic_directory, content_hash
@@ -228,11 +228,11 @@ def prepare(config: ExperimentConfig, out: Path | None = None, cache: Path | Non
     """Convert, place and compose for one experiment; returns where everything is."""
     out = Path(out or config.output_dir)
     cache = Path(cache or config.assets_dir or out / ASSETS_DIR)
-    # Experiments may share a cache: a second one waits for the first's conversions, then finds them done.
-    with output_lock(cache, wait=True, what="asset cache"):
-        remove_stale_partials(cache)
-        environment, humans, objects = convert_assets(config, cache)
-        animals = convert_animals(config, cache)
+    # Experiments may share a cache: each package has a lock of its own (asset_converters.run_jobs), so jobs convert
+    # different packages at once and wait only for one converting the same package, then find it done.
+    check_output_folder(cache, "asset cache")
+    environment, humans, objects = convert_assets(config, cache)
+    animals = convert_animals(config, cache)
     load_meta(environment, "environment")
     placement, scene = place_and_compose(config, environment, humans, objects, out, animals)
     return PreparedScene(environment, humans, objects, placement, scene, animals)

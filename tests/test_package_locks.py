@@ -1,0 +1,65 @@
+"""Jobs sharing an asset cache: each package has a lock of its own, so two processes convert different packages at
+the same time, never the same package twice, and the package's lock holder clears only that package's stale
+partial builds."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from pathlib import Path
+
+from asset_converters.batch import Job, run_jobs
+from core.formats.manifest import StageStatus, stage_status, write_manifest
+from core.outputs import package_lock
+from core.rundir import atomic_directory
+
+BUILD_SECONDS = 1.0
+
+
+def _build(log: Path):
+    def run(out: Path, input_hash: str) -> Path:
+        started = time.time()
+        with atomic_directory(out) as tmp:
+            time.sleep(BUILD_SECONDS)
+            (tmp / "asset.txt").write_text(out.name)
+            write_manifest(tmp, "convert", input_hash)
+        with log.open("a") as handle:  # one short line per write: appends do not interleave
+            handle.write(json.dumps({"package": out.name, "start": started, "end": time.time()}) + "\n")
+        return out
+    return run
+
+
+def _convert(cache: Path, names: list[str], log: Path) -> None:
+    result = run_jobs([Job(cache / name, cache / name, f"hash-{name}", _build(log)) for name in names], "test")
+    assert not result.failed, result.failed
+
+
+def test_two_processes_convert_different_packages_at_once_and_each_package_once(tmp_path):
+    cache, log = tmp_path / "assets", tmp_path / "builds.jsonl"
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_convert, args=(cache, order, log)) for order in (["a", "b"], ["b", "a"])]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    builds = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(b["package"] for b in builds) == ["a", "b"]  # each converted once
+    first, second = builds
+    # At the same time: a lock over the whole cache would take them in turn.
+    assert first["start"] < second["end"] and second["start"] < first["end"]
+    for name in ("a", "b"):
+        assert stage_status(cache / name, f"hash-{name}") is StageStatus.COMPLETE
+        assert (cache / name / "asset.txt").read_text() == name
+
+
+def test_the_lock_holder_clears_its_own_stale_partial_builds_only(tmp_path):
+    cache = tmp_path / "assets"
+    mine, other = cache / ".a.x1y2z3w4.partial", cache / ".a.v2.abcd1234.partial"  # the second is package "a.v2"'s
+    foreign = cache / ".a.notours.partial"  # not a name atomic_directory makes
+    for folder in (mine, other, foreign):
+        folder.mkdir(parents=True)
+    with package_lock(cache / "a"):
+        assert not mine.exists()
+        assert other.exists() and foreign.exists()
