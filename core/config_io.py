@@ -237,11 +237,18 @@ def check_input_paths(config: ExperimentConfig, file: Path | str) -> None:
                           file, key)
 
 
+# A batch file's own keys, and an experiment's: `grade generate` on a batch file says to run it with `grade batch`.
+BATCH_KEYS = set(BatchConfig.model_fields) - {"output_dir"}
+EXPERIMENT_KEYS = set(ExperimentConfig.model_fields) - {"output_dir"}
+
 def load_experiment(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
                     check_paths: bool = True) -> ExperimentConfig:
     """Read, override, validate and resolve an experiment config."""
     path = Path(path)
     data, lines = read_yaml(path)
+    if isinstance(data, dict) and "base" in data and BATCH_KEYS & set(data) and not EXPERIMENT_KEYS & set(data):
+        raise ConfigError("this is a batch config (a base experiment crossed with seeds and variants), not one "
+                          f"experiment: run it with `grade batch {path}`", path, "base")
     data = apply_overrides(data, overrides)
     config = validate_model(ExperimentConfig, data, path, lines).resolve_paths(path.parent.resolve())
     if check_paths:

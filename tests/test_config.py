@@ -314,3 +314,10 @@ def test_batch_variants_with_counts_and_seeded_draws(tmp_path):
         {"name": "none", "draw": {"environment.textures": {"folder": "houses", "glob": "*.usd"}}}]}, "empty.yaml")
     with pytest.raises(ConfigError, match="no files match"):
         expand_batch(load_batch(empty), empty)
+
+
+def test_an_experiment_command_given_a_batch_file_says_to_run_it_with_grade_batch():
+    with pytest.raises(ConfigError, match="batch config.*grade batch") as info:
+        load_experiment(CONFIGS / "batch-example.yaml")
+    assert info.value.field == "base"
+    load_batch(CONFIGS / "batch-example.yaml")  # what it is
