@@ -13,7 +13,7 @@ control) and hands each step's data to the recorder; the render thread poses the
 while the tile workers trace and shade its pixels; the recorder's writer thread serialises the bags and writes
 frames.jsonl; the image writer encodes the ground-truth PNGs. So two tables: the main thread's wall time split by
 wrapping its entry points (a nested wrapped call counts for the inner one only; the waits are where the main
-thread stood still: for the frame the explorer needs, for the frame before last, whose render scene buffer the
+thread stood still: for the depth image the explorer maps (ready before the frame's colour), for the frame before last, whose render scene buffer the
 next frame takes, for the writer to catch up), and each thread's CPU seconds (read from /proc/self/task on Linux).
 The 60 s sequence time is convert + place + the simulate-and-record time scaled to 1 s of bootstrap +
 60 s (give `--set simulation.duration=60` for a real one). Wall-clock figures depend on what else runs on
@@ -134,7 +134,7 @@ def instrument(stages: Stages) -> None:
     EmbeddedBackend.step = stages.wrap("physics steps", EmbeddedBackend.step)
     RobotMission.tick = stages.wrap("mission (exploration, control)", RobotMission.tick)
     Recorder.sample = stages.wrap("recorder (TF, IMU, states, hand-offs)", Recorder.sample)
-    RobotView.render = stages.wrap("waiting for the frame the explorer needs", RobotView.render)
+    RobotView.depth = stages.wrap("waiting for the depth the explorer maps", RobotView.depth)
     EmbeddedBackend._next_buffer = stages.wrap("waiting for the frame before last to finish", EmbeddedBackend._next_buffer)
     EmbeddedBackend.finish_rendering = stages.wrap("waiting for the frame before last to finish",
                                                    EmbeddedBackend.finish_rendering)

@@ -23,7 +23,7 @@ from core.errors import ConfigError
 
 if TYPE_CHECKING:
     from core.config import ExperimentConfig
-    from simulation.render import Frame
+    from simulation.render import DepthImage, Frame
     from simulation.robots.mjcf import LinkEdge
 
 
@@ -151,6 +151,10 @@ class Backend(Protocol):
     def render_async(self, name: str) -> Future[Frame]:
         """`render`, finished while the caller goes on (steps, records): the frame shows the current time;
         `result()` waits for it. A step renders a camera once, however often it is asked for."""
+
+    def depth(self, name: str) -> DepthImage:
+        """The depth image (z in the optical frame, 0 = no return) and camera of the frame `render` makes now,
+        as soon as it is ready (before the frame's colour): what a robot maps its surroundings with."""
 
     def imu(self, name: str) -> ImuReading: ...
 

@@ -41,7 +41,15 @@ from simulation.embedded.sensors import (
 from simulation.physics import PhysicsWorld, PlacedRobot, SensorMount, StartPose, build_fleet
 from simulation.physics.kinematic import mocap_indices
 from simulation.physics.robot_handle import RobotHandle
-from simulation.render import EnvironmentMap, Frame, MeshState, PointLight, load_environment, render_frame
+from simulation.render import (
+    DepthImage,
+    EnvironmentMap,
+    Frame,
+    MeshState,
+    PointLight,
+    load_environment,
+    render_frame,
+)
 from simulation.robots import RobotModel, robot_model
 from simulation.robots.mjcf import LinkEdge
 from simulation.robots.scurve import SCurveFollower, follower_for
@@ -93,7 +101,7 @@ class EmbeddedBackend:
         self._steps, self._imu_step = 0, 0
         self._profiles = [slot for slot in slots if slot.profile is not None]
         # (robot, camera) -> (step, frame): one render per step, made on the render thread while the caller steps on
-        self._frames: dict[tuple[str, str], tuple[int, Future[Frame]]] = {}
+        self._frames: dict[tuple[str, str], tuple[int, Future[Frame], Future[DepthImage]]] = {}
         self._render_threads = ThreadPoolExecutor(FRAMES_IN_FLIGHT, thread_name_prefix="render")
         self._rendering: deque[Future[Frame]] = deque()  # oldest first
         self._rendered = 0
@@ -198,6 +206,9 @@ class EmbeddedBackend:
     def render_async(self, name: str) -> Future[Frame]:
         return self._first.render_async(name)
 
+    def depth(self, name: str) -> DepthImage:
+        return self._first.depth(name)
+
     def render(self, name: str) -> Frame:
         """The camera's frame at the current time; asking twice in one step renders once (the explorer
         and the recorder share the frame; treat it as read-only)."""
@@ -211,13 +222,14 @@ class EmbeddedBackend:
 
     # ------------------------------------------------------------ rendering for a robot
 
-    def _render(self, slot: _RobotSlot, name: str) -> Future[Frame]:
-        """The camera's frame at the current time, rendering on the render thread: what it depends on (poses,
-        the humans' meshes, the lights) is taken now; a step asks for it once, later requests share it."""
+    def _render(self, slot: _RobotSlot, name: str) -> tuple[Future[Frame], Future[DepthImage]]:
+        """The camera's frame at the current time and its depth (ready first), rendering on a render thread: what
+        it depends on (poses, the humans' meshes, the lights) is taken now; a step renders a camera once, later
+        requests share the frame."""
         sensor = slot.camera(name)
         cached = self._frames.get((slot.name, name))
         if cached is not None and cached[0] == self._steps:
-            return cached[1]
+            return cached[1], cached[2]
         t = self.time
         next_t = next_pose = None
         if sensor.flow:
@@ -226,20 +238,21 @@ class EmbeddedBackend:
         states = self._states(slot, t, next_t)
         pose = slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
         lights = self.scene.render.lights
+        depth = Future()
         if self._cycles is None:
             future = self._render_threads.submit(render_frame, self.scene.render, sensor.camera, pose, states,
-                                                 sensor.options, next_pose, lights, self._next_buffer())
+                                                 sensor.options, next_pose, lights, self._next_buffer(), depth)
             self._rendering.append(future)
         else:  # Cycles poses its scene from the current state too: rendered here, before the caller steps on
             self.finish_rendering()
             frame = render_frame(self.scene.render, sensor.camera, pose, states, replace(sensor.options, rgb=False),
-                                 next_pose, lights)
+                                 next_pose, lights, depth_ready=depth)
             if sensor.options.rgb:
                 frame.rgb = self._cycles_rgb(slot, name, sensor, frame.camera.pose, states)
             future = Future()
             future.set_result(frame)
-        self._frames[(slot.name, name)] = (self._steps, future)
-        return future
+        self._frames[(slot.name, name)] = (self._steps, future, depth)
+        return future, depth
 
     def _next_buffer(self) -> int:
         """The render scene buffer of the next frame (each frame in flight poses its meshes in one of its own): the
@@ -533,12 +546,16 @@ class RobotView:
         return self.slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
 
     def render_async(self, name: str) -> Future[Frame]:
-        """The camera's frame at the current time, rendered once per step on the render thread."""
-        return self._backend._render(self.slot, name)
+        """The camera's frame at the current time, rendered once per step on a render thread."""
+        return self._backend._render(self.slot, name)[0]
 
     def render(self, name: str) -> Frame:
         """The camera's frame at the current time, rendered once per step."""
         return self.render_async(name).result()
+
+    def depth(self, name: str) -> DepthImage:
+        """The camera's depth at the current time, as soon as its frame's ground truth is done."""
+        return self._backend._render(self.slot, name)[1].result()
 
     def imu(self, name: str) -> ImuReading:
         accel, gyro = self.slot.handle.imu(name)

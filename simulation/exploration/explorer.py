@@ -183,7 +183,7 @@ class Explorer:
 
     def _perceive(self) -> None:
         backend, params = self.backend, self.params
-        frame = backend.render(params.camera)
+        frame = backend.depth(params.camera)
         K = frame.camera.K
         stride = mapping_stride(K, params.max_range, self.map.resolution)
         origin, ends, returned = depth_rays(frame.depth, K, frame.camera.pose, params.max_range, stride)

@@ -116,7 +116,7 @@ class WaypointFollower:
     def _blocked(self) -> bool:
         """Whether the camera's depth shows something in the robot's way (module notes)."""
         backend = self.backend
-        frame = backend.render(self.camera)
+        frame = backend.depth(self.camera)
         pose = backend.robot_pose()
         reach = self.driver.radius + self.stop_distance
         camera_offset = float(np.linalg.norm(frame.camera.pose[:3, 3] - pose[:3, 3]))

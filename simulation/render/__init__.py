@@ -8,7 +8,7 @@ from simulation.render.annotations import BOX_2D_DTYPE, BOX_3D_DTYPE
 from simulation.render.background import EnvironmentMap, load_environment
 from simulation.render.camera import Camera, CameraParams, look_at
 from simulation.render.exposure import Exposure
-from simulation.render.renderer import Frame, RenderOptions, render_frame
+from simulation.render.renderer import DepthImage, Frame, RenderOptions, render_frame
 from simulation.render.scene import (
     DirectionalLight,
     MeshState,
@@ -25,7 +25,8 @@ from simulation.render.scene import (
 from simulation.render.tiles import NO_HIT_DEPTH
 
 __all__ = [
-    "BOX_2D_DTYPE", "BOX_3D_DTYPE", "NO_HIT_DEPTH", "Camera", "CameraParams", "DirectionalLight", "EnvironmentMap",
+    "BOX_2D_DTYPE", "BOX_3D_DTYPE", "NO_HIT_DEPTH", "Camera", "CameraParams", "DepthImage", "DirectionalLight",
+    "EnvironmentMap",
     "Exposure", "Frame", "MeshState", "PointLight", "RenderLight", "RenderMaterial", "RenderMesh", "RenderOptions",
     "RenderScene", "light_from_part", "load_environment", "load_texture", "look_at", "material_from_part",
     "mesh_from_part", "render_frame",

@@ -1,11 +1,12 @@
 """Render one camera frame of a RenderScene into numpy arrays: RGB, depth, ids, normals, flow, boxes.
 
 One ray per pixel centre gives every ground-truth image (exact to the triangle); RGB optionally
-averages samples x samples rays per pixel. The image is cut into tiles (tiles.py), and a few worker
-threads each take whole tiles: trace the camera rays, fill the ground-truth images, trace the shadow
-rays and shade (embreex and numpy release the GIL in their loops, so the workers run in parallel).
-Meanwhile this thread projects the meshes and rasterises each one alone (for occlusion ratios); it
-makes the boxes once every tile is done. Per-pixel vectors are handled as rows (3, N), see columns.py.
+averages samples x samples rays per pixel. The image is cut into tiles (tiles.py), and the tile workers
+(workers.py) take whole tiles, each in two jobs: trace the camera rays and fill the ground-truth images, then
+trace the shadow rays and shade; the compiled loops and Embree release the GIL, so the workers run in
+parallel. Meanwhile this thread projects the meshes and rasterises each one alone (for occlusion ratios); it
+makes the boxes once every tile's ground truth is done, while the colour is shaded. Per-pixel vectors are
+handled as rows (3, N), see columns.py.
 Every tile's pixels are computed the same way whichever worker takes it, so frames do not depend on
 the thread count or on scheduling. Colour is shaded in linear RGB and encoded through the camera's
 exposure (exposure.py): a fixed exposure encodes in the tile workers; an auto exposure meters each tile's
@@ -17,9 +18,8 @@ Several frames may render at once from different threads, each in a render scene
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
-from functools import cache
 
 import numpy as np
 from embreex.rtcore_scene import EmbreeScene
@@ -41,6 +41,7 @@ from simulation.render.rgb import LightArrays, linear_colour
 from simulation.render.scene import MeshState, RenderLight, RenderScene
 from simulation.render.shading import ENCODE_LUT
 from simulation.render.tiles import GroundTruth, Tile, tile_ranges
+from simulation.render.workers import COLOUR, GROUND_TRUTH, tile_workers
 
 
 @dataclass(frozen=True)
@@ -78,101 +79,125 @@ class Frame:
     camera: CameraParams
 
 
-@cache
-def _tile_pool(threads: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tiles")
+@dataclass(frozen=True)
+class _TileTruth:
+    tile: Tile  # its pixel-centre rays and their surface
+    normals: np.ndarray  # (3, hits) unit normals of the surface
+    stats: PixelStats | None  # of the tile's instance ids, when boxes are wanted
 
 
 @dataclass(frozen=True)
-class _TileResult:
-    stats: PixelStats | None  # of the tile's instance ids, when boxes are wanted
+class _TileColour:
     linear: np.ndarray | None  # (3, pixels) colour left to encode once the frame is metered
     log_sum: float  # the metering sum of `linear` (kernels.log_luminance_sum)
 
 
-def _tile_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, camera: Camera, pose: np.ndarray,
-              pixels: tuple[int, int], geometry: Future, truth: GroundTruth, next_pose: np.ndarray | None,
-              rgb: np.ndarray | None, options: RenderOptions) -> _TileResult:
-    """Ground truth of a tile's pixels; their colour encoded into `rgb` (fixed exposure) or kept linear and
-    metered (auto exposure), unless `rgb` is None; the stats of their instance ids if `options.boxes`.
-    `geometry` is the frame's FrameGeometry, still being made when the job starts; `embree` the frame's buffer."""
+def _truth_job(scene: RenderScene, embree: EmbreeScene, camera: Camera, pose: np.ndarray, pixels: tuple[int, int],
+               geometry: Future, truth: GroundTruth, next_pose: np.ndarray | None, options: RenderOptions
+               ) -> _TileTruth:
+    """Ground truth of a tile's pixels and the stats of their instance ids if `options.boxes`. `geometry` is the
+    frame's FrameGeometry, still being made when the job starts; `embree` the frame's buffer."""
     tile = Tile(scene, embree, camera, pose, pixels, 1)
     normals = tile.normals(scene, geometry.result())
     truth.fill(scene, camera, tile, normals, geometry.result(), next_pose)
     stats = PixelStats.of_rows(truth.instance[tile.pixels].reshape(-1, camera.width),
                                pixels[0] // camera.width) if options.boxes else None
-    if rgb is None:
-        return _TileResult(stats, None, 0.0)
+    return _TileTruth(tile, normals, stats)
+
+
+def _colour_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, camera: Camera, pose: np.ndarray,
+                pixels: tuple[int, int], geometry: Future, traced: Future, rgb: np.ndarray,
+                options: RenderOptions) -> _TileColour:
+    """A tile's colour encoded into `rgb` (fixed exposure) or kept linear and metered (auto exposure), shaded at
+    the surface its `traced` ground-truth job found (or its own supersampled rays')."""
     samples, exposure = options.supersample, options.exposure
+    tile, normals = traced.result().tile, traced.result().normals
     if samples > 1:
         tile = Tile(scene, embree, camera, pose, pixels, samples)
         normals = tile.normals(scene, geometry.result())
     linear = linear_colour(scene, embree, lights, tile.rays, tile.surface, normals, options.shadows, samples)
     if exposure.metered:
-        return _TileResult(stats, linear, kernels.log_luminance_sum(linear, LOG_FLOOR))
+        return _TileColour(linear, kernels.log_luminance_sum(linear, LOG_FLOOR))
     rgb[tile.pixels] = kernels.tone_encode(linear, exposure.fixed_scale(), exposure.filmic, ENCODE_LUT)
-    return _TileResult(stats, None, 0.0)
+    return _TileColour(None, 0.0)
+
+
+@dataclass(frozen=True)
+class DepthImage:
+    """A frame's depth (float32 (H, W), z in the optical frame, NO_HIT_DEPTH where nothing is hit) and camera,
+    ready before the frame's colour."""
+
+    depth: np.ndarray
+    camera: CameraParams
 
 
 def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
                  states: Mapping[str, MeshState] | None = None, options: RenderOptions = RenderOptions(),
                  next_pose: np.ndarray | None = None, lights: Sequence[RenderLight] | None = None,
-                 buffer: int = 0) -> Frame:
+                 buffer: int = 0, depth_ready: Future | None = None) -> Frame:
     """Render `scene` seen from `pose` (world<-camera, optical frame).
 
     `states` gives this frame's dynamic meshes (by name); flow is computed when `next_pose` (the next
     frame's camera pose) is given, following each state's next_pose / next_vertices. `lights` replace the
     scene's for this frame (a caller that changes `scene.lights` while the frame renders on another thread
     passes the frame's own). Frames rendered at the same time from several threads each need a `buffer` of
-    their own (RenderScene.set_frame); their tiles share the tile workers, first come first served.
+    their own (RenderScene.set_frame); their tiles share the tile workers, ground truth first (workers.py).
+    `depth_ready`, if given, gets the frame's DepthImage as soon as every tile's ground truth is done.
     """
     pose = check_pose(pose)
     if next_pose is not None:
         next_pose = check_pose(next_pose, "next_pose")
     height, width = camera.height, camera.width
+    params = CameraParams(camera.K, width, height, pose, camera.near, camera.far)
     dynamic = scene.set_frame(states, next_pose is not None, buffer)
     embree = scene.embree_of(buffer)
     truth = GroundTruth.empty(height * width, next_pose is not None)
     rgb = np.empty((height * width, 3), np.uint8) if options.rgb else None
     geometry = Future()
-    pool = _tile_pool(options.threads)
+    workers = tile_workers(options.threads)
     ranges = tile_ranges(camera)
     lights = LightArrays.of(scene.lights if lights is None else lights)
-    jobs = [pool.submit(_tile_job, scene, embree, lights, camera, pose, pixels, geometry, truth, next_pose, rgb,
-                        options) for pixels in ranges]
+    traced = [workers.submit(GROUND_TRUTH, _truth_job, scene, embree, camera, pose, pixels, geometry, truth,
+                             next_pose, options) for pixels in ranges]
+    coloured = [] if rgb is None else [
+        workers.submit(COLOUR, _colour_job, scene, embree, lights, camera, pose, pixels, geometry, job, rgb, options)
+        for pixels, job in zip(ranges, traced, strict=True)]
     try:  # while the tiles trace
         geometry.set_result(scene.frame_geometry(dynamic, next_pose is not None))
         views = (layer_view(camera, pose, scene.static), layer_view(camera, pose, dynamic)) if options.boxes else None
         alone = AloneCoverage(camera, *views) if options.boxes and options.occlusion else None
+        tiles = [job.result() for job in traced]
+        if depth_ready is not None:
+            depth_ready.set_result(DepthImage(truth.depth.reshape(height, width), params))
+        instance = truth.instance.reshape(height, width)
+        if views is not None:
+            boxes = frame_boxes(instance, PixelStats.merge([t.stats for t in tiles]), scene, *views, alone)
+            ids, tight, loose, boxes_3d = boxes.instance_ids, boxes.tight, boxes.loose, boxes.boxes_3d
+        else:
+            ids = np.zeros(0, np.uint32)
+            tight, loose, boxes_3d = np.zeros(0, BOX_2D_DTYPE), np.zeros(0, BOX_2D_DTYPE), np.zeros(0, BOX_3D_DTYPE)
+        colours = [job.result() for job in coloured]
     except BaseException as error:
-        if not geometry.done():
-            geometry.set_exception(error)
+        for future in (geometry, depth_ready):
+            if future is not None and not future.done():
+                future.set_exception(error)
         raise
     finally:
-        wait(jobs)  # no tile job outlives the frame, failed or not
-    results = [job.result() for job in jobs]
-    if rgb is not None and options.exposure.metered:
-        _encode_metered(rgb, ranges, results, options.exposure)
-    instance = truth.instance.reshape(height, width)
-    if views is not None:
-        boxes = frame_boxes(instance, PixelStats.merge([r.stats for r in results]), scene, *views, alone)
-        ids, tight, loose, boxes_3d = boxes.instance_ids, boxes.tight, boxes.loose, boxes.boxes_3d
-    else:
-        ids = np.zeros(0, np.uint32)
-        tight, loose, boxes_3d = np.zeros(0, BOX_2D_DTYPE), np.zeros(0, BOX_2D_DTYPE), np.zeros(0, BOX_3D_DTYPE)
+        wait([*traced, *coloured])  # no tile job outlives the frame, failed or not
     if rgb is not None:
+        if options.exposure.metered:
+            _encode_metered(rgb, ranges, colours, options.exposure)
         rgb = rgb.reshape(height, width, 3)
     return Frame(
         rgb=rgb, depth=truth.depth.reshape(height, width), distance=truth.distance.reshape(height, width),
         instance=instance, semantic=truth.semantic.reshape(height, width),
         normals=truth.normals.reshape(height, width, 3),
         flow=None if truth.flow is None else truth.flow.reshape(height, width, 2), instance_ids=ids,
-        boxes_2d_tight=tight, boxes_2d_loose=loose, boxes_3d=boxes_3d,
-        camera=CameraParams(camera.K, width, height, pose, camera.near, camera.far),
+        boxes_2d_tight=tight, boxes_2d_loose=loose, boxes_3d=boxes_3d, camera=params,
     )
 
 
-def _encode_metered(rgb: np.ndarray, ranges: list[tuple[int, int]], results: list[_TileResult],
+def _encode_metered(rgb: np.ndarray, ranges: list[tuple[int, int]], results: list[_TileColour],
                     exposure: Exposure) -> None:
     """Encodes the tiles' linear colour into `rgb` at the exposure metered over the whole frame (the tiles' sums
     added in image order, so the scale does not depend on which worker took which tile). In the calling thread:
