@@ -10,6 +10,7 @@ that several jobs share (an asset cache) each package has a lock of its own (`pa
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -131,12 +132,14 @@ def output_lock(folder: str | Path, wait: bool = False, what: str = "output fold
 @contextmanager
 def package_lock(package: str | Path) -> Iterator[Path]:
     """Hold the writer lock of one package in a shared folder (an asset cache), waiting for it: a file
-    `.<name>.grade.lock` beside the package, so that jobs sharing the folder convert each package once and
-    different packages at the same time. The holder first removes the package's partial builds (atomic_directory's
-    `.<name>.XXXXXXXX.partial` beside it): their writer held this lock, so it is gone."""
+    `.<name>.grade.lock` beside the package while it is held, so that jobs sharing the folder convert each package
+    once and different packages at the same time. The holder first removes the package's partial builds
+    (atomic_directory's `.<name>.XXXXXXXX.partial` beside it): their writer held this lock, so it is gone."""
     package = Path(package)
+    created = not package.parent.exists()
     package.parent.mkdir(parents=True, exist_ok=True)
-    fd = _acquire(package.parent / f".{package.name}{LOCK_FILE}", True, "asset package", package.parent)
+    lock = package.parent / f".{package.name}{LOCK_FILE}"
+    fd = _acquire(lock, True, "asset package", package.parent)
     try:
         built = re.compile(re.escape(f".{package.name}.") + _TEMP_NAME + re.escape(PARTIAL_SUFFIX))
         for entry in package.parent.iterdir():
@@ -144,6 +147,12 @@ def package_lock(package: str | Path) -> Iterator[Path]:
                 shutil.rmtree(entry, ignore_errors=True)
         yield package
     finally:
+        # Removed while still held: a waiter that then gets the old file's lock sees it gone and locks a new one
+        # (_acquire), so the package folder is left as the conversion left it, without lock files beside it.
+        lock.unlink(missing_ok=True)
+        if created:
+            with contextlib.suppress(OSError):  # not empty: another job's package or lock is there
+                package.parent.rmdir()
         os.close(fd)
 
 
