@@ -154,7 +154,12 @@ class Backend(Protocol):
 
     def depth(self, name: str) -> DepthImage:
         """The depth image (z in the optical frame, 0 = no return) and camera of the frame `render` makes now,
-        as soon as it is ready (before the frame's colour): what a robot maps its surroundings with."""
+        as soon as it is ready (before the frame's colour, when announced by `expect_depth`): what a robot maps
+        its surroundings with."""
+
+    def expect_depth(self, name: str) -> None:
+        """Say that `depth(name)` will be asked after the next step, so that the frame made then has its depth
+        ready first (a hint: the frames are the same either way)."""
 
     def imu(self, name: str) -> ImuReading: ...
 

@@ -521,15 +521,16 @@ def test_occlusion_ratios_equal_those_of_alone_ray_casts():
         assert ratios[row] == frame.boxes_2d_loose["occlusionRatio"][row] == expected
 
 
-def test_tile_size_and_worker_count_do_not_change_the_frame(monkeypatch):
+def test_tile_size_worker_count_and_job_split_do_not_change_the_frame(monkeypatch):
     state = {"ball": MeshState(pose=translation((0.6, 3.4, 0.1)), next_pose=translation((0.7, 3.4, 0.1)))}
     next_camera = translation((0.1, 0, 0)) @ POSE
     frames = []
-    # One row per tile (boxes merged over 120 tiles), uneven tiles, one tile; one to three tile workers.
-    for tile_pixels, workers in ((W, 3), (7 * W, 1), (H * W, 2)):
+    # One row per tile (boxes merged over 120 tiles), uneven tiles, one tile; one to three tile workers; a tile in
+    # one job or in two (depth first).
+    for tile_pixels, workers, depth_first in ((W, 3, False), (7 * W, 1, True), (H * W, 2, False), (5 * W, 2, True)):
         monkeypatch.setattr(tiles, "TILE_PIXELS", tile_pixels)
         frames.append(render_frame(build_mixed_scene(), CAMERA, POSE, state, RenderOptions(threads=workers),
-                                   next_pose=next_camera))
+                                   next_pose=next_camera, depth_first=depth_first))
     for frame in frames[1:]:
         for name in ("rgb", "depth", "distance", "instance", "semantic", "normals", "flow", "boxes_2d_tight",
                      "boxes_2d_loose", "boxes_3d"):

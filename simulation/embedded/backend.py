@@ -105,6 +105,7 @@ class EmbeddedBackend:
         self._render_threads = ThreadPoolExecutor(FRAMES_IN_FLIGHT, thread_name_prefix="render")
         self._rendering: deque[Future[Frame]] = deque()  # oldest first
         self._rendered = 0
+        self._depth_wanted: set[tuple[str, str]] = set()  # (robot, camera) whose next frame's depth is awaited
         self._joint_world = {}  # id(HumanModel) -> (frames, J, 4, 4) joint transforms in the package frame
         self._epoch = self._randomizer.epoch(0.0)
         self.scene.render.lights = self._randomizer.lights(self.scene.lights, self._epoch)
@@ -209,6 +210,9 @@ class EmbeddedBackend:
     def depth(self, name: str) -> DepthImage:
         return self._first.depth(name)
 
+    def expect_depth(self, name: str) -> None:
+        self._first.expect_depth(name)
+
     def render(self, name: str) -> Frame:
         """The camera's frame at the current time; asking twice in one step renders once (the explorer
         and the recorder share the frame; treat it as read-only)."""
@@ -239,9 +243,12 @@ class EmbeddedBackend:
         pose = slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
         lights = self.scene.render.lights
         depth = Future()
+        depth_first = (slot.name, name) in self._depth_wanted
+        self._depth_wanted.discard((slot.name, name))
         if self._cycles is None:
             future = self._render_threads.submit(render_frame, self.scene.render, sensor.camera, pose, states,
-                                                 sensor.options, next_pose, lights, self._next_buffer(), depth)
+                                                 sensor.options, next_pose, lights, self._next_buffer(), depth,
+                                                 depth_first)
             self._rendering.append(future)
         else:  # Cycles poses its scene from the current state too: rendered here, before the caller steps on
             self.finish_rendering()
@@ -556,6 +563,11 @@ class RobotView:
     def depth(self, name: str) -> DepthImage:
         """The camera's depth at the current time, as soon as its frame's ground truth is done."""
         return self._backend._render(self.slot, name)[1].result()
+
+    def expect_depth(self, name: str) -> None:
+        """The camera's next frame renders its depth first (render_frame's depth_first)."""
+        self.slot.camera(name)
+        self._backend._depth_wanted.add((self.slot.name, name))
 
     def imu(self, name: str) -> ImuReading:
         accel, gyro = self.slot.handle.imu(name)

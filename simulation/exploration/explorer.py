@@ -168,6 +168,8 @@ class Explorer:
         else:
             self.driver.update()
         self._step += 1
+        if self._step % self._map_every == 0:  # the next step perceives: its frame renders its depth first
+            backend.expect_depth(self.params.camera)
         return True
 
     def result(self) -> ExplorationResult:

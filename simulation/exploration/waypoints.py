@@ -106,6 +106,9 @@ class WaypointFollower:
         if self._step % self._control_every != 0:
             self.driver.update()
         self._step += 1
+        if self.stop_distance is not None and self._step % self._control_every == 0 and (
+                self._step % self._look_every == 0):  # the next step looks ahead: its frame's depth first
+            self.backend.expect_depth(self.camera)
         return True
 
     def result(self) -> WaypointResult:

@@ -2,11 +2,11 @@
 
 One ray per pixel centre gives every ground-truth image (exact to the triangle); RGB optionally
 averages samples x samples rays per pixel. The image is cut into tiles (tiles.py), and the tile workers
-(workers.py) take whole tiles, each in two jobs: trace the camera rays and fill the ground-truth images, then
-trace the shadow rays and shade; the compiled loops and Embree release the GIL, so the workers run in
-parallel. Meanwhile this thread projects the meshes and rasterises each one alone (for occlusion ratios); it
-makes the boxes once every tile's ground truth is done, while the colour is shaded. Per-pixel vectors are
-handled as rows (3, N), see columns.py.
+(workers.py) take whole tiles: trace the camera rays and fill the ground-truth images, then trace the shadow
+rays and shade (one job per tile, or two for a frame whose depth someone waits for: `depth_first`); the
+compiled loops and Embree release the GIL, so the workers run in parallel. Meanwhile this thread projects the
+meshes and rasterises each one alone (for occlusion ratios); it makes the boxes once every tile's ground truth
+is done. Per-pixel vectors are handled as rows (3, N), see columns.py.
 Every tile's pixels are computed the same way whichever worker takes it, so frames do not depend on
 the thread count or on scheduling. Colour is shaded in linear RGB and encoded through the camera's
 exposure (exposure.py): a fixed exposure encodes in the tile workers; an auto exposure meters each tile's
@@ -122,6 +122,18 @@ def _colour_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, ca
     return _TileColour(None, 0.0)
 
 
+def _tile_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, camera: Camera, pose: np.ndarray,
+              pixels: tuple[int, int], geometry: Future, truth: GroundTruth, next_pose: np.ndarray | None,
+              rgb: np.ndarray | None, options: RenderOptions) -> tuple[_TileTruth, _TileColour | None]:
+    """A tile's ground truth and then its colour in one job, while the tile's arrays are still in the core's
+    caches (`_truth_job`, `_colour_job`)."""
+    traced = Future()
+    traced.set_result(_truth_job(scene, embree, camera, pose, pixels, geometry, truth, next_pose, options))
+    colour = None if rgb is None else _colour_job(scene, embree, lights, camera, pose, pixels, geometry, traced, rgb,
+                                                  options)
+    return traced.result(), colour
+
+
 @dataclass(frozen=True)
 class DepthImage:
     """A frame's depth (float32 (H, W), z in the optical frame, NO_HIT_DEPTH where nothing is hit) and camera,
@@ -134,14 +146,17 @@ class DepthImage:
 def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
                  states: Mapping[str, MeshState] | None = None, options: RenderOptions = RenderOptions(),
                  next_pose: np.ndarray | None = None, lights: Sequence[RenderLight] | None = None,
-                 buffer: int = 0, depth_ready: Future | None = None) -> Frame:
+                 buffer: int = 0, depth_ready: Future | None = None, depth_first: bool = False) -> Frame:
     """Render `scene` seen from `pose` (world<-camera, optical frame).
 
     `states` gives this frame's dynamic meshes (by name); flow is computed when `next_pose` (the next
     frame's camera pose) is given, following each state's next_pose / next_vertices. `lights` replace the
     scene's for this frame (a caller that changes `scene.lights` while the frame renders on another thread
     passes the frame's own). Frames rendered at the same time from several threads each need a `buffer` of
-    their own (RenderScene.set_frame); their tiles share the tile workers, ground truth first (workers.py).
+    their own (RenderScene.set_frame); their tiles share the tile workers. A tile is one job (its ground truth,
+    then its colour) unless `depth_first`: then its ground truth is a job that runs before every colour job queued
+    (workers.py), its colour a job of its own, so the frame's depth is ready after its own rays alone. That is
+    for a frame someone waits for the depth of; the single jobs keep a tile's arrays in the core's caches.
     `depth_ready`, if given, gets the frame's DepthImage as soon as every tile's ground truth is done.
     """
     pose = check_pose(pose)
@@ -157,16 +172,23 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     workers = tile_workers(options.threads)
     ranges = tile_ranges(camera)
     lights = LightArrays.of(scene.lights if lights is None else lights)
-    traced = [workers.submit(GROUND_TRUTH, _truth_job, scene, embree, camera, pose, pixels, geometry, truth,
-                             next_pose, options) for pixels in ranges]
-    coloured = [] if rgb is None else [
-        workers.submit(COLOUR, _colour_job, scene, embree, lights, camera, pose, pixels, geometry, job, rgb, options)
-        for pixels, job in zip(ranges, traced, strict=True)]
+    if depth_first:
+        traced = [workers.submit(GROUND_TRUTH, _truth_job, scene, embree, camera, pose, pixels, geometry, truth,
+                                 next_pose, options) for pixels in ranges]
+        coloured = [] if rgb is None else [
+            workers.submit(COLOUR, _colour_job, scene, embree, lights, camera, pose, pixels, geometry, job, rgb,
+                           options) for pixels, job in zip(ranges, traced, strict=True)]
+    else:
+        traced = [workers.submit(COLOUR, _tile_job, scene, embree, lights, camera, pose, pixels, geometry, truth,
+                                 next_pose, rgb, options) for pixels in ranges]
+        coloured = []
     try:  # while the tiles trace
         geometry.set_result(scene.frame_geometry(dynamic, next_pose is not None))
         views = (layer_view(camera, pose, scene.static), layer_view(camera, pose, dynamic)) if options.boxes else None
         alone = AloneCoverage(camera, *views) if options.boxes and options.occlusion else None
         tiles = [job.result() for job in traced]
+        if not depth_first:
+            tiles, colours = [t for t, _ in tiles], [c for _, c in tiles]
         if depth_ready is not None:
             depth_ready.set_result(DepthImage(truth.depth.reshape(height, width), params))
         instance = truth.instance.reshape(height, width)
@@ -176,7 +198,8 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
         else:
             ids = np.zeros(0, np.uint32)
             tight, loose, boxes_3d = np.zeros(0, BOX_2D_DTYPE), np.zeros(0, BOX_2D_DTYPE), np.zeros(0, BOX_3D_DTYPE)
-        colours = [job.result() for job in coloured]
+        if depth_first:
+            colours = [job.result() for job in coloured]
     except BaseException as error:
         for future in (geometry, depth_ready):
             if future is not None and not future.done():
