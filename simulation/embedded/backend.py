@@ -8,6 +8,10 @@ count, so the state (`get_state`) is the MuJoCo state plus the step count and th
 
 IMU readings, as on `PhysicsWorld`, refer to the state the last step started from (MuJoCo evaluates
 sensors there), or to the start state before the first step; `set_state` restores them as recorded.
+
+Frames render on render threads while the caller steps on (`render_async`): what a frame shows (poses, the
+humans' meshes, the lights) is taken when it is asked for, and up to FRAMES_IN_FLIGHT frames render at once,
+each posing its meshes in a render scene buffer of its own, so a frame's pixels never depend on when it ran.
 """
 
 from __future__ import annotations
