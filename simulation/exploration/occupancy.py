@@ -35,9 +35,9 @@ from itertools import pairwise
 import numpy as np
 
 from simulation.exploration import voxel_kernels
+from simulation.render.raycast import RAY_THREADS  # the cores this run's ray work may use (GRADE_THREADS)
 
 UNKNOWN, FREE, OCCUPIED = -1, 0, 1
-TRAVERSAL_THREADS = 2  # this 2-core machine's: the renderer's threads wait while the robot maps
 DYNAMIC_BELOW = -0.8  # log-odds (two misses net): a hit on a voxel this sure to be free is something that moved in
 
 
@@ -91,7 +91,7 @@ def mapping_stride(K: np.ndarray, max_range: float, resolution: float) -> int:
 
 @cache
 def _traversal_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(TRAVERSAL_THREADS, thread_name_prefix="mapping")
+    return ThreadPoolExecutor(RAY_THREADS, thread_name_prefix="mapping")
 
 
 @lru_cache(maxsize=8)
@@ -183,7 +183,7 @@ class VoxelMap:
         # The rays in a few chunks on threads of their own (the loop drops the GIL): a frame's map update is on
         # the robot's critical path (it plans on it before stepping on). Marks only ever set voxels, so the map
         # does not depend on how the rays are split.
-        bounds = np.linspace(0, units.shape[1], TRAVERSAL_THREADS + 1).astype(np.int64)
+        bounds = np.linspace(0, units.shape[1], RAY_THREADS + 1).astype(np.int64)
         jobs = [_traversal_pool().submit(voxel_kernels.mark_samples, start, units[:, a:b], lengths[a:b], samples,
                                          shape, out) for a, b in pairwise(bounds.tolist()) if b > a]
         for job in jobs:

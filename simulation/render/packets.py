@@ -67,21 +67,10 @@ def _clear_hit(lanes, bits, k):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def set_inactive(valid, first):
+def _set_inactive(valid, first):
     """Lanes `first`.. of a packet take no part in the next query."""
     for k in range(first, LANES):
         valid[k] = _INACTIVE
-
-
-@njit(cache=True, nogil=True, inline="always")
-def set_active(valid, k):
-    valid[k] = _VALID
-
-
-@njit(cache=True, nogil=True, inline="always")
-def lane_blocked(lanes, k):
-    """After rtcOccluded8: whether lane `k`'s ray is blocked (Embree sets its tfar to -inf)."""
-    return lanes[_TFAR * LANES + k] < _F0
 
 
 @njit(cache=True, nogil=True)
@@ -115,14 +104,20 @@ def intersect(function, scene, origins, directions, tfar, lanes, valid, argument
 
 @njit(cache=True, nogil=True)
 def occluded(function, scene, origins, directions, tfar, lanes, valid, arguments):
-    """Whether something lies on each ray within (0, tfar]; rays of tfar <= 0 are not traced: blocked where
-    tfar < 0 and not where tfar is 0, as embreex's one-ray loop reports them.
-    `function` is rtcOccluded8, `scene` the RTCScene address, `lanes`/`valid` a `packet()`, `arguments` the
-    address of RTCOccludedArguments."""
-    n = len(tfar)
-    blocked = np.zeros(n, np.bool_)
+    """Whether something lies on each ray within (0, tfar] (`occluded_into`, into a new array)."""
+    blocked = np.empty(len(tfar), np.bool_)
+    occluded_into(blocked, len(tfar), function, scene, origins, directions, tfar, lanes, valid, arguments,
+                  np.empty(LANES, np.int64))
+    return blocked
+
+
+@njit(cache=True, nogil=True, inline="always")
+def occluded_into(blocked, n, function, scene, origins, directions, tfar, lanes, valid, arguments, lane_ray):
+    """Writes into blocked[:n] whether something lies on each of the first `n` rays (origins, directions (., 3),
+    tfar (.,)) within (0, tfar]; rays of tfar <= 0 are not traced: blocked where tfar < 0 and not where tfar is 0, as embreex's
+    one-ray loop reports them. `function` is rtcOccluded8, `scene` the RTCScene address, `lanes`/`valid` a
+    `packet()`, `arguments` the address of RTCOccludedArguments, `lane_ray` (LANES,) int64 scratch."""
     bits = lanes.view(np.uint32)
-    rays = np.empty(LANES, np.int64)
     i = 0
     while i < n:
         count = 0
@@ -130,17 +125,16 @@ def occluded(function, scene, origins, directions, tfar, lanes, valid, arguments
             blocked[i] = tfar[i] < _F0  # as embreex reports a ray of negative reach
             if tfar[i] > _F0:
                 _load_ray(lanes, bits, count, origins, directions, tfar, i)
-                rays[count] = i
+                lane_ray[count] = i
                 valid[count] = _VALID
                 count += 1
             i += 1
         if count == 0:
             break
-        set_inactive(valid, count)
+        _set_inactive(valid, count)
         function(valid.ctypes.data, scene, lanes.ctypes.data, arguments)
         for k in range(count):
-            blocked[rays[k]] = lane_blocked(lanes, k)
-    return blocked
+            blocked[lane_ray[k]] = lanes[_TFAR * LANES + k] < _F0  # Embree sets tfar to -inf on a blocked ray
 
 
 @njit(cache=True, nogil=True)
@@ -162,7 +156,7 @@ def camera_hits(function, scene, local, offset, tfar, rotation, eye, lanes, vali
     hits = 0
     for first in range(0, n, LANES):
         count = min(LANES, n - first)
-        set_inactive(valid, count)
+        _set_inactive(valid, count)
         for k in range(count):
             i = first + k
             x, y, z = local[0, i], local[1, i], local[2, i]

@@ -106,12 +106,14 @@ def _truth_job(scene: RenderScene, embree: EmbreeScene, camera: Camera, pose: np
 
 
 def _colour_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, camera: Camera, pose: np.ndarray,
-                pixels: tuple[int, int], geometry: Future, traced: Future, rgb: np.ndarray,
+                pixels: tuple[int, int], geometry: Future, traced: _TileTruth | Future, rgb: np.ndarray,
                 options: RenderOptions) -> _TileColour:
     """A tile's colour encoded into `rgb` (fixed exposure) or kept linear and metered (auto exposure), shaded at
-    the surface its `traced` ground-truth job found (or its own supersampled rays')."""
+    the surface its ground truth found (`traced`, or its job's Future; or at its own supersampled rays')."""
     samples, exposure = options.supersample, options.exposure
-    tile, normals = traced.result().tile, traced.result().normals
+    if isinstance(traced, Future):
+        traced = traced.result()
+    tile, normals = traced.tile, traced.normals
     if samples > 1:
         tile = Tile(scene, embree, camera, pose, pixels, samples)
         normals = tile.normals(scene, geometry.result())
@@ -127,11 +129,10 @@ def _tile_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, came
               rgb: np.ndarray | None, options: RenderOptions) -> tuple[_TileTruth, _TileColour | None]:
     """A tile's ground truth and then its colour in one job, while the tile's arrays are still in the core's
     caches (`_truth_job`, `_colour_job`)."""
-    traced = Future()
-    traced.set_result(_truth_job(scene, embree, camera, pose, pixels, geometry, truth, next_pose, options))
+    traced = _truth_job(scene, embree, camera, pose, pixels, geometry, truth, next_pose, options)
     colour = None if rgb is None else _colour_job(scene, embree, lights, camera, pose, pixels, geometry, traced, rgb,
                                                   options)
-    return traced.result(), colour
+    return traced, colour
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ loop itself, and the background of the rays that hit nothing.
 The points are shaded GROUP at a time: their terms towards one light, then that light's shadow rays (the points
 that face it, packed 8 to a packet), then its weights, light after light in the scene's order, so each point
 adds its lights up in the same order and float32 arithmetic as one pass per light over the whole tile would.
-Keeping a group's terms in small arrays instead of tile-sized ones, and making one call per tile instead of a
-dozen numpy passes, takes a frame's shading about a third less time; the colours are the same bit for bit.
+One call per tile replaces a dozen kernel calls and numpy passes; the colours are the same bit for bit. (Written
+as one loop rather than calls to per-point helpers: numba compiled a helper call inside it several times slower.)
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
     colors[l] (3,) scale it. With `shadows`, a point gets a light only if its shadow ray is unblocked: from the
     point lifted off its viewed side by shadow_bias + bias_per_metre * distance, towards the light (stopping
     twice the bias short of a point light, reaching `sun_reach` towards a directional one), traced with
-    `occluded` (rtcOccluded8, as packets.occluded: the same packet, arguments and handle). Points facing away
+    `occluded` (rtcOccluded8) through packets.occluded_into (the same packet, arguments and handle). Points facing away
     get nothing and trace nothing; a point within the bias of a point light counts as in shadow.
 
     Lambert diffuse plus a normalised Blinn-Phong lobe (`exponent`, `lobe_scale` per mesh, shading.specular_lobe);
@@ -56,11 +56,10 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
     side, cos_nv, from_eye = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
     cos_nl, cos_lv = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
     irradiance, reach = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
-    lit = np.empty(GROUP, np.bool_)
+    lit, blocked = np.empty(GROUP, np.bool_), np.empty(GROUP, np.bool_)
     diffuse, specular, albedo = (np.empty((3, GROUP), np.float32), np.empty((3, GROUP), np.float32),
                                  np.empty((3, GROUP), np.float32))
-    lane_point = np.empty(packets.LANES, np.int64)
-    bits = lanes.view(np.uint32)
+    lane_ray = np.empty(packets.LANES, np.int64)
     last_texel = texels.shape[1] - 1
     dielectric_only = len(metallic) == 0
     for start in range(0, n, GROUP):
@@ -109,24 +108,10 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
                 # Times 1 or 0, so that a negative reach next to the light stays -0 as in numpy.
                 reach[k] = (_F1 - _F2 * bias * inverse) * (_F1 if n_dot_l > _F0 else _F0)
             if shadows:
-                k = 0
-                while k < count:
-                    lanes_used = 0
-                    while lanes_used < packets.LANES and k < count:  # the next points whose ray reaches anywhere
-                        lit[k] = not reach[k] < _F0  # a negative reach is blocked, as embreex reports it
-                        if reach[k] > _F0:
-                            packets.load_lane(lanes, bits, lanes_used, origins[k, 0], origins[k, 1], origins[k, 2],
-                                              to_light[k, 0], to_light[k, 1], to_light[k, 2], reach[k])
-                            packets.set_active(valid, lanes_used)
-                            lane_point[lanes_used] = k
-                            lanes_used += 1
-                        k += 1
-                    if lanes_used == 0:
-                        break
-                    packets.set_inactive(valid, lanes_used)
-                    occluded(valid.ctypes.data, scene, lanes.ctypes.data, arguments)
-                    for q in range(lanes_used):
-                        lit[lane_point[q]] = not packets.lane_blocked(lanes, q)
+                packets.occluded_into(blocked, count, occluded, scene, origins, to_light, reach, lanes, valid,
+                                      arguments, lane_ray)
+                for k in range(count):
+                    lit[k] = not blocked[k]
             intensity = intensities[light]
             for k in range(count):
                 weight = irradiance[k] * intensity
