@@ -7,6 +7,9 @@ that face it, packed 8 to a packet), then its weights, light after light in the 
 adds its lights up in the same order and float32 arithmetic as one pass per light over the whole tile would.
 One call per tile replaces a dozen kernel calls and numpy passes; the colours are the same bit for bit. (Written
 as one loop rather than calls to per-point helpers: numba compiled a helper call inside it several times slower.)
+A group's per-point terms are copied once into arrays of one component each, and each light's loops run over them
+without skipping points: that took the shading (without its shadow rays) about 30% less time than reading the
+tile's (3, N) rows and skipping the points a light does not reach.
 """
 
 from __future__ import annotations
@@ -52,11 +55,21 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
     enters through n.h = (n.l + n.v) / sqrt(2 + 2 l.v).
     """
     n = len(t)
-    points, origins, to_light = np.empty((GROUP, 3), np.float32), np.empty((GROUP, 3), np.float32), np.empty((GROUP, 3), np.float32)
+    # A group's terms, one array per component (the light loops read them with unit stride); the shadow rays'
+    # origins and directions are rows of three, as packets.occluded_into reads them.
+    origins, to_light = np.empty((GROUP, 3), np.float32), np.empty((GROUP, 3), np.float32)
+    px, py, pz = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
+    nx, ny, nz = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
+    dx, dy, dz = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
     side, cos_nv, from_eye = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
+    point_exponent, point_scale = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
+    point_metallic = np.zeros(GROUP, np.float32)
     cos_nl, cos_lv = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
     irradiance, reach = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
-    lit, blocked = np.empty(GROUP, np.bool_), np.empty(GROUP, np.bool_)
+    blocked = np.zeros(GROUP, np.bool_)  # stays unblocked without shadows
+    diffuse_r, diffuse_g, diffuse_b = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
+    specular_r, specular_g, specular_b = (np.empty(GROUP, np.float32), np.empty(GROUP, np.float32),
+                                          np.empty(GROUP, np.float32))
     diffuse, specular, albedo = (np.empty((3, GROUP), np.float32), np.empty((3, GROUP), np.float32),
                                  np.empty((3, GROUP), np.float32))
     lane_ray = np.empty(packets.LANES, np.int64)
@@ -70,68 +83,74 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
             distance = offset[r] + t[i]
             from_eye[k] = distance
             d0, d1, d2 = components[0, r], components[1, r], components[2, r]
+            dx[k], dy[k], dz[k] = d0, d1, d2
             n0, n1, n2 = normals[0, i], normals[1, i], normals[2, i]
+            nx[k], ny[k], nz[k] = n0, n1, n2
             p0, p1, p2 = d0 * distance + eye[0], d1 * distance + eye[1], d2 * distance + eye[2]
-            points[k, 0], points[k, 1], points[k, 2] = p0, p1, p2
+            px[k], py[k], pz[k] = p0, p1, p2
             normal_dot_ray = (n0 * d0 + n1 * d1) + n2 * d2
             s = -_F1 if normal_dot_ray > _F0 else _F1
             side[k] = s
             cos_nv[k] = abs(normal_dot_ray)
             lift = s * (shadow_bias + bias_per_metre * distance)
             origins[k, 0], origins[k, 1], origins[k, 2] = p0 + n0 * lift, p1 + n1 * lift, p2 + n2 * lift
-            for c in range(3):
-                diffuse[c, k], specular[c, k] = _F0, _F0
+            m = mesh[i]
+            point_exponent[k], point_scale[k] = exponent[m], lobe_scale[m]
+            if not dielectric_only:
+                point_metallic[k] = metallic[m]
+            diffuse_r[k], diffuse_g[k], diffuse_b[k] = _F0, _F0, _F0
+            specular_r[k], specular_g[k], specular_b[k] = _F0, _F0, _F0
         for light in range(len(kinds)):
             l0, l1, l2 = vectors[light, 0], vectors[light, 1], vectors[light, 2]
-            directional = kinds[light] == DIRECTIONAL_LIGHT
-            for k in range(count):
-                i = start + k
-                r = i if complete else rays[i]
-                if directional:
-                    nl = ((normals[0, i] * l0 + normals[1, i] * l1) + normals[2, i] * l2) * side[k]
-                    lv = -((components[0, r] * l0 + components[1, r] * l1) + components[2, r] * l2)
+            radius_squared = radii_squared[light]
+            if kinds[light] == DIRECTIONAL_LIGHT:
+                for k in range(count):
+                    nl = ((nx[k] * l0 + ny[k] * l1) + nz[k] * l2) * side[k]
+                    lv = -((dx[k] * l0 + dy[k] * l1) + dz[k] * l2)
                     n_dot_l = max(nl, _F0)
                     cos_nl[k], cos_lv[k], irradiance[k] = nl, lv, n_dot_l
                     to_light[k, 0], to_light[k, 1], to_light[k, 2] = l0, l1, l2
                     reach[k] = sun_reach if n_dot_l > _F0 else _F0
-                    continue
-                a0, a1, a2 = l0 - points[k, 0], l1 - points[k, 1], l2 - points[k, 2]
-                to_light[k, 0], to_light[k, 1], to_light[k, 2] = a0, a1, a2
-                squared = (a0 * a0 + a1 * a1) + a2 * a2
-                inverse = _F1 / max(np.sqrt(squared), _TINY)
-                nl = ((normals[0, i] * a0 + normals[1, i] * a1) + normals[2, i] * a2) * (side[k] * inverse)
-                lv = ((components[0, r] * a0 + components[1, r] * a1) + components[2, r] * a2) * -inverse
-                n_dot_l = max(nl, _F0)
-                cos_nl[k], cos_lv[k] = nl, lv
-                irradiance[k] = n_dot_l / max(squared + radii_squared[light], _TINY)
-                bias = shadow_bias + bias_per_metre * from_eye[k]
-                # Times 1 or 0, so that a negative reach next to the light stays -0 as in numpy.
-                reach[k] = (_F1 - _F2 * bias * inverse) * (_F1 if n_dot_l > _F0 else _F0)
+            else:
+                for k in range(count):
+                    a0, a1, a2 = l0 - px[k], l1 - py[k], l2 - pz[k]
+                    to_light[k, 0], to_light[k, 1], to_light[k, 2] = a0, a1, a2
+                    squared = (a0 * a0 + a1 * a1) + a2 * a2
+                    inverse = _F1 / max(np.sqrt(squared), _TINY)
+                    nl = ((nx[k] * a0 + ny[k] * a1) + nz[k] * a2) * (side[k] * inverse)
+                    lv = ((dx[k] * a0 + dy[k] * a1) + dz[k] * a2) * -inverse
+                    n_dot_l = max(nl, _F0)
+                    cos_nl[k], cos_lv[k] = nl, lv
+                    irradiance[k] = n_dot_l / max(squared + radius_squared, _TINY)
+                    bias = shadow_bias + bias_per_metre * from_eye[k]
+                    # Times 1 or 0, so that a negative reach next to the light stays -0 as in numpy.
+                    reach[k] = (_F1 - _F2 * bias * inverse) * (_F1 if n_dot_l > _F0 else _F0)
             if shadows:
                 packets.occluded_into(blocked, count, occluded, scene, origins, to_light, reach, lanes, valid,
                                       arguments, lane_ray)
-                for k in range(count):
-                    lit[k] = not blocked[k]
             intensity = intensities[light]
+            c0, c1, c2 = colors[light, 0], colors[light, 1], colors[light, 2]
             for k in range(count):
-                weight = irradiance[k] * intensity
-                # Points in shadow or facing away would add weights of exactly 0.
-                if weight == _F0 or shadows and not lit[k]:
-                    continue
+                # Points in shadow or facing away get a weight of 0 and add exactly 0 (0 + x is x): one loop
+                # without skips runs faster than skipping them.
+                weight = _F0 if blocked[k] else irradiance[k] * intensity
                 length = np.sqrt(max(_F2 + _F2 * cos_lv[k], _F0))
                 n_dot_h = (cos_nl[k] + cos_nv[k]) / max(length, _TINY)
                 n_dot_h = min(max(n_dot_h, _TINY), _F1)
-                m = mesh[start + k]
-                lobe = np.exp(np.log(n_dot_h) * exponent[m]) * lobe_scale[m] * weight
-                if dielectric_only:
-                    d, s = weight, lobe * _DIELECTRIC_F0
-                else:
-                    metal = metallic[m]
-                    plastic = _F1 - metal
-                    d, s = plastic * weight + metal * lobe, _DIELECTRIC_F0 * plastic * lobe
-                for c in range(3):
-                    diffuse[c, k] += colors[light, c] * d
-                    specular[c, k] += colors[light, c] * s
+                lobe = np.exp(np.log(n_dot_h) * point_exponent[k]) * point_scale[k] * weight
+                # A dielectric's metallic 0 gives d = weight + 0 and s = F0 lobe exactly.
+                metal = point_metallic[k]
+                plastic = _F1 - metal
+                d, s = plastic * weight + metal * lobe, _DIELECTRIC_F0 * plastic * lobe
+                diffuse_r[k] += c0 * d
+                diffuse_g[k] += c1 * d
+                diffuse_b[k] += c2 * d
+                specular_r[k] += c0 * s
+                specular_g[k] += c1 * s
+                specular_b[k] += c2 * s
+        for k in range(count):
+            diffuse[0, k], diffuse[1, k], diffuse[2, k] = diffuse_r[k], diffuse_g[k], diffuse_b[k]
+            specular[0, k], specular[1, k], specular[2, k] = specular_r[k], specular_g[k], specular_b[k]
         for k in range(count):
             # Albedo: the mesh's base colour (texture_of_mesh -1), or its texture in the pool (shading.TexturePool:
             # texels, first, width, height) at the UVs interpolated from corner_uvs (3 corners, 2, F). Texel
