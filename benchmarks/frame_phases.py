@@ -1,0 +1,128 @@
+"""Where a frame's CPU goes: the ray caster's phases timed one after another on one thread, for one camera of the
+demo scene (configs/demo.yaml; `--setup paper` gives it the paper config's cameras, see generate.py).
+
+Each frame is rendered in the steps `render_frame` runs, tile by tile: posing the dynamic meshes (set_frame, the BVH
+update, vertex normals), the mesh projections behind the boxes and their occlusion ratios, camera rays, normals,
+ground truth and id stats, shading without shadow rays, shading with them (what a frame uses), the exposure's
+metering and encoding, and the boxes. The difference between the two shading rows is the shadow rays' cost. The
+robot flies a fixed curve, so every run sees the same frames. The scene is prepared (converted and placed) into
+--out first if it is not there yet.
+
+    .venv/bin/python benchmarks/frame_phases.py [--setup demo|paper] [--camera NAME] [--frames N]
+        [--out runs/bench/frame_phases]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from generate import paper_overrides
+
+from core.config_io import load_experiment
+from pipeline.prepare import convert_assets, place_and_compose
+from simulation.embedded import EmbeddedBackend
+from simulation.embedded.sensors import BODY_TO_OPTICAL
+from simulation.render import kernels
+from simulation.render.annotations import AloneCoverage, PixelStats, frame_boxes, layer_view
+from simulation.render.exposure import LOG_FLOOR
+from simulation.render.rgb import LightArrays, linear_colour
+from simulation.render.shading import ENCODE_LUT
+from simulation.render.tiles import GroundTruth, Tile, tile_ranges
+
+ROOT = Path(__file__).resolve().parents[1]
+PHYSICS_STEPS_PER_FRAME = 8  # 240 Hz physics, a frame at 30 Hz
+COMMAND = np.array([0.3, 0.0, 0.0, 0.0, 0.0, 0.5])  # forward at 0.3 m/s while yawing at 0.5 rad/s
+
+
+class Phases:
+    """Seconds per named phase, summed over the calls timed."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def time(self, name: str, call: Callable, *args):
+        start = time.perf_counter()
+        result = call(*args)
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+        return result
+
+
+def scene_file(config, out: Path) -> Path:
+    """The composed scene of `config` in `out`, prepared there first if it is missing."""
+    scene = out / "scene" / "scene.usda"
+    if not scene.is_file():
+        environment, humans, objects = convert_assets(config, out / "assets")
+        place_and_compose(config, environment, humans, objects, out)
+    return scene
+
+
+def frame(backend: EmbeddedBackend, name: str, phases: Phases) -> None:
+    """One frame of camera `name`, rendered phase by phase on this thread."""
+    slot = backend._first.slot
+    sensor = slot.camera(name)
+    camera, options, scene = sensor.camera, sensor.options, backend.scene.render
+    pose = slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
+    states = backend._states(slot, backend.time)
+    dynamic = phases.time("posing meshes (BVH update)", scene.set_frame, states, False, 0)
+    embree = scene.embree_of(0)
+    geometry = phases.time("vertex normals and frame geometry", scene.frame_geometry, dynamic, False)
+    views = phases.time("mesh projections", lambda: (layer_view(camera, pose, scene.static),
+                                                     layer_view(camera, pose, dynamic)))
+    alone = phases.time("occlusion ratios (meshes alone)", AloneCoverage, camera, *views)
+    truth, lights = GroundTruth.empty(camera.height * camera.width, False), LightArrays.of(scene.lights)
+    stats, log_sum, colours = [], 0.0, []
+    for pixels in tile_ranges(camera):
+        tile = phases.time("camera rays", Tile, scene, embree, camera, pose, pixels, 1)
+        normals = phases.time("normals", tile.normals, scene, geometry)
+        phases.time("ground truth", truth.fill, scene, camera, tile, normals, geometry, None)
+        rows = truth.instance[tile.pixels].reshape(-1, camera.width)
+        stats.append(phases.time("id stats", PixelStats.of_rows, rows, pixels[0] // camera.width))
+        phases.time("shading without shadow rays", linear_colour, scene, embree, lights, tile.rays, tile.surface,
+                    normals, False, 1)
+        linear = phases.time("shading with shadow rays", linear_colour, scene, embree, lights, tile.rays,
+                             tile.surface, normals, options.shadows, 1)
+        log_sum += phases.time("exposure: metering and encoding", kernels.log_luminance_sum, linear, LOG_FLOOR)
+        colours.append(linear)
+    scale = options.exposure.auto_scale(log_sum, camera.width * camera.height)
+    for linear in colours:
+        phases.time("exposure: metering and encoding", kernels.tone_encode, linear, scale, options.exposure.filmic,
+                    ENCODE_LUT)
+    instance = truth.instance.reshape(camera.height, camera.width)
+    phases.time("boxes", frame_boxes, instance, PixelStats.merge(stats), scene, *views, alone)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--setup", choices=("demo", "paper"), default="demo")
+    parser.add_argument("--camera", default="camera", help="camera name (paper: camera or gt_camera)")
+    parser.add_argument("--frames", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "frame_phases")
+    args = parser.parse_args()
+    config = load_experiment(ROOT / "configs" / "demo.yaml", paper_overrides() if args.setup == "paper" else [])
+    backend = EmbeddedBackend(config, scene_file(config, args.out / args.setup))
+    backend.set_robot_command(COMMAND)
+    frame(backend, args.camera, Phases())  # loads the compiled kernels
+    phases = Phases()
+    print(f"load average (1 min): {os.getloadavg()[0]:.2f}")
+    for _ in range(args.frames):
+        backend.step(PHYSICS_STEPS_PER_FRAME)
+        frame(backend, args.camera, phases)
+    camera = backend._first.slot.camera(args.camera).camera
+    pixels = args.frames * camera.width * camera.height
+    print(f"{args.setup}: camera {args.camera} {camera.width}x{camera.height}, {len(backend.scene.render.lights)} "
+          f"lights, {args.frames} frames, one thread")
+    print(f"{'phase':40s} {'ms/frame':>9s} {'ns/pixel':>9s}")
+    for name, seconds in phases.seconds.items():
+        print(f"{name:40s} {seconds / args.frames * 1e3:9.1f} {seconds / pixels * 1e9:9.1f}")
+    total = sum(phases.seconds.values()) - phases.seconds["shading without shadow rays"]
+    print(f"{'total (shading once, with shadow rays)':40s} {total / args.frames * 1e3:9.1f} {total / pixels * 1e9:9.1f}")
+    print(f"load average (1 min): {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
