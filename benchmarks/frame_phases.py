@@ -6,7 +6,7 @@ update, vertex normals), the mesh projections behind the boxes and their occlusi
 ground truth and id stats, shading without shadow rays, shading with them (what a frame uses), the exposure's
 metering and encoding, and the boxes. The difference between the two shading rows is the shadow rays' cost. The
 robot flies a fixed curve, so every run sees the same frames. The scene is prepared (converted and placed) into
---out first if it is not there yet.
+--out first, which is skipped when it is up to date.
 
     .venv/bin/python benchmarks/frame_phases.py [--setup demo|paper] [--camera NAME] [--frames N]
         [--out runs/bench/frame_phases]
@@ -53,12 +53,9 @@ class Phases:
 
 
 def scene_file(config, out: Path) -> Path:
-    """The composed scene of `config` in `out`, prepared there first if it is missing."""
-    scene = out / "scene" / "scene.usda"
-    if not scene.is_file():
-        environment, humans, objects = convert_assets(config, out / "assets")
-        place_and_compose(config, environment, humans, objects, out)
-    return scene
+    """The composed scene of `config` in `out` (converted and placed there first; both skip when up to date)."""
+    environment, humans, objects = convert_assets(config, out / "assets")
+    return place_and_compose(config, environment, humans, objects, out)[1]
 
 
 def frame(backend: EmbeddedBackend, name: str, phases: Phases) -> None:
