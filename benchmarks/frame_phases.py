@@ -63,6 +63,7 @@ def frame(backend: EmbeddedBackend, name: str, phases: Phases) -> None:
     slot = backend._first.slot
     sensor = slot.camera(name)
     camera, options, scene = sensor.camera, sensor.options, backend.scene.render
+    exposure = options.exposure
     pose = slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
     states = backend._states(slot, backend.time)
     dynamic = phases.time("posing meshes (BVH update)", scene.set_frame, states, False, 0)
@@ -83,12 +84,12 @@ def frame(backend: EmbeddedBackend, name: str, phases: Phases) -> None:
                     normals, False, 1)
         linear = phases.time("shading with shadow rays", linear_colour, scene, embree, lights, tile.rays,
                              tile.surface, normals, options.shadows, 1)
-        log_sum += phases.time("exposure: metering and encoding", kernels.log_luminance_sum, linear, LOG_FLOOR)
+        if exposure.metered:
+            log_sum += phases.time("exposure: metering and encoding", kernels.log_luminance_sum, linear, LOG_FLOOR)
         colours.append(linear)
-    scale = options.exposure.auto_scale(log_sum, camera.width * camera.height)
+    scale = exposure.auto_scale(log_sum, camera.width * camera.height) if exposure.metered else exposure.fixed_scale()
     for linear in colours:
-        phases.time("exposure: metering and encoding", kernels.tone_encode, linear, scale, options.exposure.filmic,
-                    ENCODE_LUT)
+        phases.time("exposure: metering and encoding", kernels.tone_encode, linear, scale, exposure.filmic, ENCODE_LUT)
     instance = truth.instance.reshape(camera.height, camera.width)
     phases.time("boxes", frame_boxes, instance, PixelStats.merge(stats), scene, *views, alone)
 

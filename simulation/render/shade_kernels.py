@@ -67,11 +67,11 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
     cos_nl, cos_lv = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
     irradiance, reach = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
     blocked = np.zeros(GROUP, np.bool_)  # stays unblocked without shadows
+    # The lights' sums per channel, in arrays of their own: as (3, GROUP) rows they measured ~8% slower.
     diffuse_r, diffuse_g, diffuse_b = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
     specular_r, specular_g, specular_b = (np.empty(GROUP, np.float32), np.empty(GROUP, np.float32),
                                           np.empty(GROUP, np.float32))
-    diffuse, specular, albedo = (np.empty((3, GROUP), np.float32), np.empty((3, GROUP), np.float32),
-                                 np.empty((3, GROUP), np.float32))
+    albedo = np.empty((3, GROUP), np.float32)
     lane_ray = np.empty(packets.LANES, np.int64)
     last_texel = texels.shape[1] - 1
     dielectric_only = len(metallic) == 0
@@ -149,9 +149,6 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
                 specular_g[k] += c1 * s
                 specular_b[k] += c2 * s
         for k in range(count):
-            diffuse[0, k], diffuse[1, k], diffuse[2, k] = diffuse_r[k], diffuse_g[k], diffuse_b[k]
-            specular[0, k], specular[1, k], specular[2, k] = specular_r[k], specular_g[k], specular_b[k]
-        for k in range(count):
             # Albedo: the mesh's base colour (texture_of_mesh -1), or its texture in the pool (shading.TexturePool:
             # texels, first, width, height) at the UVs interpolated from corner_uvs (3 corners, 2, F). Texel
             # centres sit at (i + 0.5) / size, coordinates wrap; bilinear (t00 (1 - fx) + t01 fx) (1 - fy) +
@@ -201,11 +198,12 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
                 top = (texels[c, i00] * gx + texels[c, i01] * fx) * gy
                 bottom = (texels[c, i10] * gx + texels[c, i11] * fx) * fy
                 albedo[c, k] = top + bottom
-        for c in range(3):
-            for k in range(count):
-                i = start + k
-                r = i if complete else rays[i]
-                out[c, r] = albedo[c, k] * (ambient[c] + diffuse[c, k]) + specular[c, k]
+        for k in range(count):
+            i = start + k
+            r = i if complete else rays[i]
+            out[0, r] = albedo[0, k] * (ambient[0] + diffuse_r[k]) + specular_r[k]
+            out[1, r] = albedo[1, k] * (ambient[1] + diffuse_g[k]) + specular_g[k]
+            out[2, r] = albedo[2, k] * (ambient[2] + diffuse_b[k]) + specular_b[k]
 
 
 @njit(cache=True, nogil=True)
