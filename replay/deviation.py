@@ -13,12 +13,12 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 from skimage.metrics import structural_similarity
 
+from core.formats.images import MM_PER_M
 from core.formats.replay_report import AXES, CameraDeviation, ImuDeviation, PoseDeviation, ReplayReport
 from core.geometry import wxyz_to_xyzw
 from core.recording import Frame, Recording
 
 TIME_TOLERANCE = 1e-9  # s: samples of the two runs at the same simulation time
-MM_PER_M = 1000.0
 
 
 def paired(times_a: np.ndarray, times_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

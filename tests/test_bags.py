@@ -39,7 +39,10 @@ JOINTS = ["wheel_fl", "wheel_fr", "head_pan"]
 CLOUD_POINTS = 7
 MARKER_TEXT = "start experiment"
 # Depth in metres -> expected 16UC1 millimetres, worked out by hand (0 = no return, rounding, clipping).
-DEPTH_MM_CASES = [(0.0, 0), (1.2344, 1234), (1.2346, 1235), (2.0, 2000), (0.0014, 1), (65.535, 65535), (70.0, 65535)]
+# float32 3.4465 is 3.44650006 m and 4.5175 is 4.51749992 m: a float32 product would round them to 3446.5 and 4517.5
+# and then to the even 3446 and 4518.
+DEPTH_MM_CASES = [(0.0, 0), (1.2344, 1234), (1.2346, 1235), (2.0, 2000), (0.0014, 1), (65.535, 65535), (70.0, 65535),
+                  (3.4465, 3447), (4.5175, 4517)]
 
 TOPICS = {
     "/clock": "rosgraph_msgs/msg/Clock", "/imu": "sensor_msgs/msg/Imu", "/tf": "tf2_msgs/msg/TFMessage",

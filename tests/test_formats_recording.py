@@ -4,6 +4,8 @@ naming the file and the field."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import json
 from pathlib import Path
 
@@ -214,6 +216,18 @@ def test_images_encode_decode_every_kind(tmp_path):
         else:
             assert np.array_equal(back, image.astype(back.dtype)), kind
     assert np.array_equal(depth_millimetres(np.array([0.0, 1.2344, 1.2346, 100.0])), [0, 1234, 1235, 65535])
+
+
+def test_depth_millimetres_is_the_nearest_millimetre_of_the_float32_depth():
+    """Against exact rational arithmetic: round(depth * 1000) of the float32 value itself, ties to even (what
+    Python's round does with a Fraction). Includes depths a float32 product misses (3.4465, 4.5175) and random
+    ones; 0, NaN and inf are no return, beyond 65.535 m saturates."""
+    rng = np.random.default_rng(7)
+    depth = np.concatenate([np.array([3.4465, 4.5175, 4.9085, 0.0005, 65.5354, 80.0], np.float32),
+                            rng.uniform(0.05, 30.0, 20000).astype(np.float32)])
+    exact = [min(round(Fraction(float(d)) * 1000), 65535) for d in depth]
+    assert depth_millimetres(depth).tolist() == exact
+    assert depth_millimetres(np.array([0.0, np.nan, np.inf, -np.inf], np.float32)).tolist() == [0, 0, 0, 0]
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (1, 7), (9, 1), (37, 53), (480, 640)])

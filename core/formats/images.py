@@ -50,10 +50,16 @@ def frame_file(kind: str, index: int) -> str:
 
 
 def depth_millimetres(depth: np.ndarray) -> np.ndarray:
-    """float metres (0, NaN or inf = no return) -> uint16 millimetres, 0 = no return, rounded; beyond 65.535 m
-    saturates."""
-    finite = np.where(np.isfinite(depth), depth, 0.0)
-    return np.clip(np.rint(finite * MM_PER_M), 0, MAX_DEPTH_MM).astype(np.uint16)
+    """float metres (0, NaN or inf = no return) -> uint16 millimetres, 0 = no return; beyond 65.535 m
+    saturates. The depth PNGs' and the 16UC1 bag images' one conversion.
+
+    Rounded to the nearest millimetre (ties to even) from the exact product: in float64, where a float32 depth
+    times 1000 is exact. (A float32 product is rounded twice and misses the nearest millimetre on ~0.04% of
+    pixels, e.g. float32 3.4465 = 3.44650006 m gives 3446 instead of 3447.)"""
+    millimetres = np.multiply(depth, MM_PER_M, dtype=np.float64)
+    np.rint(millimetres, out=millimetres)
+    millimetres[~np.isfinite(millimetres)] = 0.0
+    return np.clip(millimetres, 0, MAX_DEPTH_MM, out=millimetres).astype(np.uint16)
 
 
 def depth_metres(millimetres: np.ndarray) -> np.ndarray:

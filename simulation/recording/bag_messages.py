@@ -16,6 +16,8 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 from scipy.spatial.transform import Rotation
 
+from core.formats.images import MM_PER_M, depth_millimetres
+
 # Message type names as rosbags spells them (for ROS 1 bags too).
 CLOCK = "rosgraph_msgs/msg/Clock"
 IMU = "sensor_msgs/msg/Imu"
@@ -36,7 +38,6 @@ ROS2_STORE = Stores.ROS2_JAZZY
 ROS1_TF_MESSAGE_DEFINITION = "geometry_msgs/TransformStamped[] transforms"
 
 NS_PER_S = 1_000_000_000
-MM_PER_M = 1000.0
 UINT16_MAX = np.iinfo(np.uint16).max
 ROTATION_TOLERANCE = 1e-6
 # REP 104 / ROS Imu: a -1 in the first element says "this estimate is not provided".
@@ -131,7 +132,8 @@ def rgb_image(rgb: np.ndarray, topic: str) -> np.ndarray:
 
 def encode_depth(depth: np.ndarray, encoding: str, topic: str) -> np.ndarray:
     """Float32 metres (0 = no return) -> the (H, W) array to store: 32FC1 NaN for no return (REP 118),
-    16UC1 millimetres rounded to the nearest, 0 for no return, clipped to 65535."""
+    16UC1 millimetres as in the depth PNGs (core.formats.images.depth_millimetres: the nearest millimetre, 0 for
+    no return, clipped to 65535)."""
     array = np.asarray(depth)
     if array.ndim != 2 or 0 in array.shape or not np.issubdtype(array.dtype, np.floating):
         raise ValueError(f"{topic}: depth must be a non-empty (H, W) float array, got {array.dtype} {array.shape}")
@@ -139,11 +141,9 @@ def encode_depth(depth: np.ndarray, encoding: str, topic: str) -> np.ndarray:
         raise ValueError(f"{topic}: depth encoding must be one of {DEPTH_ENCODINGS}, got {encoding!r}")
     if not np.all(array >= 0):  # also false for NaN
         raise ValueError(f"{topic}: depth must be >= 0 metres with 0 for no return (found negative or NaN values)")
-    hit = array > 0
     if encoding == "32FC1":
-        return np.where(hit, array, np.float32(np.nan)).astype("<f4")
-    millimetres = np.rint(array.astype(np.float64) * MM_PER_M)
-    return np.clip(millimetres, 0, UINT16_MAX).astype("<u2")
+        return np.where(array > 0, array, np.float32(np.nan)).astype("<f4", copy=False)
+    return depth_millimetres(array).astype("<u2", copy=False)
 
 
 def intrinsics(K: np.ndarray, width: int, height: int, topic: str) -> np.ndarray:
