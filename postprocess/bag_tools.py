@@ -43,6 +43,7 @@ from rosbags.typesys.msg import normalize_msgtype
 
 from core.bag_topics import EXPERIMENT_MARKER, TF_STATIC
 from core.errors import InputError
+from core.formats.images import MM_PER_M
 from simulation.recording import bag_messages as m
 from simulation.recording.bag_reader import image_array, open_bag, stamp_ns
 from simulation.recording.bags import (
@@ -218,7 +219,7 @@ def _cut_depth(msg: object, max_m: float, builder: m.MessageBuilder, src: Path, 
         pixels[pixels > max_m] = np.nan
         pixels = pixels.astype("<f4")
     else:
-        pixels[pixels > max_m * m.MM_PER_M] = 0
+        pixels[pixels > max_m * MM_PER_M] = 0
         pixels = pixels.astype("<u2")
     return builder.image(msg.header, pixels, msg.encoding)
 

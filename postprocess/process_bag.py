@@ -24,14 +24,14 @@ import numpy as np
 
 from core.config import PostprocessConfig
 from core.errors import InputError
-from core.formats.images import depth_millimetres
+from core.formats.images import MM_PER_M, depth_millimetres
 from core.seeding import generator
 from postprocess.bag_motion import CAMERA_IMU_TOPIC, ODOMETRY_TOPIC, BagMotion, CameraMotion
 from postprocess.bag_tools import BagOptions, BagReport, transform_bag
 from postprocess.blur import blur_and_shutter, sequence_timing
 from postprocess.depth_noise import apply_depth_noise
 from postprocess.imu_noise import apply_imu_noise
-from simulation.recording.bag_messages import DEPTH_ENCODINGS, MM_PER_M, MessageBuilder
+from simulation.recording.bag_messages import DEPTH_ENCODINGS, MessageBuilder
 from simulation.recording.bag_reader import image_array, open_bag, stamp_ns
 
 IMU_TYPE = "sensor_msgs/msg/Imu"

@@ -16,7 +16,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 from scipy.spatial.transform import Rotation
 
-from core.formats.images import MM_PER_M, depth_millimetres
+from core.formats.images import depth_millimetres
 
 # Message type names as rosbags spells them (for ROS 1 bags too).
 CLOCK = "rosgraph_msgs/msg/Clock"
