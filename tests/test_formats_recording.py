@@ -4,9 +4,8 @@ naming the file and the field."""
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import cv2
