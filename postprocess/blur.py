@@ -45,6 +45,7 @@ from numba import njit
 from scipy.spatial.transform import Rotation
 
 from core.config import BlurConfig, RollingShutterConfig
+from core.jit_cache import flush_stale_caches
 from postprocess import warp
 from simulation.render.annotations import PixelStats
 
@@ -306,3 +307,6 @@ def _times_exp_so3(start: np.ndarray, rotvecs: np.ndarray) -> np.ndarray:
             for k in range(3):
                 out[n, i, k] = start[n, i, 0] * exp[0, k] + start[n, i, 1] * exp[1, k] + start[n, i, 2] * exp[2, k]
     return out
+
+
+flush_stale_caches(__name__)  # see core.jit_cache

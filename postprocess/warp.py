@@ -39,6 +39,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from core.jit_cache import flush_stale_caches
+
 _F0 = np.float32(0)
 _F1 = np.float32(1)
 _HALF = np.float32(0.5)
@@ -340,3 +342,6 @@ def path_rows(image, inverse, fx, fy, cx, cy, A, o, weights, density, tolerance)
             out[here + 1] = np.uint8(min(g + _HALF, np.float32(255)))
             out[here + 2] = np.uint8(min(b + _HALF, np.float32(255)))
     return out.reshape(height, width, 3)
+
+
+flush_stale_caches(__name__)  # see core.jit_cache

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from core.jit_cache import flush_stale_caches
+
 
 @njit(cache=True, nogil=True)
 def _mark_voxel(x, y, z, shape, out):
@@ -42,3 +44,6 @@ def mark_voxels(voxels, where, shape, out):
     for i in range(voxels.shape[1]):
         if where[i]:
             _mark_voxel(voxels[0, i], voxels[1, i], voxels[2, i], shape, out)
+
+
+flush_stale_caches(__name__)  # see core.jit_cache

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from core.jit_cache import flush_stale_caches
 from simulation.render.shading import ENCODE_LEVELS, LUMINANCE_WEIGHTS
 
 _F0 = np.float32(0.0)
@@ -263,3 +264,6 @@ def _span_marks(runs, w, first, last, long_x, long_y, long_slope, short_x, short
         base = row_start[w] + row * strides[w]
         runs[base + left] += 1
         runs[base + right + 1] -= 1
+
+
+flush_stale_caches(__name__)  # see core.jit_cache

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from core.jit_cache import flush_stale_caches
+
 LANES = 8
 _ALIGN = 32  # bytes: RTC_ALIGN(32) of RTCRayHit8
 _FIELDS = 21  # 4-byte fields of RTCRayHit8 (with instPrimID)
@@ -179,3 +181,6 @@ def camera_hits(function, scene, local, offset, tfar, rotation, eye, lanes, vali
             normal[hits, 2] = lanes[_NG_Z * LANES + k]
             hits += 1
     return (components, hit_rays[:hits], face[:hits], mesh[:hits], u[:hits], v[:hits], t[:hits], normal[:hits])
+
+
+flush_stale_caches(__name__)  # see core.jit_cache

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from core.jit_cache import flush_stale_caches
 from simulation.render import packets
 
 GROUP = 64  # points shaded together; their shadow rays towards a light fill packets
@@ -244,3 +245,6 @@ def fill_misses_environment(out, hits, components, texels):
             top = texels[c, row0, column] * gx + texels[c, row0, column + 1] * fx
             bottom = texels[c, row1, column] * gx + texels[c, row1, column + 1] * fx
             out[c, r] = top * gy + bottom * fy
+
+
+flush_stale_caches(__name__)  # see core.jit_cache
