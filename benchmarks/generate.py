@@ -19,10 +19,12 @@ The 60 s sequence time is convert + place + the simulate-and-record time scaled 
 60 s (give `--set simulation.duration=60` for a real one). Wall-clock figures depend on what else runs on
 the machine, so the CPU seconds of the whole process (all threads) per simulated second and the load
 average (1 min) before and after each run are printed too; peak RSS is the process's high-water mark
-(the runs share one process, so a later setup's figure includes the earlier one's peak).
+(the runs share one process, so a later setup's figure includes the earlier one's peak). `--cpu-by-function` adds a
+third table: each thread's CPU time (not wall time) in the functions it spends it in, in milliseconds per camera
+frame; the wrappers themselves cost a little CPU, so the run's other figures are then slightly worse.
 
     .venv/bin/python benchmarks/generate.py [--setup demo|paper|both] [--out runs/bench/generate]
-        [--set key=value ...]
+        [--set key=value ...] [--cpu-by-function]
 """
 
 from __future__ import annotations
@@ -141,6 +143,62 @@ def instrument(stages: Stages) -> None:
     OrderedWrites.flush = stages.wrap("waiting for the writer to catch up", OrderedWrites.flush)
 
 
+class FunctionCpu:
+    """`--cpu-by-function`: CPU seconds of the thread (time.thread_time, so waits for the GIL, a core or a future do
+    not count) in each wrapped function, exclusive of wrapped functions it calls, summed over the run."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def wrap(self, name: str, function, key=None):
+        """`function` counted under `name` (plus `key(*args)` when given, e.g. an image's kind)."""
+        def timed(*args, **kwargs):
+            stack = self._local.__dict__.setdefault("stack", [])
+            start = time.thread_time()
+            stack.append(0.0)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                total = time.thread_time() - start
+                nested = stack.pop()
+                if stack:
+                    stack[-1] += total
+                label = name if key is None else f"{name} {key(*args)}"
+                with self._lock:
+                    self.seconds[label] = self.seconds.get(label, 0.0) + total - nested
+        return timed
+
+    def instrument(self) -> None:
+        """Wraps the functions each thread spends its CPU in (module docstring's threads)."""
+        from simulation.recording import bags, ground_truth, recorder
+        from simulation.render import renderer, scene
+        for owner, attribute, name, key in [
+            (renderer, "_truth_job", "tile workers: ground truth (camera rays, normals, ids)", None),
+            (renderer, "_colour_job", "tile workers: colour (shading, shadow rays)", None),
+            (scene.RenderScene, "set_frame", "render thread: posing the meshes, BVH update", None),
+            (renderer, "layer_view", "render thread: mesh projections", None),
+            (renderer, "AloneCoverage", "render thread: occlusion ratios", None),
+            (renderer, "frame_boxes", "render thread: boxes", None),
+            (renderer, "_encode_metered", "render thread: auto-exposure encoding", None),
+            (recorder._RobotStreams, "_write_camera", "recorder writer: camera frame (bag images, frames.jsonl)", None),
+            (recorder, "save_humans_frame", "recorder writer: humans/ frame", None),
+            *[(bags.BagWriter, method, f"recorder writer: bag {method}", None)
+              for method in ("tf", "imu", "odometry", "pose", "joint_states", "clock")],
+            (ground_truth, "_encode_and_write", "image writer:", lambda path, kind, image: kind),
+            (EmbeddedBackend, "step", "main thread: physics steps", None),
+            (RobotMission, "tick", "main thread: mission", None),
+            (Recorder, "sample", "main thread: recorder sampling", None),
+        ]:
+            setattr(owner, attribute, self.wrap(name, getattr(owner, attribute), key))
+
+    def report(self, frames: int) -> None:
+        print(f"{'CPU by function (exclusive)':<64}{'seconds':>9}{'ms/frame':>10}")
+        for name, seconds in sorted(self.seconds.items()):
+            print(f"  {name:<62}{seconds:9.2f}{seconds / max(frames, 1) * 1e3:10.2f}")
+
+
 def paper_overrides() -> list[str]:
     """The paper config's sensors, recording and randomization as --set overrides of the demo."""
     data, _ = read_yaml(PAPER_CONFIG)
@@ -154,7 +212,7 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(setup: str, overrides: list[str], out: Path, stages: Stages) -> None:
+def run(setup: str, overrides: list[str], out: Path, stages: Stages, functions: FunctionCpu | None) -> None:
     config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
     shutil.rmtree(out, ignore_errors=True)
     cache = out / "assets"
@@ -167,6 +225,8 @@ def run(setup: str, overrides: list[str], out: Path, stages: Stages) -> None:
     place = time.perf_counter() - start
 
     stages.reset()
+    if functions is not None:
+        functions.seconds.clear()
     with ThreadCpu() as threads:
         cpu_start, start = cpu_seconds(), time.perf_counter()
         result = generate(config, out, cache=cache)
@@ -197,6 +257,8 @@ def run(setup: str, overrides: list[str], out: Path, stages: Stages) -> None:
     print(f"CPU (all threads) in simulate + record: {cpu:.1f} s = {cpu / sim_time:.2f} s per simulated second "
           f"({cpu / record:.2f} cores busy); peak RSS {peak_gib:.2f} GiB")
     print(f"mission: {info.mission}")
+    if functions is not None:
+        functions.report(sum(info.frame_counts.get(f"camera/{c.name}", 0) for c in config.robot.sensors.cameras))
 
 
 def main() -> None:
@@ -205,15 +267,21 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "generate")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="config overrides for every setup, e.g. simulation.duration=60")
+    parser.add_argument("--cpu-by-function", action="store_true",
+                        help="also print each thread's CPU per function (milliseconds per camera frame)")
     args = parser.parse_args()
     stages = Stages()
     instrument(stages)
+    functions = None
+    if args.cpu_by_function:
+        functions = FunctionCpu()
+        functions.instrument()
     print(f"{os.cpu_count()} cores; load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     if args.setup in ("demo", "both"):
-        run("demo", args.overrides, args.out / "demo", stages)
+        run("demo", args.overrides, args.out / "demo", stages, functions)
     if args.setup in ("paper", "both"):
         run("paper camera setup (640x480 bag + 1920x1080 ground truth)", [*paper_overrides(), *args.overrides],
-            args.out / "paper", stages)
+            args.out / "paper", stages, functions)
     print("load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 
