@@ -104,27 +104,34 @@ class ThreadCpu:
 
 
 class Stages:
-    """Exclusive wall seconds of wrapped methods on the main thread: a nested wrapped call's time counts for the
-    inner stage."""
+    """Exclusive seconds of wrapped functions, by `clock`: a nested wrapped call's time counts for the inner one.
+    Main thread only (its wall-time split: time.perf_counter), or every thread, each with its own nesting
+    (`--cpu-by-function`: time.thread_time, so waits for the GIL, a core or a future do not count)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock=time.perf_counter, main_thread_only: bool = True) -> None:
         self.seconds: dict[str, float] = {}
-        self._stack: list[float] = []  # per open call, the seconds its nested calls took
+        self._clock, self._main_thread_only = clock, main_thread_only
+        self._lock = threading.Lock()
+        self._local = threading.local()  # .stack: per open call, the seconds its nested calls took
 
-    def wrap(self, name: str, method):
+    def wrap(self, name: str, function, key=None):
+        """`function` counted under `name` (followed by `key(*args)` when given, e.g. an image's kind)."""
         def timed(*args, **kwargs):
-            if threading.current_thread() is not threading.main_thread():
-                return method(*args, **kwargs)
-            start = time.perf_counter()
-            self._stack.append(0.0)
+            if self._main_thread_only and threading.current_thread() is not threading.main_thread():
+                return function(*args, **kwargs)
+            stack = self._local.__dict__.setdefault("stack", [])
+            start = self._clock()
+            stack.append(0.0)
             try:
-                return method(*args, **kwargs)
+                return function(*args, **kwargs)
             finally:
-                total = time.perf_counter() - start
-                nested = self._stack.pop()
-                self.seconds[name] = self.seconds.get(name, 0.0) + total - nested
-                if self._stack:
-                    self._stack[-1] += total
+                total = self._clock() - start
+                nested = stack.pop()
+                if stack:
+                    stack[-1] += total
+                label = name if key is None else f"{name} {key(*args)}"
+                with self._lock:
+                    self.seconds[label] = self.seconds.get(label, 0.0) + total - nested
         return timed
 
     def reset(self) -> None:
@@ -143,60 +150,28 @@ def instrument(stages: Stages) -> None:
     OrderedWrites.flush = stages.wrap("waiting for the writer to catch up", OrderedWrites.flush)
 
 
-class FunctionCpu:
-    """`--cpu-by-function`: CPU seconds of the thread (time.thread_time, so waits for the GIL, a core or a future do
-    not count) in each wrapped function, exclusive of wrapped functions it calls, summed over the run."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-        self._lock = threading.Lock()
-        self._local = threading.local()
-
-    def wrap(self, name: str, function, key=None):
-        """`function` counted under `name` (plus `key(*args)` when given, e.g. an image's kind)."""
-        def timed(*args, **kwargs):
-            stack = self._local.__dict__.setdefault("stack", [])
-            start = time.thread_time()
-            stack.append(0.0)
-            try:
-                return function(*args, **kwargs)
-            finally:
-                total = time.thread_time() - start
-                nested = stack.pop()
-                if stack:
-                    stack[-1] += total
-                label = name if key is None else f"{name} {key(*args)}"
-                with self._lock:
-                    self.seconds[label] = self.seconds.get(label, 0.0) + total - nested
-        return timed
-
-    def instrument(self) -> None:
-        """Wraps the functions each thread spends its CPU in (module docstring's threads)."""
-        from simulation.recording import bags, ground_truth, recorder
-        from simulation.render import renderer, scene
-        for owner, attribute, name, key in [
-            (renderer, "_truth_job", "tile workers: ground truth (camera rays, normals, ids)", None),
-            (renderer, "_colour_job", "tile workers: colour (shading, shadow rays)", None),
-            (scene.RenderScene, "set_frame", "render thread: posing the meshes, BVH update", None),
-            (renderer, "layer_view", "render thread: mesh projections", None),
-            (renderer, "AloneCoverage", "render thread: occlusion ratios", None),
-            (renderer, "frame_boxes", "render thread: boxes", None),
-            (renderer, "_encode_metered", "render thread: auto-exposure encoding", None),
-            (recorder._RobotStreams, "_write_camera", "recorder writer: camera frame (bag images, frames.jsonl)", None),
-            (recorder, "save_humans_frame", "recorder writer: humans/ frame", None),
-            *[(bags.BagWriter, method, f"recorder writer: bag {method}", None)
-              for method in ("tf", "imu", "odometry", "pose", "joint_states", "clock")],
-            (ground_truth, "_encode_and_write", "image writer:", lambda path, kind, image: kind),
-            (EmbeddedBackend, "step", "main thread: physics steps", None),
-            (RobotMission, "tick", "main thread: mission", None),
-            (Recorder, "sample", "main thread: recorder sampling", None),
-        ]:
-            setattr(owner, attribute, self.wrap(name, getattr(owner, attribute), key))
-
-    def report(self, frames: int) -> None:
-        print(f"{'CPU by function (exclusive)':<64}{'seconds':>9}{'ms/frame':>10}")
-        for name, seconds in sorted(self.seconds.items()):
-            print(f"  {name:<62}{seconds:9.2f}{seconds / max(frames, 1) * 1e3:10.2f}")
+def instrument_functions(functions: Stages) -> None:
+    """`--cpu-by-function`: wraps the functions each thread spends its CPU in (module docstring's threads)."""
+    from simulation.recording import bags, ground_truth, recorder
+    from simulation.render import renderer, scene
+    for owner, attribute, name, key in [
+        (renderer, "_truth_job", "tile workers: ground truth (camera rays, normals, ids)", None),
+        (renderer, "_colour_job", "tile workers: colour (shading, shadow rays)", None),
+        (scene.RenderScene, "set_frame", "render thread: posing the meshes, BVH update", None),
+        (renderer, "layer_view", "render thread: mesh projections", None),
+        (renderer, "AloneCoverage", "render thread: occlusion ratios", None),
+        (renderer, "frame_boxes", "render thread: boxes", None),
+        (renderer, "_encode_metered", "render thread: auto-exposure encoding", None),
+        (recorder._RobotStreams, "_write_camera", "recorder writer: camera frame (bag images, frames.jsonl)", None),
+        (recorder, "save_humans_frame", "recorder writer: humans/ frame", None),
+        *[(bags.BagWriter, method, f"recorder writer: bag {method}", None)
+          for method in ("tf", "imu", "odometry", "pose", "joint_states", "clock")],
+        (ground_truth, "_encode_and_write", "image writer:", lambda path, kind, image: kind),
+        (EmbeddedBackend, "step", "main thread: physics steps", None),
+        (RobotMission, "tick", "main thread: mission", None),
+        (Recorder, "sample", "main thread: recorder sampling", None),
+    ]:
+        setattr(owner, attribute, functions.wrap(name, getattr(owner, attribute), key))
 
 
 def paper_overrides() -> list[str]:
@@ -212,7 +187,7 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(setup: str, overrides: list[str], out: Path, stages: Stages, functions: FunctionCpu | None) -> None:
+def run(setup: str, overrides: list[str], out: Path, stages: Stages, functions: Stages | None) -> None:
     config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
     shutil.rmtree(out, ignore_errors=True)
     cache = out / "assets"
@@ -226,7 +201,7 @@ def run(setup: str, overrides: list[str], out: Path, stages: Stages, functions: 
 
     stages.reset()
     if functions is not None:
-        functions.seconds.clear()
+        functions.reset()
     with ThreadCpu() as threads:
         cpu_start, start = cpu_seconds(), time.perf_counter()
         result = generate(config, out, cache=cache)
@@ -258,7 +233,10 @@ def run(setup: str, overrides: list[str], out: Path, stages: Stages, functions: 
           f"({cpu / record:.2f} cores busy); peak RSS {peak_gib:.2f} GiB")
     print(f"mission: {info.mission}")
     if functions is not None:
-        functions.report(sum(info.frame_counts.get(f"camera/{c.name}", 0) for c in config.robot.sensors.cameras))
+        frames = max(1, sum(info.frame_counts.get(f"camera/{c.name}", 0) for c in config.robot.sensors.cameras))
+        print(f"{'CPU by function (exclusive)':<64}{'seconds':>9}{'ms/frame':>10}")
+        for name, seconds in sorted(functions.seconds.items()):
+            print(f"  {name:<62}{seconds:9.2f}{seconds / frames * 1e3:10.2f}")
 
 
 def main() -> None:
@@ -274,8 +252,8 @@ def main() -> None:
     instrument(stages)
     functions = None
     if args.cpu_by_function:
-        functions = FunctionCpu()
-        functions.instrument()
+        functions = Stages(time.thread_time, main_thread_only=False)
+        instrument_functions(functions)
     print(f"{os.cpu_count()} cores; load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     if args.setup in ("demo", "both"):
         run("demo", args.overrides, args.out / "demo", stages, functions)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -31,18 +30,16 @@ def cached_functions(module: ModuleType) -> list[Dispatcher]:
             and value._cache.cache_path is not None]
 
 
-def _in_root(name: str, root: Path) -> bool:
-    """Whether module `name` belongs to a top-level package in folder `root` (in site-packages, where an install
-    puts the project's packages beside its dependencies', a dependency counts too: that only flushes more)."""
-    top = name.split(".")[0]
-    spec = importlib.util.find_spec(top)
-    return spec is not None and spec.origin is not None and Path(spec.origin).resolve().parent == root / top
+def _package_folder(name: str) -> Path | None:
+    """The folder of the (imported) top-level package of module `name`; None for a namespace package."""
+    file = getattr(sys.modules[name.split(".")[0]], "__file__", None)
+    return None if file is None else Path(file).resolve().parent
 
 
 def project_imports(module: ModuleType) -> list[ModuleType]:
     """The modules of its own project (the packages beside its top-level package) that `module` imports, from
     its source; a name imported from a package counts as that package's submodule when it is one."""
-    root = Path(sys.modules[module.__name__.split(".")[0]].__file__).resolve().parents[1]
+    root = _package_folder(module.__name__).parent
     names = set()
     for node in ast.walk(ast.parse(Path(module.__file__).read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -51,7 +48,10 @@ def project_imports(module: ModuleType) -> list[ModuleType]:
             for alias in node.names:
                 child = f"{node.module}.{alias.name}"
                 names.add(child if child in sys.modules else node.module)
-    return [sys.modules[name] for name in sorted(names) if name in sys.modules and _in_root(name, root)]
+    # In site-packages, where an install puts the project's packages beside its dependencies', a dependency
+    # counts too: that only flushes more.
+    return [sys.modules[name] for name in sorted(names)
+            if name in sys.modules and _package_folder(name) == root / name.split(".")[0]]
 
 
 def sources_digest(modules: list[ModuleType]) -> str:

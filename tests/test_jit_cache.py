@@ -11,13 +11,13 @@ import ast
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("core", "asset_converters", "placement", "simulation", "postprocess", "export", "replay", "evaluation",
-            "pipeline")
+PACKAGES = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["root_packages"]
 
 DEP = """from numba import njit
 
@@ -72,7 +72,7 @@ def test_a_cached_function_follows_a_change_of_the_module_it_calls(package):
     os.utime(dep, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a newer stamp whatever the clock's resolution
     assert _run(package, "unguarded") == 10  # numba alone keeps the compiled code of the old dep.py
     assert _run(package, "guarded") == 20
-    assert _run(package, "guarded") == 20  # and caches the new code: the digest now matches
+    assert _run(package, "guarded") == 20  # and again, now that the stamp matches the new dep.py
 
 
 def _module_files() -> list[Path]:
