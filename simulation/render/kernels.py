@@ -5,9 +5,10 @@ rasteriser (shading is in shade_kernels.py).
 Each kernel does in one pass per point what whole-array numpy code did in a dozen passes, in the same
 float32/float64 arithmetic and order (numba contracts no multiply-add without fastmath), so frames are the
 same bit for bit as with that numpy code except where the specular lobe's exp/log round differently in
-the last bit of a float32 (libm against numpy's own), which moves an sRGB level by one in about one
-value in a few million. `nogil` lets the renderer's tile workers run them in parallel; `cache` keeps the
-compiled code in __pycache__, so only the first process after a change compiles (a few seconds).
+the last bit of a float32 (glibc's, see libm_f32.py, against numpy's own), which moves an sRGB level by
+one in about one value in a few million. `nogil` lets the renderer's tile workers run them in parallel;
+`cache` keeps the compiled code in __pycache__, so only the first process after a change compiles (a few
+seconds).
 """
 
 from __future__ import annotations
