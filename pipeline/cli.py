@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -299,6 +301,17 @@ def _os_error_message(exc: OSError) -> str:
     return f"{paths}: {reason}" if paths else reason
 
 
+def _exit_interrupted() -> NoReturn:
+    """Say how to resume and leave at once. The command has cleaned up its outputs by now; Python's own exit would
+    first wait for every worker thread still busy with the abandoned work (a frame rendering, say). Once, in a
+    full test run, that wait never ended (not reproduced in 52 tries since, cause unknown)."""
+    console.print("interrupted; rerun the same command to resume")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(INTERRUPTED)
+
+
 def main() -> None:
     """Console-script entry point, the one error boundary: bad input and OS errors (read-only, permission
     denied, disk full, ...) become one plain-text paragraph and exit code 2, Ctrl-C exits 130 with how to
@@ -307,7 +320,7 @@ def main() -> None:
         # Without standalone mode, click returns a command's typer.Exit code instead of raising it.
         code = app(standalone_mode=False)
         if code == INTERRUPTED:  # typer turns Ctrl-C into a returned 130 in this mode
-            console.print("interrupted; rerun the same command to resume")
+            _exit_interrupted()
         if isinstance(code, int) and code:
             sys.exit(code)
     except GradeError as exc:
@@ -322,8 +335,7 @@ def main() -> None:
         console.print("aborted")
         sys.exit(INTERRUPTED)
     except KeyboardInterrupt:
-        console.print("interrupted; rerun the same command to resume")
-        sys.exit(INTERRUPTED)
+        _exit_interrupted()
     except typer.TyperException as exc:  # usage errors (bad option values) carry their own exit code
         show = getattr(exc, "show", None)
         if show is not None:
