@@ -35,17 +35,17 @@ GLIBC_FMA_BUILD = platform.machine() == "x86_64" and platform.libc_ver()[0] == "
 
 @njit(nogil=True)
 def _ported(x, which):
-    out = np.empty_like(x)
+    out, log = np.empty_like(x), which == "log"
     for k in range(len(x)):
-        out[k] = log_f32(x[k]) if which == "log" else exp_f32(x[k])
+        out[k] = log_f32(x[k]) if log else exp_f32(x[k])
     return out
 
 
 @njit(nogil=True)
 def _libm(x, which):
-    out = np.empty_like(x)
+    out, log = np.empty_like(x), which == "log"
     for k in range(len(x)):
-        out[k] = np.log(x[k]) if which == "log" else np.exp(x[k])
+        out[k] = np.log(x[k]) if log else np.exp(x[k])
     return out
 
 
