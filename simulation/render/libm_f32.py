@@ -6,8 +6,8 @@ the pair takes about 3x less time (benchmarks/libm_f32.py). These are glibc's ow
 (sysdeps/ieee754/flt-32/e_expf.c and e_logf.c, from Arm's optimized-routines, unchanged since glibc 2.28), their
 multiply-adds fused as glibc's x86-64 FMA build fuses them (read from its machine code), so they return what that
 build returns, bit for bit: the images are the same as with libm's calls. All 2^32 float32 inputs of each agree
-with glibc 2.36's (`benchmarks/libm_f32.py --all`; tests/test_libm_f32.py checks the ranges the shading loop
-uses and samples the rest). The images also no longer depend on which libm a machine runs.
+with glibc 2.36's (`benchmarks/libm_f32.py --all`; tests/test_libm_f32.py checks every input the shading loop can
+pass to logf and samples the rest). The images also no longer depend on which libm a machine runs.
 
 The fused multiply-adds are LLVM's `llvm.fma` (one instruction on CPUs with FMA, a correctly rounded libm call on
 the others), the bit casts LLVM's `bitcast`: numba offers neither as a function.
