@@ -1,4 +1,5 @@
-"""`grade replay RUN --out RUN2 [--with overrides.yaml]` and `grade replay RUN --verify`; registered in
+"""`grade replay RUN --out RUN2 [--with overrides.yaml] [--set render.KEY=VALUE]`, `grade replay RUN --verify` and
+the subset replay `grade replay RUN --out RUN2 --every N | --frames LIST | --sample K`; registered in
 pipeline/cli.py."""
 
 from __future__ import annotations
@@ -32,25 +33,53 @@ def replay_command(
         "--robot", metavar="NAME", help="Multi-robot runs: the robot whose sensors --with changes and whose "
                                         "deviation is reported (default: the first; every robot is replayed).")]
     = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", "-s", metavar="render.KEY=VALUE", help="Override a rendering key: --set render.rgb=cycles "
+                                                         "(repeatable; render keys only).")] = None,
+    every: Annotated[int | None, typer.Option(
+        "--every", metavar="N", help="Render only the camera frames numbered 0, N, 2N, ... again, with the run's "
+                                     "labels.")] = None,
+    frames: Annotated[str | None, typer.Option(
+        "--frames", metavar="LIST", help="Render only these camera frames again, e.g. 0,10,20.")] = None,
+    sample: Annotated[int | None, typer.Option(
+        "--sample", metavar="K", help="Render only K camera frames drawn with the run's seed again.")] = None,
+    camera: Annotated[list[str] | None, typer.Option(
+        "--camera", metavar="NAME", help="With --every/--frames/--sample: only this camera (repeatable; default: "
+                                         "every camera recording RGB).")] = None,
 ) -> None:
     """Simulate a recorded run again, with new sensors if asked.
 
     The run is replayed on its timeline into a new recording, and the deviation is reported.
 
+    With --every, --frames or --sample only those camera frames are rendered again (photoreal with --set
+    render.rgb=cycles), labelled with the run's own ground truth.
+
     \b
     Examples:
       grade replay runs/demo --out runs/demo-fisheye --with new-camera.yaml
       grade replay runs/demo --verify
+      grade replay runs/demo --out runs/demo-photoreal --set render.rgb=cycles --every 10
     """
     from core.errors import ConfigError
-    from replay.overrides import load_overrides
+    from replay.overrides import load_overrides, render_settings
     from replay.run import replay_run
+    from replay.subset import frame_rule
 
-    if verify and with_ is not None:
-        raise ConfigError("--verify replays the run unchanged; leave out --with", field="--verify")
+    rule = frame_rule(every, frames, sample)
+    render = render_settings(set_ or [])
+    if rule is not None:
+        _check_subset(rule.option, out, with_, mode, start, end, verify)
+        _subset(run, out, rule, render, camera, robot, wait)
+        return
+    if camera:
+        raise ConfigError("--camera chooses the cameras of a subset replay; add --every, --frames or --sample",
+                          field="--camera")
+    if verify and (with_ is not None or render):
+        raise ConfigError("--verify replays the run unchanged; leave out --with and --set", field="--verify")
     if out is None and not verify:
         raise ConfigError("name the replay's folder with --out (or check the run with --verify)", field="--out")
     overrides = load_overrides(with_)
+    overrides = overrides.model_copy(update={"set": {**overrides.set, **render}})
     if out is None:
         with tempfile.TemporaryDirectory(prefix="grade-verify-") as folder:
             result = replay_run(run, Path(folder) / "replay", overrides, mode, start, end, str(with_), wait, robot)
@@ -58,6 +87,37 @@ def replay_command(
         return
     result = replay_run(run, out, overrides, mode, start, end, str(with_), wait, robot)
     _print(result.report, result.run)
+
+
+def _check_subset(option: str, out: Path | None, with_: Path | None, mode: str, start: float | None,
+                  end: float | None, verify: bool) -> None:
+    """A subset replay renders the recorded frames with the run's labels: ConfigError for what would change them."""
+    from core.errors import ConfigError
+
+    refused = {"--with": with_ is not None, "--mode physics": mode != "teleport", "--from": start is not None,
+               "--to": end is not None, "--verify": verify}
+    for name, given in refused.items():
+        if given:
+            raise ConfigError(f"{option} renders recorded frames again with the run's own labels and takes no "
+                              f"{name}", field=name.split()[0])
+    if out is None:
+        raise ConfigError("name the replay's folder with --out", field="--out")
+
+
+def _subset(run: Path, out: Path, rule, render: dict, cameras: list[str] | None, robot: str | None,
+            wait: bool) -> None:
+    from replay.subset_run import replay_subset
+
+    result = replay_subset(run, out, rule, render, cameras, robot, wait)
+    for name, numbers in result.frames.items():
+        console.print(f"camera {name}: {len(numbers)} frames ({_numbers(numbers)})", soft_wrap=True)
+    state = "up to date" if result.skipped else f"{result.rendered} frames rendered"
+    console.print(f"replay written to {result.run} ({state})", soft_wrap=True)
+
+
+def _numbers(numbers: list[int], shown: int = 8) -> str:
+    text = ", ".join(map(str, numbers[:shown]))
+    return text + (", ..." if len(numbers) > shown else "")
 
 
 def _print(report, folder: Path | None) -> None:

@@ -67,20 +67,35 @@ def _lights(states: dict[str, np.ndarray], step: int, change: LightOverride | No
 def replay_teleport(backend: Backend, recorder: Recorder, states: dict[str, np.ndarray], window: Window,
                     lights: LightOverride | None, source: str, on_step: Callable[[int], None]) -> None:
     """Put the scene in each logged step of `window` and sample it (module docstring)."""
-    rows = {key[len(STEP_PREFIX):]: value for key, value in states.items() if key.startswith(STEP_PREFIX)}
-    if not rows:
-        raise InputError("the state log has no per-step states (step.*): the run was recorded by an older GRADE; "
-                         "replay it with --mode physics", source)
-    commands = _commands(backend, states)
+    teleport = Teleport(backend, states, lights, source)
     for step in range(window.first, window.last + 1):
-        state = {key: value[step] for key, value in rows.items()}
-        previous = {key: value[step - 1] for key, value in rows.items()} if step > 0 else None
-        for robot, logged in commands:
-            robot.set_robot_command(logged[step])  # logged again as the command of this step
-        backend.teleport(step, state, previous, source)
-        backend.set_lights(*_lights(states, step, lights))
+        teleport.to(step)
         recorder.sample(backend)
         on_step(step)
+
+
+class Teleport:
+    """Puts the backend in any logged step of `states`, in any order (module docstring): a teleport replay's
+    every step, or only the steps of the frames a subset replay renders."""
+
+    def __init__(self, backend: Backend, states: dict[str, np.ndarray], lights: LightOverride | None, source: str):
+        self.rows = {key[len(STEP_PREFIX):]: value for key, value in states.items() if key.startswith(STEP_PREFIX)}
+        if not self.rows:
+            raise InputError("the state log has no per-step states (step.*): the run was recorded by an older GRADE; "
+                             "replay it with --mode physics", source)
+        self.backend, self.states, self.lights, self.source = backend, states, lights, source
+        self.commands = _commands(backend, states)
+
+    def to(self, index: int) -> None:
+        """The scene as it was at the log's row `index`, with the commands and lights of that step."""
+        state = {key: value[index] for key, value in self.rows.items()}
+        previous = {key: value[index - 1] for key, value in self.rows.items()} if index > 0 else None
+        for robot, logged in self.commands:
+            robot.set_robot_command(logged[index])  # logged again as the command of this step
+        # The physics step of the row's time: the row's index, unless the log starts later (a window's replay).
+        step = round(float(self.states["time"][index]) / self.backend.timestep)
+        self.backend.teleport(step, state, previous, self.source)
+        self.backend.set_lights(*_lights(self.states, index, self.lights))
 
 
 def replay_physics(backend: Backend, recorder: Recorder, states: dict[str, np.ndarray], window: Window,

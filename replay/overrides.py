@@ -37,11 +37,13 @@ from core.config import (
     Strict,
     Vec3,
 )
-from core.config_io import apply_overrides, read_yaml, validate_model
+from core.config_io import apply_overrides, parse_override, read_yaml, validate_model
 from core.errors import ConfigError
 from core.formats.scene_layout import SceneHuman, SceneObject
 
 SETTABLE = ("robot.sensors.", "recording.", "simulation.rates.", "render.")
+# `grade replay --set`: the rendering only (every camera's), which changes no trajectory and no ground truth.
+RENDER = "render."
 FILE_KEYS = ("recording.class_map", "render.environment")  # settable keys naming a file
 
 
@@ -89,6 +91,23 @@ def load_overrides(path: Path | None) -> ReplayOverrides:
     files = {key: str(_from(path, Path(value))) for key, value in overrides.set.items()
              if key in FILE_KEYS and isinstance(value, str)}
     return overrides.model_copy(update={"add_objects": added, "set": {**overrides.set, **files}})
+
+
+def render_settings(texts: list[str]) -> dict[str, Any]:
+    """`--set render.KEY=VALUE` options (parsed as `grade generate --set` parses them) as the overrides' `set`
+    entries; ConfigError for a key outside render. Relative paths are the working folder's, as a command line's."""
+    settings: dict[str, Any] = {}
+    for text in texts:
+        parts, value = parse_override(text)
+        key = ".".join(parts)
+        if not key.startswith(RENDER):
+            raise ConfigError(f"--set changes only the rendering (keys under {RENDER.rstrip('.')}), which leaves the "
+                              f"run's trajectory and ground truth as recorded; {key!r} is not one. Sensors, recording "
+                              "and rates go in a --with file's `set`", field=f"--set {key}")
+        if key in FILE_KEYS and isinstance(value, str):
+            value = str(Path(value).resolve())
+        settings[key] = value
+    return settings
 
 
 def _from(overrides_file: Path, path: Path) -> Path:

@@ -88,7 +88,7 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
             return ReplayResult(out, read_replay_report(out), skipped=True)
         invalidate(out)
         watch = Stopwatch()
-        _copy_scene(parent.path / SCENE_DIR, out / SCENE_DIR)
+        copy_run_scene(parent.path / SCENE_DIR, out / SCENE_DIR)
         for obj, (package, asset_id) in zip(overrides.add_objects, _object_packages(overrides, out / ASSETS_DIR),
                                             strict=True):
             append_object(out / SCENE_DIR / SCENE_FILE, package, asset_id, static_motion(obj.position, obj.yaw_deg))
@@ -130,7 +130,7 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
     return ReplayResult(out, report, skipped=False)
 
 
-def _copy_scene(source: Path, target: Path) -> None:
+def copy_run_scene(source: Path, target: Path) -> None:
     """The parent's scene/: scene.usda with its package references rebased, placement.json and its preview."""
     copy_scene(source / SCENE_FILE, target / SCENE_FILE)
     for path in (source / PLACEMENT_FILE, (source / PLACEMENT_FILE).with_suffix(".png")):

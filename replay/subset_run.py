@@ -1,0 +1,262 @@
+"""`grade replay RUN --out OUT --every N | --frames LIST | --sample K [--set render.KEY=VALUE]`: some camera frames
+of a run rendered again (photoreal with `--set render.rgb=cycles`), with the run's own labels.
+
+Only the chosen frames are rendered: the backend is put in each frame's logged step (teleport, replay.driver)
+and renders the camera there, once; its RGB image is what is new. The labels of those frames are the
+parent's, copied byte for byte: depth, instance and semantic images (and float depth, normals, flow where
+recorded), the frame's frames.jsonl line with its boxes, its poses.tum line and instances.json, since the
+render section only changes colour. Each rendering's camera pose is checked against the parent's frame, so a
+state log that does not match its ground truth stops the replay instead of mislabelling an image.
+
+The folder is a run folder that Recording and `grade export` read: run.json (the parent's config with the
+render settings applied; replay_of names the rule and each camera's frames), MANIFEST.json, gt/ with only the
+chosen frames under the parent's frame numbers and times, and the parent's states.npz, humans/ (the people's
+skeletons, for keypoints) and scene/. It has no bags, IMU log or LiDAR sweeps: a few frames are no sequence to
+play back. Rendered images are kept in RESUME as they finish, so a rerun of an interrupted replay renders only
+the frames still missing; the recording is assembled in a partial folder and installed when complete.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.progress import TextColumn
+
+from core.errors import ConfigError, InputError
+from core.formats.frames import FRAMES_FILE
+from core.formats.humans import HUMANS_DIR
+from core.formats.images import frame_file
+from core.formats.instances import INSTANCES_FILE
+from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
+from core.formats.png import encode_png
+from core.formats.replay_report import REPLAY_FILE
+from core.formats.run_info import COMPLETE, RunInfo, write_run_info
+from core.formats.scene_layout import SCENE_FILE
+from core.formats.states import STATES_FILE
+from core.formats.tum import TUM_FILE
+from core.outputs import install_outputs, output_lock, remove_stale_partials
+from core.progress import get_logger, make_progress
+from core.recording import BAGS_DIR, RECORD_OUTPUTS, SCENE_DIR, Frame, Recording
+from core.rundir import Stopwatch, atomic_write_bytes, atomic_write_text, content_hash
+from replay.driver import Teleport
+from replay.overrides import ReplayOverrides, replay_config
+from replay.run import STAGE, copy_run_scene
+from replay.subset import FrameRule, choose_frames
+from simulation.backend import Backend, load_backend
+
+SUBSET_VERSION = "replay-subset/1"
+MODE = "subset"  # replay_of.mode
+PARTIAL = ".subset.partial"
+RESUME = ".replay.frames"  # the frames rendered so far (not a `.partial`: stale partials are removed on start)
+RESUME_INPUTS = "inputs"  # in RESUME: the input hash its frames were rendered for
+POSE_TOLERANCE = 1e-9  # the rendering's camera pose against the recorded one (same state, same arithmetic)
+TIME_TOLERANCE = 1e-9  # s: a frame's time against the state log's
+log = get_logger("replay")
+
+
+@dataclass(frozen=True)
+class CameraSubset:
+    """One camera's chosen frames, with their positions among the parent's frames (frames.jsonl lines)."""
+
+    name: str
+    folder: Path  # the parent's camera folder
+    positions: list[int]
+    frames: list[Frame]
+
+    def relative(self, parent: Path) -> Path:
+        """gt/<camera> (gt/<robot>/<camera> in a multi-robot run)."""
+        return self.folder.relative_to(parent)
+
+
+@dataclass(frozen=True)
+class SubsetResult:
+    run: Path
+    frames: dict[str, list[int]]  # camera -> the frame numbers rendered
+    rendered: int  # frames this call rendered (a resumed or complete replay had the others already)
+    skipped: bool  # the replay was already complete for these inputs
+
+
+def replay_subset(run: str | Path, out: str | Path, rule: FrameRule, render: dict[str, Any] | None = None,
+                  cameras: list[str] | None = None, robot: str | None = None, wait: bool = False) -> SubsetResult:
+    """Render the frames `rule` picks of `run`'s cameras (`cameras`, default every camera recording RGB; robot
+    `robot`'s in a multi-robot run) with the render settings `render` (render.* keys) into `out` (module
+    docstring)."""
+    render = render or {}
+    parent = Recording.open(run).robot(robot)
+    out = Path(out)
+    if out.resolve() == parent.path.resolve() or parent.path.resolve() in out.resolve().parents:
+        raise ConfigError("a replay never writes into the run it replays; choose another --out", out)
+    config = replay_config(parent.config, ReplayOverrides(set=render), "--set", robot)
+    subsets = _subsets(parent, rule, cameras)
+    states = parent.states()
+    rows = _rows(states["time"], subsets, parent.path / STATES_FILE)
+    chosen = {s.name: [f.index for f in s.frames] for s in subsets}
+    replay_of = {"run": str(parent.path.resolve()), "name": parent.info.name, "mode": MODE, "subset": rule.describe(),
+                 "frames": chosen, "overrides": {"set": render} if render else {}}
+    if robot is not None:
+        replay_of["robot"] = robot
+    input_hash = content_hash(SUBSET_VERSION, (parent.path / MANIFEST).read_text(), config.model_dump(mode="json"),
+                              replay_of)
+    with output_lock(out, wait=wait, what="replay folder"):
+        remove_stale_partials(out)
+        if stage_status(out, input_hash) is StageStatus.COMPLETE:
+            log.info("replay up to date: %s", out)
+            return SubsetResult(out, chosen, 0, skipped=True)
+        invalidate(out)
+        watch = Stopwatch()
+        copy_run_scene(parent.path / SCENE_DIR, out / SCENE_DIR)
+        info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
+                       derived_seeds=parent.info.derived_seeds, config=config.model_dump(mode="json"),
+                       asset_hashes=parent.info.asset_hashes, replay_of=replay_of,
+                       sim_time_start=parent.info.sim_time_start)
+        write_run_info(out, info)
+        resume = _resume_folder(out / RESUME, input_hash)
+        try:
+            backend = load_backend(config, out / SCENE_DIR / SCENE_FILE)
+            rendered = _render(backend, robot, states, rows, subsets, parent.path, resume, config.render.rgb)
+            _assemble(parent, subsets, resume, out / PARTIAL)
+        except BaseException as exc:
+            shutil.rmtree(out / PARTIAL, ignore_errors=True)
+            info.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            info.error = None if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+            write_run_info(out, info)
+            raise
+        for name in (BAGS_DIR, REPLAY_FILE):  # an earlier full replay's into this folder
+            _remove(out / name)
+        install_outputs(out / PARTIAL, out, RECORD_OUTPUTS)
+        shutil.rmtree(resume)
+        multi = len(parent.robots) > 1
+        info.status, info.sim_time_end = COMPLETE, parent.info.sim_time_end
+        info.frame_counts = {f"{parent.robot_name}/" * multi + f"camera/{name}": len(numbers)
+                             for name, numbers in chosen.items()}
+        info.wall_seconds = {"replay": round(watch.seconds(), 3)}
+        write_run_info(out, info)
+        write_manifest(out, STAGE, input_hash, include=RECORD_OUTPUTS)
+    return SubsetResult(out, chosen, rendered, skipped=False)
+
+
+def _subsets(parent: Recording, rule: FrameRule, cameras: list[str] | None) -> list[CameraSubset]:
+    """The chosen frames of each camera: those named (each must record RGB), else every camera recording RGB."""
+    names = cameras or [name for name in parent.cameras if _has_rgb(parent, name)]
+    if not names:
+        raise InputError("no camera of the run records RGB images (robot.sensors.cameras[].outputs), so there is "
+                         "nothing to render again", parent.path)
+    subsets = []
+    for name in names:
+        camera = parent.camera(name)  # InputError listing the cameras there are
+        if not _has_rgb(parent, name):
+            raise ConfigError(f"camera {name!r} records no RGB images, so there is nothing to render again",
+                              field="--camera")
+        numbers = [frame.index for frame in camera]
+        picked = set(choose_frames(rule, numbers, parent.info.master_seed, name))
+        positions = [i for i, number in enumerate(numbers) if number in picked]
+        subsets.append(CameraSubset(name, camera.folder, positions, [camera[i] for i in positions]))
+    return subsets
+
+
+def _has_rgb(parent: Recording, name: str) -> bool:
+    camera = parent.camera(name)
+    return bool(len(camera)) and camera[0].path("rgb") is not None
+
+
+def _rows(time: np.ndarray, subsets: list[CameraSubset], source: Path) -> dict[tuple[str, int], int]:
+    """(camera, frame number) -> the state log's row at the frame's time; InputError for a frame between rows."""
+    rows = {}
+    for subset in subsets:
+        for frame in subset.frames:
+            row = int(np.clip(np.searchsorted(time, frame.time - TIME_TOLERANCE), 0, len(time) - 1))
+            if abs(time[row] - frame.time) > TIME_TOLERANCE:
+                raise InputError(f"no state at the time of camera {subset.name!r} frame {frame.index} "
+                                 f"({frame.time:g} s): the log does not belong to this recording", source, "time")
+            rows[(subset.name, frame.index)] = row
+    return rows
+
+
+def _resume_folder(folder: Path, input_hash: str) -> Path:
+    """RESUME, emptied unless its frames were rendered for these inputs."""
+    inputs = folder / RESUME_INPUTS
+    if not (inputs.is_file() and inputs.read_text(encoding="utf-8") == input_hash):
+        shutil.rmtree(folder, ignore_errors=True)
+        atomic_write_text(inputs, input_hash)
+    return folder
+
+
+def _render(backend: Backend, robot: str | None, states: dict[str, np.ndarray], rows: dict[tuple[str, int], int],
+            subsets: list[CameraSubset], parent: Path, resume: Path, renderer: str) -> int:
+    """Render every chosen frame not in `resume` yet, in time order, one teleport per logged step; returns how
+    many it rendered."""
+    jobs = sorted((rows[(s.name, f.index)], s.name, f, resume / s.relative(parent) / frame_file("rgb", f.index))
+                  for s in subsets for f in s.frames)
+    todo = [job for job in jobs if not job[3].is_file()]
+    teleport = Teleport(backend, states, None, str(parent / STATES_FILE))
+    view = backend.robot(robot)
+    with make_progress(TextColumn("{task.fields[info]}")) as progress:
+        task = progress.add_task(f"rendering frames ({renderer})", total=len(jobs), completed=len(jobs) - len(todo),
+                                 info="")
+        for row, group in groupby(todo, key=lambda job: job[0]):
+            teleport.to(row)
+            for _, camera, frame, target in group:
+                progress.update(task, info=f"{camera} frame {frame.index} (sim {frame.time:.2f} s)")
+                rendering = view.render(camera)
+                _check_pose(rendering.camera.pose, frame, camera, parent)
+                atomic_write_bytes(target, encode_png(np.asarray(rendering.rgb, np.uint8)))
+                progress.advance(task)
+    return len(todo)
+
+
+def _check_pose(pose: np.ndarray, frame: Frame, camera: str, parent: Path) -> None:
+    if not np.allclose(pose, frame.pose, rtol=0, atol=POSE_TOLERANCE):
+        raise InputError(f"the state log puts camera {camera!r} elsewhere than its frame {frame.index} was recorded "
+                         f"(largest difference {np.abs(pose - frame.pose).max():.3g}): states.npz and gt/ are not of "
+                         "one run", parent / STATES_FILE)
+
+
+def _assemble(parent: Recording, subsets: list[CameraSubset], resume: Path, partial: Path) -> None:
+    """The replay's recording in `partial`: per camera the rendered RGB and the parent's labels of the chosen
+    frames; the parent's state log and humans."""
+    shutil.rmtree(partial, ignore_errors=True)
+    for subset in subsets:
+        relative = subset.relative(parent.path)
+        source, target = subset.folder, partial / relative
+        for name, kept in ((FRAMES_FILE, subset.positions), (TUM_FILE, subset.positions)):
+            lines = _lines(source / name)
+            atomic_write_text(target / name, "".join(lines[i] for i in kept))
+        _link(source / INSTANCES_FILE, target / INSTANCES_FILE)
+        for frame in subset.frames:
+            for kind, file in frame.record.files.items():
+                origin = resume / relative / file if kind == "rgb" else source / file
+                _link(origin, target / file)
+    _link(parent.path / STATES_FILE, partial / STATES_FILE)
+    for path in sorted((parent.path / HUMANS_DIR).rglob("*")):
+        if path.is_file():
+            _link(path, partial / path.relative_to(parent.path))
+
+
+def _lines(path: Path) -> list[str]:
+    """The records of a line-per-frame file (frames.jsonl, poses.tum), each with its newline."""
+    if not path.is_file():
+        raise InputError("file not found", path)
+    return [line for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+            if line.strip() and not line.startswith("#")]
+
+
+def _link(source: Path, target: Path) -> None:
+    """`source` at `target`: hard-linked (recordings are never modified in place), copied across file systems."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
