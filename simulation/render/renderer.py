@@ -37,7 +37,9 @@ from simulation.render.annotations import (
 from simulation.render.camera import Camera, CameraParams, check_pose
 from simulation.render.exposure import LOG_FLOOR, Exposure
 from simulation.render.raycast import RAY_THREADS
-from simulation.render.rgb import LightArrays, linear_colour
+from simulation.render.irradiance import FrameProbes
+from simulation.render.quality import PRESETS, ShadingQuality
+from simulation.render.rgb import LightArrays, frame_probes, linear_colour
 from simulation.render.scene import MeshState, RenderLight, RenderScene
 from simulation.render.shading import ENCODE_LUT
 from simulation.render.tiles import GroundTruth, Tile, tile_ranges
@@ -53,6 +55,7 @@ class RenderOptions:
     supersample: int = 1  # RGB rays per pixel = supersample^2
     threads: int = RAY_THREADS  # tile workers, each tracing and shading whole tiles
     exposure: Exposure = field(default_factory=Exposure)  # linear colour -> display values (default: as shaded)
+    quality: ShadingQuality = PRESETS["fast"]  # which lighting terms the RGB gets (quality.py)
 
     def __post_init__(self) -> None:
         if self.supersample < 1:
@@ -105,9 +108,9 @@ def _truth_job(scene: RenderScene, embree: EmbreeScene, camera: Camera, pose: np
     return _TileTruth(tile, normals, stats)
 
 
-def _colour_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, camera: Camera, pose: np.ndarray,
-                pixels: tuple[int, int], geometry: Future, traced: _TileTruth | Future, rgb: np.ndarray,
-                options: RenderOptions) -> _TileColour:
+def _colour_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, probes: FrameProbes | None,
+                camera: Camera, pose: np.ndarray, pixels: tuple[int, int], geometry: Future,
+                traced: _TileTruth | Future, rgb: np.ndarray, options: RenderOptions) -> _TileColour:
     """A tile's colour encoded into `rgb` (fixed exposure) or kept linear and metered (auto exposure), shaded at
     the surface its ground truth found (`traced`, or its job's Future; or at its own supersampled rays')."""
     samples, exposure = options.supersample, options.exposure
@@ -117,21 +120,23 @@ def _colour_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, ca
     if samples > 1:
         tile = Tile(scene, embree, camera, pose, pixels, samples)
         normals = tile.normals(scene, geometry.result())
-    linear = linear_colour(scene, embree, lights, tile.rays, tile.surface, normals, options.shadows, samples)
+    linear = linear_colour(scene, embree, lights, tile.rays, tile.surface, normals, options.shadows, samples,
+                           options.quality, probes)
     if exposure.metered:
         return _TileColour(linear, kernels.log_luminance_sum(linear, LOG_FLOOR))
     rgb[tile.pixels] = kernels.tone_encode(linear, exposure.fixed_scale(), exposure.filmic, ENCODE_LUT)
     return _TileColour(None, 0.0)
 
 
-def _tile_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, camera: Camera, pose: np.ndarray,
-              pixels: tuple[int, int], geometry: Future, truth: GroundTruth, next_pose: np.ndarray | None,
-              rgb: np.ndarray | None, options: RenderOptions) -> tuple[_TileTruth, _TileColour | None]:
+def _tile_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, probes: FrameProbes | None,
+              camera: Camera, pose: np.ndarray, pixels: tuple[int, int], geometry: Future, truth: GroundTruth,
+              next_pose: np.ndarray | None, rgb: np.ndarray | None,
+              options: RenderOptions) -> tuple[_TileTruth, _TileColour | None]:
     """A tile's ground truth and then its colour in one job, while the tile's arrays are still in the core's
     caches (`_truth_job`, `_colour_job`)."""
     traced = _truth_job(scene, embree, camera, pose, pixels, geometry, truth, next_pose, options)
-    colour = None if rgb is None else _colour_job(scene, embree, lights, camera, pose, pixels, geometry, traced, rgb,
-                                                  options)
+    colour = None if rgb is None else _colour_job(scene, embree, lights, probes, camera, pose, pixels, geometry,
+                                                  traced, rgb, options)
     return traced, colour
 
 
@@ -173,15 +178,16 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     workers = tile_workers(options.threads)
     ranges = tile_ranges(camera)
     lights = LightArrays.of(scene.lights if lights is None else lights)
+    probes = frame_probes(scene, lights, options.quality) if options.rgb else None
     if depth_first:
         traced = [workers.submit(GROUND_TRUTH, _truth_job, scene, embree, camera, pose, pixels, geometry, truth,
                                  next_pose, options) for pixels in ranges]
         coloured = [] if rgb is None else [
-            workers.submit(COLOUR, _colour_job, scene, embree, lights, camera, pose, pixels, geometry, job, rgb,
-                           options) for pixels, job in zip(ranges, traced, strict=True)]
+            workers.submit(COLOUR, _colour_job, scene, embree, lights, probes, camera, pose, pixels, geometry, job,
+                           rgb, options) for pixels, job in zip(ranges, traced, strict=True)]
     else:
-        traced = [workers.submit(COLOUR, _tile_job, scene, embree, lights, camera, pose, pixels, geometry, truth,
-                                 next_pose, rgb, options) for pixels in ranges]
+        traced = [workers.submit(COLOUR, _tile_job, scene, embree, lights, probes, camera, pose, pixels, geometry,
+                                 truth, next_pose, rgb, options) for pixels in ranges]
         coloured = []
     try:  # while the tiles trace
         geometry.set_result(scene.frame_geometry(dynamic, next_pose is not None))

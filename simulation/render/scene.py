@@ -29,7 +29,8 @@ from simulation.render import kernels
 from simulation.render.camera import linear_map
 from simulation.render.embree import BUILD_QUALITY_HIGH, BUILD_QUALITY_MEDIUM, SharedScene
 from simulation.render.raycast import drain
-from simulation.render.shading import TEXTURE_FILTERS, TexturePool, specular_lobe, srgb_to_linear
+from simulation.render.irradiance import ProbeCache, StaticScene, mean_albedo
+from simulation.render.shading import TEXTURE_FILTERS, TexturePool, ggx_alpha, specular_lobe, srgb_to_linear
 
 if TYPE_CHECKING:  # background.py reads images with load_texture from here
     from simulation.render.background import EnvironmentMap
@@ -279,6 +280,7 @@ class MeshTable:
         self.base_color = np.ascontiguousarray(self.base_color)
         self.exponent, self.lobe_scale = specular_lobe([m.material.roughness for m in self.meshes])
         self.metallic = np.array([m.material.metallic for m in self.meshes], dtype=np.float32)
+        self.alpha = ggx_alpha([m.material.roughness for m in self.meshes])
         self.smooth = np.array([m.smooth for m in self.meshes])
 
     def __len__(self) -> int:
@@ -393,6 +395,7 @@ class RenderScene:
         self.ambient = np.asarray(ambient, dtype=np.float32)
         self.background = np.asarray(background, dtype=np.float32)
         self.environment = environment
+        self.probe_cache = ProbeCache()  # indirect light of the shading qualities that use probes
         self.static_table = MeshTable(static_meshes) if static_meshes else None
         self.dynamic_table = MeshTable(dynamic_meshes) if dynamic_meshes else None
         # Static then dynamic meshes under one numbering: a frame's hits index faces, vertices and meshes here.
@@ -434,6 +437,17 @@ class RenderScene:
         shared.commit()
         self._buffers.append(shared)
         return first_faces
+
+    def static_scene(self) -> StaticScene | None:
+        """The static meshes as the irradiance probes see them (None without static meshes)."""
+        if self.static is None:
+            return None
+        table, textures = self.static_table, self.static_table.textures
+        albedo = mean_albedo(table.base_color, textures.index, textures.pool.texels, textures.pool.first,
+                             textures.pool.width, textures.pool.height)
+        background = self.background if self.environment is None else self.environment.texels.mean(axis=(1, 2))
+        return StaticScene(self.static.world_vertices, table.faces, albedo[table.face_mesh],
+                           np.asarray(background, np.float32))
 
     def embree_of(self, buffer: int) -> EmbreeScene:
         """The Embree scene of `buffer` (see set_frame), made on first use."""

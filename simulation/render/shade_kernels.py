@@ -21,6 +21,7 @@ from numba import njit
 
 from core.jit_cache import flush_stale_caches
 from simulation.render import packets
+from simulation.render.irradiance import irradiance_at
 from simulation.render.libm_f32 import exp_f32, log_f32
 
 GROUP = 64  # points shaded together; their shadow rays towards a light fill packets
@@ -32,13 +33,16 @@ _HALF = np.float32(0.5)
 _TINY = np.float32(1e-12)
 _DIELECTRIC_F0 = np.float32(0.04)  # specular reflectance of non-metals at normal incidence
 _TWO_PI = 2.0 * np.pi
+# The R2 sequence's steps: 1 / g and 1 / g^2 for the plastic number g (the root of x^3 = x + 1).
+_R2_A, _R2_B = 0.7548776662466927, 0.5698402909980532
+_LOW_32 = np.uint64(0xFFFFFFFF)
 
 
 @njit(cache=True, nogil=True)
 def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, u, v, base_color, texture_of_mesh,
           nearest_of_mesh, corner_uvs, texels, first, width, height, exponent, lobe_scale, metallic, ambient, kinds,
           vectors, radii_squared, intensities, colors, shadows, occluded, scene, lanes, valid, arguments, shadow_bias,
-          bias_per_metre, sun_reach):
+          bias_per_metre, sun_reach, shadow_samples, ggx, alpha, indirect):
     """Writes the linear colour albedo (ambient + diffuse) + specular of each hit into out[:, rays[i]] (3, R).
 
     Hits i (all R rays in order if `complete`) lie at distance `t` along the camera rays (`components` (3, R),
@@ -57,6 +61,12 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
     metals tint the specular with the albedo and lose their diffuse part: f0 = F0 (1 - m) + albedo m, reflected =
     albedo (1 - m) + f0 lobe (`metallic` per mesh; 0 elements: all 0). The half vector h = (l + v) / |l + v| only
     enters through n.h = (n.l + n.v) / sqrt(2 + 2 l.v).
+
+    Soft shadows: with `shadow_samples` S > 1, a point light of radius r is a sphere: S shadow rays per point aim
+    at points of the disc of radius r facing it (soft_shadow_offset: a per-ray rotated low-discrepancy pattern),
+    and the light's weight is scaled by the unblocked share. With `ggx` the specular lobe is GGX (ggx_lobe, with
+    `alpha` per mesh) with Schlick's Fresnel for dielectrics instead of Blinn-Phong. `indirect` (3, N), when not
+    empty, adds each hit's indirect irradiance (irradiance.py) to the ambient term.
     """
     n = len(t)
     # A group's terms, one array per component (the light loops read them with unit stride); the shadow rays'
@@ -71,6 +81,11 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
     cos_nl, cos_lv = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
     irradiance, reach = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
     blocked = np.zeros(GROUP, np.bool_)  # stays unblocked without shadows
+    unblocked = np.empty(GROUP, np.float32)  # share of a soft shadow's rays that reach the light
+    sample_to_light = np.empty((GROUP, 3), np.float32)
+    sample_reach = np.empty(GROUP, np.float32)
+    point_alpha = np.empty(GROUP, np.float32)
+    has_indirect = indirect.shape[1] > 0
     # The lights' sums per channel, in arrays of their own: as (3, GROUP) rows they measured ~8% slower.
     diffuse_r, diffuse_g, diffuse_b = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
     specular_r, specular_g, specular_b = (np.empty(GROUP, np.float32), np.empty(GROUP, np.float32),
@@ -100,6 +115,8 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
             origins[k, 0], origins[k, 1], origins[k, 2] = p0 + n0 * lift, p1 + n1 * lift, p2 + n2 * lift
             m = mesh[i]
             point_exponent[k], point_scale[k] = exponent[m], lobe_scale[m]
+            if ggx:
+                point_alpha[k] = alpha[m]
             if not dielectric_only:
                 point_metallic[k] = metallic[m]
             diffuse_r[k], diffuse_g[k], diffuse_b[k] = _F0, _F0, _F0
@@ -129,7 +146,30 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
                     bias = shadow_bias + bias_per_metre * from_eye[k]
                     # Times 1 or 0, so that a negative reach next to the light stays -0 as in numpy.
                     reach[k] = (_F1 - _F2 * bias * inverse) * (_F1 if n_dot_l > _F0 else _F0)
-            if shadows:
+            soft = shadows and shadow_samples > 1 and kinds[light] == POINT_LIGHT and radius_squared > _F0
+            if soft:
+                radius = np.sqrt(radius_squared)
+                for k in range(count):
+                    unblocked[k] = _F0
+                for sample in range(shadow_samples):
+                    for k in range(count):
+                        r = start + k if complete else rays[start + k]
+                        ox, oy, oz = soft_shadow_offset(to_light[k, 0], to_light[k, 1], to_light[k, 2], radius,
+                                                        r, sample)
+                        a0, a1, a2 = to_light[k, 0] + ox, to_light[k, 1] + oy, to_light[k, 2] + oz
+                        sample_to_light[k, 0], sample_to_light[k, 1], sample_to_light[k, 2] = a0, a1, a2
+                        length = np.sqrt((a0 * a0 + a1 * a1) + a2 * a2)
+                        bias = shadow_bias + bias_per_metre * from_eye[k]
+                        sample_reach[k] = ((_F1 - _F2 * bias / max(length, _TINY)) if reach[k] > _F0 else _F0)
+                    packets.occluded_into(blocked, count, occluded, scene, origins, sample_to_light, sample_reach,
+                                          lanes, valid, arguments, lane_ray)
+                    for k in range(count):
+                        if not blocked[k] and reach[k] > _F0:
+                            unblocked[k] += _F1
+                for k in range(count):
+                    unblocked[k] /= np.float32(shadow_samples)
+                    blocked[k] = False
+            elif shadows:
                 packets.occluded_into(blocked, count, occluded, scene, origins, to_light, reach, lanes, valid,
                                       arguments, lane_ray)
             intensity = intensities[light]
@@ -138,14 +178,21 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
                 # Points in shadow or facing away get a weight of 0 and add exactly 0 (0 + x is x): one loop
                 # without skips runs faster than skipping them.
                 weight = _F0 if blocked[k] else irradiance[k] * intensity
+                if soft:
+                    weight *= unblocked[k]
                 length = np.sqrt(max(_F2 + _F2 * cos_lv[k], _F0))
                 n_dot_h = (cos_nl[k] + cos_nv[k]) / max(length, _TINY)
                 n_dot_h = min(max(n_dot_h, _TINY), _F1)
-                lobe = exp_f32(log_f32(n_dot_h) * point_exponent[k]) * point_scale[k] * weight
-                # A dielectric's metallic 0 gives d = weight + 0 and s = F0 lobe exactly.
                 metal = point_metallic[k]
                 plastic = _F1 - metal
-                d, s = plastic * weight + metal * lobe, _DIELECTRIC_F0 * plastic * lobe
+                if ggx:
+                    lobe = ggx_lobe(max(cos_nl[k], _F0), cos_nv[k], n_dot_h, point_alpha[k]) * weight
+                    fresnel = schlick(_DIELECTRIC_F0, _HALF * length)
+                    d, s = plastic * weight + metal * lobe, fresnel * plastic * lobe
+                else:
+                    lobe = exp_f32(log_f32(n_dot_h) * point_exponent[k]) * point_scale[k] * weight
+                    # A dielectric's metallic 0 gives d = weight + 0 and s = F0 lobe exactly.
+                    d, s = plastic * weight + metal * lobe, _DIELECTRIC_F0 * plastic * lobe
                 diffuse_r[k] += c0 * d
                 diffuse_g[k] += c1 * d
                 diffuse_b[k] += c2 * d
@@ -207,9 +254,80 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
         for k in range(count):
             i = start + k
             r = i if complete else rays[i]
+            if has_indirect:
+                out[0, r] = albedo[0, k] * ((ambient[0] + indirect[0, i]) + diffuse_r[k]) + specular_r[k]
+                out[1, r] = albedo[1, k] * ((ambient[1] + indirect[1, i]) + diffuse_g[k]) + specular_g[k]
+                out[2, r] = albedo[2, k] * ((ambient[2] + indirect[2, i]) + diffuse_b[k]) + specular_b[k]
+                continue
             out[0, r] = albedo[0, k] * (ambient[0] + diffuse_r[k]) + specular_r[k]
             out[1, r] = albedo[1, k] * (ambient[1] + diffuse_g[k]) + specular_g[k]
             out[2, r] = albedo[2, k] * (ambient[2] + diffuse_b[k]) + specular_b[k]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def ggx_lobe(n_dot_l, n_dot_v, n_dot_h, alpha):
+    """pi times the GGX microfacet BRDF without Fresnel, D(h) V(l, v), with the height-correlated Smith visibility
+    V = 0.5 / (n.l sqrt(n.v^2 (1 - a^2) + a^2) + n.v sqrt(n.l^2 (1 - a^2) + a^2)) (Heitz 2014): times a light's
+    weight (irradiance / pi in the loop's units) it is the reflected radiance."""
+    a2 = alpha * alpha
+    denominator = n_dot_h * n_dot_h * (a2 - _F1) + _F1
+    distribution = a2 / max(denominator * denominator, _TINY)  # times 1 / pi, which the pi in front cancels
+    view = n_dot_l * np.sqrt(n_dot_v * n_dot_v * (_F1 - a2) + a2)
+    light = n_dot_v * np.sqrt(n_dot_l * n_dot_l * (_F1 - a2) + a2)
+    return distribution * _HALF / max(view + light, _TINY)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def schlick(f0, l_dot_h):
+    """Schlick's Fresnel reflectance f0 + (1 - f0) (1 - l.h)^5."""
+    x = _F1 - min(max(l_dot_h, _F0), _F1)
+    x2 = x * x
+    return f0 + (_F1 - f0) * (x2 * x2 * x)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def soft_shadow_offset(a0, a1, a2, radius, ray, sample):
+    """Offset (x, y, z) from a light's centre to shadow sample `sample` of camera ray `ray` on the light's disc of
+    `radius` facing the direction (a0, a1, a2) to it: the R2 low-discrepancy sequence (Roberts 2018), rotated per ray
+    by a hash of its index (so neighbouring pixels sample different points and same input gives same bytes),
+    mapped to the disc with equal areas."""
+    h = (np.uint64(ray) * np.uint64(0x9E3779B1)) & _LOW_32
+    h ^= h >> np.uint64(15)
+    h = (h * np.uint64(0x85EBCA77)) & _LOW_32
+    h ^= h >> np.uint64(13)
+    shift_u = np.float64(h & np.uint64(0xFFFF)) / 65536.0
+    shift_v = np.float64(h >> np.uint64(16)) / 65536.0
+    u = (shift_u + (sample + 1) * _R2_A) % 1.0
+    v = (shift_v + (sample + 1) * _R2_B) % 1.0
+    rho, theta = radius * np.sqrt(u), _TWO_PI * v
+    # An orthonormal pair across the direction (Duff et al. 2017).
+    length = np.sqrt((a0 * a0 + a1 * a1) + a2 * a2)
+    n0, n1, n2 = a0 / length, a1 / length, a2 / length
+    sign = 1.0 if n2 >= 0 else -1.0
+    q = -1.0 / (sign + n2)
+    w = n0 * n1 * q
+    e0, e1, e2 = 1.0 + sign * n0 * n0 * q, sign * w, -sign * n0
+    f0, f1, f2 = w, sign + n1 * n1 * q, -n1
+    c, s = rho * np.cos(theta), rho * np.sin(theta)
+    return np.float32(c * e0 + s * f0), np.float32(c * e1 + s * f1), np.float32(c * e2 + s * f2)
+
+
+@njit(cache=True, nogil=True)
+def indirect_of_hits(cubes, valid, origin, spacing, components, offset, eye, rays, complete, t, normals):
+    """Indirect irradiance (3, N) of each hit i (see shade for the arguments) from the frame's probe cubes
+    (irradiance.irradiance_at), on the side of its face the camera sees."""
+    n = len(t)
+    out = np.empty((3, n), np.float32)
+    for i in range(n):
+        r = i if complete else rays[i]
+        distance = offset[r] + t[i]
+        d0, d1, d2 = components[0, r], components[1, r], components[2, r]
+        n0, n1, n2 = normals[0, i], normals[1, i], normals[2, i]
+        if (n0 * d0 + n1 * d1) + n2 * d2 > _F0:
+            n0, n1, n2 = -n0, -n1, -n2
+        out[0, i], out[1, i], out[2, i] = irradiance_at(cubes, valid, origin, spacing, d0 * distance + eye[0],
+                                                        d1 * distance + eye[1], d2 * distance + eye[2], n0, n1, n2)
+    return out
 
 
 @njit(cache=True, nogil=True)

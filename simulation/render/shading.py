@@ -74,3 +74,9 @@ def specular_lobe(roughness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rough = np.maximum(np.asarray(roughness, np.float32), np.float32(_MIN_ROUGHNESS))
     exponent = np.maximum(np.float32(2.0) / (rough * rough) - np.float32(2.0), np.float32(1.0))
     return exponent, ((exponent + np.float32(8.0)) / np.float32(8.0 * np.pi)).astype(np.float32)
+
+
+def ggx_alpha(roughness: Sequence[float] | np.ndarray) -> np.ndarray:
+    """GGX alpha = roughness^2 (Burley's perceptual mapping), float32, roughness floored as for Blinn-Phong."""
+    rough = np.maximum(np.asarray(roughness, np.float32), np.float32(_MIN_ROUGHNESS))
+    return (rough * rough).astype(np.float32)
