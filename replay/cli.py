@@ -111,7 +111,10 @@ def _subset(run: Path, out: Path, rule, render: dict, cameras: list[str] | None,
     result = replay_subset(run, out, rule, render, cameras, robot, wait)
     for name, numbers in result.frames.items():
         console.print(f"camera {name}: {len(numbers)} frames ({_numbers(numbers)})", soft_wrap=True)
-    state = "up to date" if result.skipped else f"{result.rendered} frames rendered"
+    total = sum(map(len, result.frames.values()))
+    state = "up to date" if result.skipped else f"rendered {result.rendered} of {total} frames"
+    if not result.skipped and result.rendered < total:
+        state += ", the others kept from the interrupted replay"
     console.print(f"replay written to {result.run} ({state})", soft_wrap=True)
 
 
