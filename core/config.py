@@ -606,13 +606,27 @@ class ExposureConfig(Strict):
 class CyclesConfig(Strict):
     """Blender Cycles path tracing on the CPU, when render.rgb is cycles (the `cycles` extra: bpy)."""
 
-    samples: Annotated[int, Field(ge=1, le=65536)] = Field(64, description="path-traced samples per pixel")
+    samples: Annotated[int, Field(ge=1, le=65536)] = Field(
+        16, description="path-traced samples per pixel (the most, with adaptive sampling)")
+    adaptive_threshold: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.05, description="adaptive sampling: a pixel stops taking samples once its estimated noise is below this "
+                          "(Cycles' noise threshold); 0: every pixel takes every sample")
     denoise: StrictBool = Field(True, description="OpenImageDenoise (bundled with Blender) on every frame, "
                                                   "guided by the albedo and normals")
+    denoise_prefilter: Literal["none", "fast", "accurate"] = Field(
+        "fast", description="how the denoiser treats its albedo and normal guides: fast takes them as they are "
+                            "(they are nearly noise-free without depth of field or motion blur), accurate "
+                            "denoises them first (three denoiser passes instead of one), none ignores their noise")
     motion_blur: Annotated[float, Field(ge=0, le=1)] = Field(
         0.0, description="exposure time, s, over which the camera's and the humans' and objects' motion blurs "
                          "each frame (the shutter opens at the frame's time); 0: sharp frames")
     max_bounces: Annotated[int, Field(ge=0, le=1024)] = Field(12, description="most bounces of a light path")
+    diffuse_bounces: Annotated[int, Field(ge=0, le=1024)] = Field(
+        4, description="most diffuse bounces of a light path (within max_bounces)")
+    glossy_bounces: Annotated[int, Field(ge=0, le=1024)] = Field(
+        4, description="most glossy (specular) bounces of a light path (within max_bounces)")
+    light_tree: StrictBool = Field(True, description="sample the lights by their estimated contribution to "
+                                                     "each point (Cycles' light tree) rather than uniformly")
 
 
 class RenderConfig(Strict):

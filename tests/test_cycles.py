@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +16,13 @@ import pytest
 import trimesh
 from PIL import Image
 
+from core.config import CyclesConfig, RenderConfig
 from core.config_io import load_experiment
 from pipeline.generate import generate
 from replay.overrides import ReplayOverrides
 from replay.run import replay_run
-from simulation.cycles import CyclesRenderer, CyclesSettings, bpy_missing, expose
+from simulation.cycles import CyclesRenderer, CyclesSettings, bpy_missing, expose, renderer_for
+from simulation.cycles.blender import bpy
 from simulation.render import (
     Camera,
     DirectionalLight,
@@ -137,8 +140,10 @@ def test_depth_and_object_index_passes_match_the_ray_caster_through_the_same_pix
     renderer = CyclesRenderer(scene, CyclesSettings(samples=1, denoise=False))
     pose = look_at(EYE, TARGET)
     rest = scene.dynamic_table.meshes[0].vertices
-    for center, stretch in (((1.2, -0.8, 0.3), 1.0), ((-0.8, 1.5, 1.4), 2.0)):
-        states = {"mover": MeshState(vertices=rest * [1.0, 1.0, stretch], pose=translation(center))}
+    # The last frame leaves the vertices to the mesh's rest ones, sent again after the stretched frame.
+    for center, stretch in (((1.2, -0.8, 0.3), 1.0), ((-0.8, 1.5, 1.4), 2.0), ((-0.8, 1.5, 1.4), None)):
+        vertices = None if stretch is None else rest * [1.0, 1.0, stretch]
+        states = {"mover": MeshState(vertices=vertices, pose=translation(center))}
         truth = render_frame(scene, camera, pose, states, RenderOptions(rgb=False, boxes=False))
         depth, index = renderer.passes(camera, pose, states)
         assert (truth.instance == 3).sum() > 100  # the mover is in view
@@ -205,6 +210,50 @@ def test_textures_and_the_environment_image_look_as_in_the_ray_caster():
         rgb = renderer.render(camera, pose)
         difference = np.abs(rgb.astype(int) - truth.rgb.astype(int))
         assert truth.rgb.std() > 10 and difference.mean() < 2 and difference.max() < 8
+
+
+def test_every_config_setting_reaches_blenders_scene(shadow_scene):
+    scene = shadow_scene[0]
+    chosen = CyclesConfig(samples=5, adaptive_threshold=0.02, denoise=True, denoise_prefilter="accurate",
+                          motion_blur=0.01, max_bounces=7, diffuse_bounces=2, glossy_bounces=1, light_tree=False)
+    assert chosen.model_dump() != CyclesConfig().model_dump()
+    settings = renderer_for(RenderConfig(rgb="cycles", cycles=chosen), scene, seed=3).settings
+    assert {key: getattr(settings, key) for key in CyclesConfig.model_fields} == chosen.model_dump()
+    cycles = bpy().context.scene.cycles
+    assert (cycles.samples, cycles.use_adaptive_sampling, cycles.adaptive_threshold) == (5, True, pytest.approx(0.02))
+    assert (cycles.use_denoising, cycles.denoising_prefilter) == (True, "ACCURATE")
+    assert (cycles.max_bounces, cycles.diffuse_bounces, cycles.glossy_bounces) == (7, 2, 1)
+    assert not cycles.use_light_tree and bpy().context.scene.render.use_motion_blur
+    CyclesRenderer(scene, CyclesSettings(adaptive_threshold=0.0, denoise_prefilter="none"))
+    cycles = bpy().context.scene.cycles  # a new renderer empties Blender: the old scene's settings are gone
+    assert not cycles.use_adaptive_sampling and cycles.denoising_prefilter == "NONE"
+
+
+def test_bounces_carry_the_only_light_into_the_boxs_shadow(shadow_scene):
+    # The shadowed floor sees only the box's unlit back, which sees the lit floor: the light reaches it after
+    # two diffuse bounces and not before.
+    scene, camera, pose = shadow_scene
+    truth = render_frame(scene, camera, pose, options=RenderOptions(rgb=False, boxes=False))
+    v, u = np.nonzero(truth.instance == 1)
+    rays = np.stack([(u - camera.cx) / camera.fx, (v - camera.cy) / camera.fy, np.ones(len(u))], axis=1)
+    points = (rays * truth.depth[v, u, None]) @ pose[:3, :3].T + pose[:3, 3]
+    shadowed = segment_hits_box(points, LIGHT, BOX_MIN + PENUMBRA, BOX_MAX - PENUMBRA)
+    renderer = CyclesRenderer(scene, CyclesSettings(samples=8, denoise=False, diffuse_bounces=0, glossy_bounces=0))
+    direct = renderer.render_linear(camera, pose)[v, u][shadowed]
+    renderer.configure(replace(renderer.settings, diffuse_bounces=1))
+    once = renderer.render_linear(camera, pose)[v, u][shadowed]
+    renderer.configure(replace(renderer.settings, diffuse_bounces=2))
+    twice = renderer.render_linear(camera, pose)[v, u][shadowed]
+    assert direct.max() == 0 and twice.mean() > 20 * max(once.mean(), 1e-6)
+
+
+def test_adaptive_sampling_and_denoising_give_the_same_bytes_for_the_same_seed(shadow_scene):
+    scene, camera, pose = shadow_scene
+    settings = CyclesSettings(samples=16, adaptive_threshold=0.05, denoise=True, seed=11)
+    first = CyclesRenderer(scene, settings).render_linear(camera, pose)
+    again = CyclesRenderer(scene, settings).render_linear(camera, pose)
+    other = CyclesRenderer(scene, replace(settings, seed=12)).render_linear(camera, pose)
+    assert first.tobytes() == again.tobytes() and first.tobytes() != other.tobytes()
 
 
 # A tiny run: one small room, one human, one flying object, a 10 Hz camera for 0.2 s.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.config import RenderConfig
+from core.config import CyclesConfig, RenderConfig
 from core.errors import ConfigError, InputError
 from core.progress import subtask
 from core.seeding import derived_seed
@@ -42,22 +42,41 @@ _AS_SHADED = Exposure()  # fixed exposure at ev 0, clipped
 _SEED_RANGE = 2**31  # Cycles' seed is a signed 32-bit integer
 
 
+_DEFAULTS = CyclesConfig()  # the config holds every default; the settings take them from it
+_PREFILTERS = {"none": "NONE", "fast": "FAST", "accurate": "ACCURATE"}  # ours -> Blender's denoising_prefilter
+
+
 @dataclass(frozen=True)
 class CyclesSettings:
-    """How Cycles renders (render.cycles in the config)."""
+    """How Cycles renders (render.cycles in the config; core.config.CyclesConfig describes each field)."""
 
-    samples: int = 64  # path-traced samples per pixel
-    denoise: bool = True  # OpenImageDenoise on the colour, with albedo and normal guides
-    motion_blur: float = 0.0  # exposure time, s, blurring the camera's and objects' motion; 0: none
-    max_bounces: int = 12  # light bounces of a path
+    samples: int = _DEFAULTS.samples
+    adaptive_threshold: float = _DEFAULTS.adaptive_threshold
+    denoise: bool = _DEFAULTS.denoise
+    denoise_prefilter: str = _DEFAULTS.denoise_prefilter
+    motion_blur: float = _DEFAULTS.motion_blur
+    max_bounces: int = _DEFAULTS.max_bounces
+    diffuse_bounces: int = _DEFAULTS.diffuse_bounces
+    glossy_bounces: int = _DEFAULTS.glossy_bounces
+    light_tree: bool = _DEFAULTS.light_tree
     threads: int = RAY_THREADS
     seed: int = 0  # Cycles' sampling pattern
 
     def __post_init__(self) -> None:
         if not 1 <= self.samples <= MAX_SAMPLES:
             raise InputError(f"must be in [1, {MAX_SAMPLES}], got {self.samples}", "cycles", "samples")
-        if not self.motion_blur >= 0 or self.max_bounces < 0 or self.threads < 1:
-            raise InputError("motion_blur and max_bounces must be >= 0 and threads >= 1", "cycles", "settings")
+        if min(self.max_bounces, self.diffuse_bounces, self.glossy_bounces) < 0 or self.threads < 1:
+            raise InputError("bounces must be >= 0 and threads >= 1", "cycles", "settings")
+        if not self.motion_blur >= 0 or not 0 <= self.adaptive_threshold <= 1:
+            raise InputError("motion_blur must be >= 0 and adaptive_threshold in [0, 1]", "cycles", "settings")
+        if self.denoise_prefilter not in _PREFILTERS:
+            raise InputError(f"must be one of {sorted(_PREFILTERS)}, got {self.denoise_prefilter!r}", "cycles",
+                             "denoise_prefilter")
+
+    @classmethod
+    def of(cls, config: CyclesConfig, threads: int, seed: int) -> CyclesSettings:
+        """The settings of render.cycles (every field of it) on `threads` with sampling pattern `seed`."""
+        return cls(**config.model_dump(), threads=threads, seed=seed)
 
 
 def expose(linear: np.ndarray, exposure: Exposure) -> np.ndarray:
@@ -93,12 +112,18 @@ class CyclesRenderer:
         cycles = scene.cycles
         cycles.device = "CPU"
         cycles.samples = settings.samples
+        cycles.use_adaptive_sampling = settings.adaptive_threshold > 0
+        cycles.adaptive_threshold = settings.adaptive_threshold
+        cycles.adaptive_min_samples = 0  # Cycles' own choice from the sample count
         cycles.max_bounces = settings.max_bounces
+        cycles.diffuse_bounces = settings.diffuse_bounces
+        cycles.glossy_bounces = settings.glossy_bounces
+        cycles.use_light_tree = settings.light_tree
         cycles.seed = settings.seed
         cycles.use_denoising = settings.denoise
         cycles.denoiser = "OPENIMAGEDENOISE"
         cycles.denoising_input_passes = "RGB_ALBEDO_NORMAL"
-        cycles.denoising_prefilter = "ACCURATE"
+        cycles.denoising_prefilter = _PREFILTERS[settings.denoise_prefilter]
         scene.render.threads_mode = "FIXED"
         scene.render.threads = settings.threads
         scene.render.film_transparent = False
@@ -203,7 +228,5 @@ def renderer_for(config: RenderConfig, scene: RenderScene, seed: int) -> CyclesR
     missing = bpy_missing()
     if missing is not None:
         raise ConfigError(f"render.rgb is cycles, but {missing}", field="render.rgb")
-    cycles = config.cycles
-    settings = CyclesSettings(cycles.samples, cycles.denoise, cycles.motion_blur, cycles.max_bounces, RAY_THREADS,
-                              derived_seed(seed, "render/cycles") % _SEED_RANGE)
+    settings = CyclesSettings.of(config.cycles, RAY_THREADS, derived_seed(seed, "render/cycles") % _SEED_RANGE)
     return CyclesRenderer(scene, settings)

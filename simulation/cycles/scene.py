@@ -45,6 +45,8 @@ class _Dynamic:
     mesh: RenderMesh
     obj: object  # bpy Object
     close_key: object | None = None  # the shape key of the shutter's close, made on first motion blur
+    at_rest: bool = False  # holds its rest vertices: a rigid mesh's are sent to Blender once
+    placed: np.ndarray | None = None  # the pose it was last given
 
 
 def _matrix(pose: np.ndarray):
@@ -205,8 +207,7 @@ class BlenderScene:
             vertices = dynamic.mesh.vertices if state.vertices is None else state.vertices
             pose = dynamic.mesh.pose if state.pose is None else state.pose
             if not self._keyed:
-                self._set_vertices(dynamic, vertices)
-                dynamic.obj.matrix_world = _matrix(pose)
+                self._move(dynamic, state.vertices, vertices, pose)
                 continue
             after = close[1].get(name, MeshState()) if close is not None else MeshState()
             self._key_vertices(dynamic, vertices, vertices if after.vertices is None else after.vertices)
@@ -215,6 +216,16 @@ class BlenderScene:
             self.camera.matrix_world = _matrix(camera_pose)
         else:
             self._key_pose(self.camera, camera_pose, camera_pose if close is None else close[0])
+
+    def _move(self, dynamic: _Dynamic, posed: np.ndarray | None, vertices: np.ndarray, pose: np.ndarray) -> None:
+        """Gives Blender only what changed: Cycles re-syncs every mesh whose vertices or matrix were touched, and
+        rebuilds the BVH of one whose vertices were."""
+        if posed is not None or not dynamic.at_rest:
+            self._set_vertices(dynamic, vertices)
+            dynamic.at_rest = posed is None
+        if dynamic.placed is None or not np.array_equal(dynamic.placed, pose):
+            dynamic.obj.matrix_world = _matrix(pose)
+            dynamic.placed = np.array(pose, dtype=np.float64)
 
     @staticmethod
     def _set_vertices(dynamic: _Dynamic, vertices: np.ndarray) -> None:
