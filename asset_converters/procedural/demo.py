@@ -28,7 +28,7 @@ from core.seeding import generator
 
 CONVERTER = "procedural"
 # Bump when the generators change what they make, so existing packages are rebuilt.
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 MOTION_ORDER = ("walk", "idle", "wave", "jog", "talk")  # human i plays MOTION_ORDER[i % 5]
 ENVIRONMENT_ID = "house"
 PERSON_LABEL = "person"

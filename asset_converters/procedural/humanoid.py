@@ -5,7 +5,8 @@ arms hanging. Every body part is a tube through a list of stations; each station
 weights, which are interpolated between stations, so the surface bends smoothly at the joints
 (a station on a joint is weighted half to each side of it). Proportions are fractions of the height,
 varied per body: leg and arm length, shoulder width, head size; clothes (short or long sleeves, shorts
-or trousers, colours and patterns) and hair (style and colour) vary too.
+or trousers) and the hair style vary too. Skin, face, hair, clothes and shoes are textured from a seeded
+look (human_looks.py): the head is a mesh of its own, whose texture carries the face.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from asset_converters.parts import Material, SkinnedMesh
+from asset_converters.procedural import human_looks as looks
 from asset_converters.procedural.shapes import box, triplanar
-from asset_converters.procedural.textures import make_texture, save_png
+from asset_converters.procedural.textures import save_png
 
 JOINTS = ["pelvis", "spine", "chest", "neck", "head",
           "l_shoulder", "l_elbow", "l_wrist", "r_shoulder", "r_elbow", "r_wrist",
@@ -43,16 +45,29 @@ TRUNK_LEVELS = ("spine", "chest", "upper_chest", "shoulder", "neck", "throat")  
 ARM_LEVELS = ("elbow", "wrist")  # hanging from the shoulder, scaled by the arm length
 # The shoe: a box from FOOT_HEEL behind to FOOT_TOE in front of the ankle, its sole on z = 0 at rest.
 FOOT_HEEL, FOOT_TOE, FOOT_WIDTH, FOOT_HEIGHT = 0.035, 0.115, 0.05, 0.06
-SKIN_TONES = ((0.36, 0.22, 0.15), (0.95, 0.78, 0.66))  # darkest to lightest
-SHIRT_PATTERNS = ("stripes", "checker", "fabric", "noise")
-TROUSER_PATTERNS = ("fabric", "noise")
 CLOTH_TILE = 0.25  # m of body length per texture tile
-HAIR_STYLES = ("short", "long", "bun", "bald")
-HAIR_COLORS = ((0.05, 0.04, 0.03), (0.2, 0.12, 0.07), (0.36, 0.22, 0.12), (0.72, 0.58, 0.34),
-               (0.5, 0.2, 0.08), (0.62, 0.62, 0.6))  # black, dark brown, brown, blond, red, grey
+HAIR_STYLES = ("short", "long", "bun", "buzz", "bald")  # a buzz cut is painted on the scalp, no hair mesh
 HAIR_THICKNESS = 0.006  # fraction of the height the hair stands off the scalp
-HAIR_ROUGHNESS = 0.6
-HAIR_LINE = 0.42  # polar angle of a short cut's edge, fraction of pi from the crown (above the ears)
+HAIR_EDGE_THICKNESS, HAIR_CROWN_THICKNESS = 0.1, 2.0  # relative: thin at the hairline, fuller on top
+HAIR_ROWS = 5  # rings of the hair from its edge to the crown
+# The hair's edge on the head, (angle from the front, rad; height above the head's centre in vertical half-axes):
+# high on the forehead, over the ears, down to the nape. human_looks.HAIRLINE paints the scalp just below it.
+HAIR_EDGE = ((0.0, 0.48), (0.9, 0.36), (np.pi / 2, 0.18), (2.3, -0.25), (np.pi, -0.5))
+# The arm's first ring sits SHOULDER_TOP (fraction of the height) above the shoulder joint, level with the torso's
+# top, and its end rounds SHOULDER_CAP of the arm's radius further: no posts sticking up beside the neck.
+SHOULDER_TOP, SHOULDER_CAP = 0.012, 0.35
+HEAD_SECTIONS = 16  # vertices round the head and its hair: the face is seen close up
+HEAD_FORWARD = 0.004  # the head's centre lies this far (fraction of the height) in front of the neck's axis
+# The nose: stations from the bridge between the eyes to the tip and the base, each (height above the head's
+# centre, how far out of the head's surface there, forward and sideways radii), in the head's vertical half-axis.
+NOSE = ((0.04, -0.04, 0.035, 0.045), (-0.18, 0.03, 0.04, 0.055), (-0.33, 0.08, 0.05, 0.07),
+        (-0.4, 0.02, 0.035, 0.08))
+# An ear: stations from its top down, each (height above the head's centre, how far behind the head's centre,
+# how far out of the head's surface, front-to-back and in-out radii), in the head's vertical half-axis.
+EAR = ((0.2, 0.08, -0.01, 0.1, 0.03), (0.0, 0.1, 0.04, 0.16, 0.045), (-0.22, 0.06, 0.0, 0.09, 0.035))
+FEATURE_SECTIONS = 8  # vertices round the nose and the ears
+HEAD_POLAR = (0.9, 0.12)  # polar angles of the head's first (chin) and last (crown) rings, fractions of pi
+HEAD_RADII = (0.056, 0.048, 0.066)  # half-axes of the head (forward, sideways, up), fractions of the height
 
 
 @dataclass(frozen=True)
@@ -66,11 +81,7 @@ class Body:
     long_sleeves: bool
     shorts: bool
     hair: str  # one of HAIR_STYLES
-    skin: tuple[float, float, float]
-    shirt: tuple[float, float, float]
-    trousers: tuple[float, float, float]
-    shoes: tuple[float, float, float]
-    hair_color: tuple[float, float, float]
+    look: looks.Look  # colours and fabrics
 
 
 @dataclass(frozen=True)
@@ -90,11 +101,6 @@ class Part:
     weights: np.ndarray
 
 
-def _color(rng: np.random.Generator, low: tuple[float, ...], high: tuple[float, ...]) -> tuple[float, float, float]:
-    t = rng.uniform()
-    return tuple(float(c) for c in np.asarray(low) + (np.asarray(high) - np.asarray(low)) * t)
-
-
 def body_levels(legs: float, arms: float) -> dict[str, float]:
     """Joint and station heights (fractions of the height) for the given leg and arm lengths: the legs
     stretch from the ankle, the trunk fills the space between pelvis and head, the arms hang from the
@@ -111,7 +117,7 @@ def body_levels(legs: float, arms: float) -> dict[str, float]:
 
 
 def make_body(rng: np.random.Generator) -> Body:
-    """Random proportions, clothes and hair; joint rest positions scale with height and girth."""
+    """Random proportions, clothes, hair and look; joint rest positions scale with height and girth."""
     h, g = float(rng.uniform(*HEIGHT)), float(rng.uniform(*GIRTH))
     z = body_levels(float(rng.uniform(*LEGS)), float(rng.uniform(*ARMS)))
     shoulders, head = float(rng.uniform(*SHOULDERS)), float(rng.uniform(*HEAD))
@@ -129,12 +135,7 @@ def make_body(rng: np.random.Generator) -> Body:
     return Body(
         height=h, girth=g, levels=z, shoulders=shoulders, head=head, joints=joints,
         long_sleeves=bool(rng.integers(2)), shorts=bool(rng.integers(2)),
-        hair=HAIR_STYLES[int(rng.integers(len(HAIR_STYLES)))],
-        skin=_color(rng, *SKIN_TONES),
-        shirt=tuple(float(c) for c in rng.uniform(0.1, 0.9, 3)),
-        trousers=tuple(float(c) for c in rng.uniform(0.05, 0.45, 3)),
-        shoes=tuple(float(c) for c in rng.uniform(0.02, 0.25) * np.ones(3)),
-        hair_color=HAIR_COLORS[int(rng.integers(len(HAIR_COLORS)))],
+        hair=HAIR_STYLES[int(rng.integers(len(HAIR_STYLES)))], look=looks.draw_look(rng),
     )
 
 
@@ -154,11 +155,28 @@ def _frame(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, np.cross(axis, first)
 
 
-def tube(stations: list[Station], cap: tuple[float, float] | None = None) -> Part:
+def _sheet_faces(rings: int, columns: int, open_start: bool = False) -> list[tuple[int, int, int]]:
+    """Two outward triangles per quad of a grid of `rings` rows of `columns` vertices (angles growing
+    counter-clockwise about the direction the rings advance in), then fans closing the first ring onto vertex
+    rings * columns (unless `open_start`) and the last onto the vertex after that."""
+    faces = []
+    for i in range(rings - 1):
+        for k in range(columns - 1):
+            a, b = i * columns + k, i * columns + k + 1
+            faces += [(a, b, b + columns), (a, b + columns, a + columns)]
+    start, last = rings * columns, (rings - 1) * columns
+    end = start + (not open_start)
+    for k in range(columns - 1):
+        faces += [(end, last + k, last + k + 1)] if open_start else [(start, k + 1, k), (end, last + k, last + k + 1)]
+    return faces
+
+
+def tube(stations: list[Station], cap: tuple[float, float] | None = None, sections: int = SECTIONS) -> Part:
     """A capped tube through the stations, with weights interpolated along it.
 
     `cap` gives how far the end poles stick out beyond the first and last stations (rounded ends);
-    by default half the end radius.
+    by default half the end radius. u runs once round the tube from its back (u = 0, the UV seam, where
+    shading normals split) through its front (u = 1/2, the first frame axis) and v along it, CLOTH_TILE per unit.
     """
     centers = np.array([s.center for s in stations], dtype=float)
     radii = np.array([s.radii for s in stations], dtype=float)
@@ -177,27 +195,17 @@ def tube(stations: list[Station], cap: tuple[float, float] | None = None) -> Par
     tangents /= np.linalg.norm(tangents, axis=1, keepdims=True)
     length = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(ring_c, axis=0), axis=1))])
 
-    angles = np.linspace(0, 2 * np.pi, SECTIONS + 1)  # the last column repeats the first for a UV seam
+    angles = np.pi + np.linspace(0, 2 * np.pi, sections + 1)  # the last column repeats the first for a UV seam
     vertices, uvs, vweights = [], [], []
     for c, (ra, rb), tangent, w, v in zip(ring_c, ring_r, tangents, ring_w, length):
         first, second = _frame(tangent)
         ring = c + np.outer(ra * np.cos(angles), first) + np.outer(rb * np.sin(angles), second)
         vertices.append(ring)
-        uvs.append(np.stack([angles / (2 * np.pi), np.full_like(angles, v / CLOTH_TILE)], axis=1))
+        uvs.append(np.stack([angles / (2 * np.pi) - 0.5, np.full_like(angles, v / CLOTH_TILE)], axis=1))
         vweights.append(np.repeat(w[None], len(angles), axis=0))
-    rings, columns = len(ring_c), len(angles)
-    faces = []
-    for i in range(rings - 1):
-        for k in range(columns - 1):
-            a, b = i * columns + k, i * columns + k + 1
-            faces += [(a, b, b + columns), (a, b + columns, a + columns)]
     ends = cap if cap is not None else (0.5 * radii[0].min(), 0.5 * radii[-1].min())
     poles = [ring_c[0] - tangents[0] * ends[0], ring_c[-1] + tangents[-1] * ends[1]]
-    start, end = rings * columns, rings * columns + 1
-    for k in range(columns - 1):
-        faces.append((start, k + 1, k))
-        last = (rings - 1) * columns
-        faces.append((end, last + k, last + k + 1))
+    faces = _sheet_faces(len(ring_c), len(angles))
     vertices = np.concatenate([*vertices, poles])
     uvs = np.concatenate([*uvs, [[0.5, 0.0], [0.5, length[-1] / CLOTH_TILE]]])
     vweights = np.concatenate([*vweights, ring_w[[0, -1]]])
@@ -205,7 +213,9 @@ def tube(stations: list[Station], cap: tuple[float, float] | None = None) -> Par
 
 
 def rigid_box(extents: tuple[float, float, float], center: tuple[float, float, float], joint: str) -> Part:
+    """A box moving with one joint; v runs from 0 at its bottom to 1 on its top (a shoe's sole to its upper)."""
     vertices, faces, uvs = triplanar(box(extents, center), CLOTH_TILE)
+    uvs[:, 1] = (vertices[:, 2] - vertices[:, 2].min()) / extents[2]
     weights = np.zeros((len(vertices), len(JOINTS)))
     weights[:, J[joint]] = 1.0
     return Part(vertices, faces, uvs, weights)
@@ -234,7 +244,7 @@ def _arm_stations(body: Body, side: str) -> list[Station]:
     upper = 0.032 * h * np.sqrt(body.girth)
     lerp = lambda a, b, t: tuple(a + (b - a) * t)
     return [
-        Station(tuple(shoulder + (0, 0, 0.025 * h)), (upper, upper), {"chest": 0.5, f"{side}_shoulder": 0.5}),
+        Station(tuple(shoulder + (0, 0, SHOULDER_TOP * h)), (upper, upper), {"chest": 0.5, f"{side}_shoulder": 0.5}),
         Station(lerp(shoulder, elbow, 0.25), (upper, upper), {f"{side}_shoulder": 1.0}),
         Station(lerp(shoulder, elbow, 0.8), (0.026 * h, 0.026 * h), {f"{side}_shoulder": 1.0}),
         Station(tuple(elbow), (0.024 * h, 0.024 * h), {f"{side}_shoulder": 0.5, f"{side}_elbow": 0.5}),
@@ -242,6 +252,11 @@ def _arm_stations(body: Body, side: str) -> list[Station]:
         Station(lerp(elbow, wrist, 0.85), (0.019 * h, 0.019 * h), {f"{side}_elbow": 1.0}),
         Station(tuple(wrist), (0.018 * h, 0.018 * h), {f"{side}_elbow": 0.5, f"{side}_wrist": 0.5}),
     ]
+
+
+def _arm(stations: list[Station]) -> Part:
+    """An arm (or sleeve) tube whose top barely rounds over the shoulder."""
+    return tube(stations, cap=(SHOULDER_CAP * stations[0].radii[0], 0.5 * min(stations[-1].radii)))
 
 
 def _hand(body: Body, side: str) -> Part:
@@ -278,49 +293,120 @@ def _torso(body: Body) -> Part:
 def _head_radii(body: Body) -> tuple[float, float, float]:
     """Half-axes of the head ellipsoid (forward, sideways, up), m."""
     h = body.height * body.head
-    return 0.056 * h, 0.048 * h, 0.066 * h
+    return tuple(r * h for r in HEAD_RADII)
+
+
+def head_grid() -> looks.HeadGrid:
+    """Where the head's UVs (`_unit_v` of its tube) lie on the head, for painting the face."""
+    chin, crown = np.cos(np.asarray(HEAD_POLAR) * np.pi)
+    return looks.HeadGrid(float(chin), float(crown), HEAD_RADII[1] / HEAD_RADII[2])
+
+
+def _unit_v(part: Part) -> Part:
+    """The part with v scaled to run 0..1 along it: one texture over the whole tube (head, hair)."""
+    uvs = part.uvs.copy()
+    uvs[:, 1] /= uvs[:, 1].max()
+    return Part(part.vertices, part.faces, uvs, part.weights)
 
 
 def _neck_and_head(body: Body) -> list[Part]:
+    """The neck, and the head with one texture over it (v from the chin to the crown)."""
     h, z = body.height, body.levels
-    neck = tube([Station((0, 0, (z["shoulder"] - 0.005) * h), (0.027 * h, 0.027 * h), {"chest": 0.5, "neck": 0.5}),
-                 Station((0, 0, z["throat"] * h), (0.026 * h, 0.026 * h), {"neck": 1.0}),
-                 Station((0, 0, (z["head"] + 0.01) * h), (0.026 * h, 0.026 * h), {"neck": 0.5, "head": 0.5})])
+    neck = tube([Station((0, 0, (z["shoulder"] - 0.005) * h), (0.031 * h, 0.031 * h), {"chest": 0.5, "neck": 0.5}),
+                 Station((0, 0, z["throat"] * h), (0.029 * h, 0.029 * h), {"neck": 1.0}),
+                 Station((0, 0, (z["head"] + 0.01) * h), (0.028 * h, 0.028 * h), {"neck": 0.5, "head": 0.5})])
     rx, ry, rz = _head_radii(body)
     cz = h - rz
-    phis = np.linspace(0.9, 0.12, 6) * np.pi  # from near the chin up to near the crown
-    stations = [Station((0.004 * h, 0.0, cz + rz * np.cos(p)), (rx * np.sin(p), ry * np.sin(p)), {"head": 1.0})
-                for p in phis]
+    phis = np.linspace(*HEAD_POLAR, 6) * np.pi  # from near the chin up to near the crown
+    stations = [Station((HEAD_FORWARD * h, 0.0, cz + rz * np.cos(p)), (rx * np.sin(p), ry * np.sin(p)),
+                        {"head": 1.0}) for p in phis]
     caps = (rz * (1 + np.cos(phis[0])), rz * (1 - np.cos(phis[-1])))
-    return [neck, tube(stations, cap=caps)]
+    head = _unit_v(tube(stations, cap=caps, sections=HEAD_SECTIONS))
+    return [neck, _merge([head, *(_on_face(body, part) for part in (_nose(body), *_ears(body)))])]
+
+
+def _head_center(body: Body) -> np.ndarray:
+    return np.array([HEAD_FORWARD * body.height, 0.0, body.height - _head_radii(body)[2]])
+
+
+def _nose(body: Body) -> Part:
+    rx, _, rz = _head_radii(body)
+    center = _head_center(body)
+    return tube([Station((center[0] + rx * np.sqrt(1 - y**2) + out * rz, 0.0, center[2] + y * rz),
+                         (front * rz, side * rz), {"head": 1.0}) for y, out, front, side in NOSE],
+                sections=FEATURE_SECTIONS)
+
+
+def _ears(body: Body) -> list[Part]:
+    rx, ry, rz = _head_radii(body)
+    center = _head_center(body)
+    ears = []
+    for sign in (1.0, -1.0):
+        ears.append(tube([Station((center[0] - back * rz,
+                                   sign * (ry * np.sqrt(1 - y**2 - (back * rz / rx) ** 2) + out * rz), center[2] + y * rz),
+                                  (front * rz, width * rz), {"head": 1.0}) for y, back, out, front, width in EAR],
+                         sections=FEATURE_SECTIONS))
+    return ears
+
+
+def _on_face(body: Body, part: Part) -> Part:
+    """A part on the head (nose, ear) textured with the face texture where it sits: UVs of the head's grid at
+    its vertices' angles round and heights on the head."""
+    grid, rz = head_grid(), _head_radii(body)[2]
+    offset = part.vertices - _head_center(body)
+    u = 0.5 + np.arctan2(offset[:, 1], offset[:, 0]) / (2 * np.pi)
+    v = (offset[:, 2] / rz - grid.chin) / (grid.crown - grid.chin)
+    return Part(part.vertices, part.faces, np.stack([u, v], axis=1), part.weights)
+
+
+def _hair_shell(body: Body) -> Part:
+    """The hair over the scalp: a shell round the head ellipsoid from HAIR_EDGE up to the crown, a little off the
+    scalp (more on top), v from the edge (0) to the crown (1) like the strands, u as round a tube."""
+    h = body.height
+    radii = np.array(_head_radii(body))
+    center = _head_center(body)
+    angles = np.pi + np.linspace(0, 2 * np.pi, HEAD_SECTIONS + 1)
+    from_front = np.abs(np.angle(np.exp(1j * angles)))
+    edge = np.arccos(np.interp(from_front, *zip(*HAIR_EDGE)))
+    vertices, uvs = [], []
+    for k in range(HAIR_ROWS):
+        rise = k / HAIR_ROWS
+        polar = edge * (1 - rise)
+        thickness = HAIR_THICKNESS * h * (HAIR_EDGE_THICKNESS + (HAIR_CROWN_THICKNESS - HAIR_EDGE_THICKNESS) * rise)
+        rx, ry, rz = radii + thickness
+        vertices.append(center + np.stack([rx * np.sin(polar) * np.cos(angles), ry * np.sin(polar) * np.sin(angles),
+                                           rz * np.cos(polar)], axis=1))
+        uvs.append(np.stack([angles / (2 * np.pi) - 0.5, np.full_like(angles, rise)], axis=1))
+    crown = center + (0, 0, radii[2] + HAIR_THICKNESS * h * HAIR_CROWN_THICKNESS)
+    vertices, uvs = np.concatenate([*vertices, [crown]]), np.concatenate([*uvs, [[0.5, 1.0]]])
+    weights = np.zeros((len(vertices), len(JOINTS)))
+    weights[:, J["head"]] = 1.0
+    return Part(vertices, np.array(_sheet_faces(HAIR_ROWS, HEAD_SECTIONS + 1, open_start=True)), uvs, weights)
 
 
 def _hair(body: Body) -> list[Part]:
-    """The hair over the head ellipsoid: a cap from the hairline over the crown (every style but bald),
-    plus a fall down the back to the shoulders (long) or a knot at the back of the head (bun)."""
-    if body.hair == "bald":
+    """The hair over the head ellipsoid: a shell from the hairline over the crown (unless buzzed or bald), plus
+    a fall down the back to the shoulders (long) or a knot at the back of the head (bun)."""
+    if body.hair in ("buzz", "bald"):
         return []
     h, z = body.height, body.levels
     rx, ry, rz = (r + HAIR_THICKNESS * h for r in _head_radii(body))
-    cz, x0 = h - _head_radii(body)[2], 0.004 * h
-    phis = np.linspace(HAIR_LINE, 0.12, 4) * np.pi
-    cap = tube([Station((x0 - 0.01 * h, 0.0, cz + rz * np.cos(p)), (rx * np.sin(p), ry * np.sin(p)), {"head": 1.0})
-                for p in phis], cap=(0.0, rz * (1 - np.cos(phis[-1]))))
-    parts = [cap]
+    cz, x0 = h - _head_radii(body)[2], HEAD_FORWARD * h
+    parts = [_hair_shell(body)]
     if body.hair == "long":
         back = x0 - 0.75 * rx
-        parts.append(tube([
+        parts.append(_unit_v(tube([
             Station((back, 0.0, cz + 0.3 * rz), (0.03 * h, 0.8 * ry), {"head": 1.0}),
             Station((back - 0.01 * h, 0.0, cz - rz), (0.025 * h, 0.75 * ry), {"head": 0.6, "neck": 0.4}),
             Station((back - 0.02 * h, 0.0, (z["shoulder"] + 0.01) * h), (0.02 * h, 0.7 * ry),
                     {"neck": 0.3, "chest": 0.7}),
-        ]))
+        ])))
     elif body.hair == "bun":
         radius, center = 0.035 * h, np.array([x0 - rx, 0.0, cz + 0.35 * rz])
         knot = np.linspace(0.85, 0.15, 4) * np.pi
-        parts.append(tube([Station(tuple(center + (0, 0, radius * np.cos(p))), (radius * np.sin(p),) * 2,
-                                   {"head": 1.0}) for p in knot],
-                          cap=(radius * (1 + np.cos(knot[0])), radius * (1 - np.cos(knot[-1])))))
+        parts.append(_unit_v(tube([Station(tuple(center + (0, 0, radius * np.cos(p))), (radius * np.sin(p),) * 2,
+                                           {"head": 1.0}) for p in knot],
+                                  cap=(radius * (1 + np.cos(knot[0])), radius * (1 - np.cos(knot[-1]))))))
     return parts
 
 
@@ -340,15 +426,17 @@ def _skinned(name: str, part: Part, material: Material) -> SkinnedMesh:
 
 
 def body_meshes(rng: np.random.Generator, body: Body, texture_dir: Path) -> list[SkinnedMesh]:
-    """Skin, shirt, trousers (or shorts), shoes and hair (unless bald) as skinned meshes, clothes textured."""
-    h = body.height
-    skin_parts, shirt_parts, trouser_parts = _neck_and_head(body), [_torso(body)], [_pelvis(body)]
+    """Skin, head (with the face), shirt, trousers (or shorts), shoes and hair (unless bald) as skinned meshes,
+    each textured from the body's look."""
+    h, look = body.height, body.look
+    neck, head = _neck_and_head(body)
+    skin_parts, shirt_parts, trouser_parts = [neck], [_torso(body)], [_pelvis(body)]
     for side in ("l", "r"):
         arm = _arm_stations(body, side)
         if body.long_sleeves:
-            shirt_parts.append(tube(arm))
+            shirt_parts.append(_arm(arm))
         else:
-            shirt_parts.append(tube(arm[:4]))
+            shirt_parts.append(_arm(arm[:4]))
             skin_parts.append(tube(arm[3:]))
         skin_parts.append(_hand(body, side))
         leg = _leg_stations(body, side)
@@ -362,18 +450,27 @@ def body_meshes(rng: np.random.Generator, body: Body, texture_dir: Path) -> list
                             ((toe - heel) / 2, body.joints[J[f"{s}_ankle"]][1], FOOT_HEIGHT * h / 2), f"{s}_ankle")
                   for s in ("l", "r")]
 
-    def cloth(name: str, patterns: tuple[str, ...], color: tuple[float, float, float]) -> Material:
-        pattern = patterns[int(rng.integers(len(patterns)))]
-        path = save_png(make_texture(rng, pattern, color), texture_dir / f"{name}.png")
-        return Material(name, color, path, roughness=0.85)
+    def material(name: str, image: np.ndarray, color: looks.Color, roughness: float) -> Material:
+        """The texture saved as `name`.png; the base colour is the look's colour in linear RGB."""
+        linear = tuple(float(c) for c in looks.srgb_to_linear(np.asarray(color)))
+        return Material(name, linear, save_png(image, texture_dir / f"{name}.png"), roughness=roughness)
 
     meshes = [
-        _skinned("skin", _merge(skin_parts), Material("skin", body.skin, roughness=0.5)),
-        _skinned("shirt", _merge(shirt_parts), cloth("shirt", SHIRT_PATTERNS, body.shirt)),
-        _skinned("trousers", _merge(trouser_parts), cloth("trousers", TROUSER_PATTERNS, body.trousers)),
-        _skinned("shoes", _merge(shoe_parts), Material("shoes", body.shoes, roughness=0.4)),
+        _skinned("skin", _merge(skin_parts),
+                 material("skin", looks.skin_texture(rng, look.skin), look.skin, looks.SKIN_ROUGHNESS)),
+        _skinned("head", head,
+                 material("head", looks.face_texture(rng, look, head_grid(), body.hair != "bald"), look.skin,
+                          looks.SKIN_ROUGHNESS)),
+        _skinned("shirt", _merge(shirt_parts), material("shirt", looks.cloth_texture(rng, look.top), look.top.color,
+                                                        looks.roughness_of(look.top))),
+        _skinned("trousers", _merge(trouser_parts), material("trousers", looks.cloth_texture(rng, look.bottom),
+                                                             look.bottom.color, looks.roughness_of(look.bottom))),
+        _skinned("shoes", _merge(shoe_parts), material("shoes", looks.shoe_texture(rng, look.shoe_upper,
+                                                                                    look.shoe_sole),
+                                                       look.shoe_upper, looks.SHOE_ROUGHNESS)),
     ]
     hair = _hair(body)
     if hair:
-        meshes.append(_skinned("hair", _merge(hair), Material("hair", body.hair_color, roughness=HAIR_ROUGHNESS)))
+        meshes.append(_skinned("hair", _merge(hair), material("hair", looks.hair_texture(rng, look.hair), look.hair,
+                                                              looks.HAIR_ROUGHNESS)))
     return meshes

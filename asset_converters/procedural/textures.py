@@ -27,6 +27,19 @@ def periodic_noise(rng: np.random.Generator, size: int, falloff: float = NOISE_F
     return (field - field.min()) / max(float(np.ptp(field)), 1e-12)
 
 
+def stretched_noise(rng: np.random.Generator, shape: tuple[int, int], stretch: float,
+                    falloff: float = NOISE_FALLOFF) -> np.ndarray:
+    """Like periodic_noise on a (rows, columns) image, its features `stretch` times longer down the columns
+    than across them (hair strands, warp threads); it tiles both ways."""
+    white = rng.standard_normal(shape)
+    rows, columns = np.meshgrid(np.fft.fftfreq(shape[0]) * shape[0], np.fft.fftfreq(shape[1]) * shape[1],
+                                indexing="ij")
+    radius = np.hypot(rows * stretch, columns)
+    radius[0, 0] = np.inf  # drop the mean
+    field = np.real(np.fft.ifft2(np.fft.fft2(white) / radius**falloff))
+    return (field - field.min()) / max(float(np.ptp(field)), 1e-12)
+
+
 def _mix(a: Color, b: Color, t: np.ndarray) -> np.ndarray:
     """Blend two colours per pixel by t in [0, 1] -> (H, W, 3) float."""
     t = np.clip(t, 0.0, 1.0)[..., None]
