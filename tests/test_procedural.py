@@ -142,8 +142,8 @@ def test_humanoid_usdskel_matches_numpy_skinning(demo, index):
     assert list(meta.motions) == [package.name.split("_")[-1]]
     rest = np.concatenate([m.rest_vertices for m in anim.skinned])
     assert rest[:, 2].min() == pytest.approx(0.0, abs=1e-9)  # feet on the floor in the rest pose
-    skin = next(m for m in anim.skinned if m.name == "skin")
-    assert 1.5 <= skin.rest_vertices[:, 2].max() <= 1.95  # the top of the head (hair may stand above it)
+    head = next(m for m in anim.skinned if m.name == "head")
+    assert 1.5 <= head.rest_vertices[:, 2].max() <= 1.95  # the top of the head (hair may stand above it)
     for frame in (0, anim.frame_count // 2, anim.frame_count - 1):
         usd = read_meshes(package / "asset.usdc", time=frame)
         numpy_posed = posed_meshes(anim, frame)
@@ -282,8 +282,8 @@ def test_walls_meet_without_overlap_and_close_every_corner(seed):
 def body_signature(anim) -> tuple[float, float, float, tuple[float, ...]]:
     """(height to the top of the head, hip height / height, shoulder width, shirt colour) read off the
     rest meshes and skeleton."""
-    skin = next(m for m in anim.skinned if m.name == "skin")
-    height = float(skin.rest_vertices[:, 2].max())
+    head = next(m for m in anim.skinned if m.name == "head")
+    height = float(head.rest_vertices[:, 2].max())
     joint = lambda name: anim.bind_world[anim.joint_names.index(name), :3, 3]
     shirt = next(m for m in anim.skinned if m.name == "shirt")
     return (height, float(joint("l_hip")[2]) / height, float(joint("l_shoulder")[1] - joint("r_shoulder")[1]),
@@ -315,3 +315,100 @@ def test_humans_of_one_seed_differ_move_differently_and_repeat_byte_for_byte(tmp
         if a.material.texture is not None:
             assert a.material.texture.read_bytes() == b.material.texture.read_bytes()
     assert humans[3].local_rotations.tobytes() == again.local_rotations.tobytes()
+
+
+# Published skin colours (CIELAB, D65) the drawn skin tones are checked against, independent of the ramp that
+# draws them (human_looks.SKIN_LAB):
+# - the ColorChecker's "dark skin" and "light skin" patches (X-Rite / BabelColor averages): L* 37.99 and 65.71,
+#   hue angles 46.0 and 44.5 deg, chroma 19.5 and 25.4. The tones must span at least from one to the other.
+# - Chardon, Cretois & Hourseau, "Skin colour typology and suntanning pathways", Int. J. Cosmet. Sci. 13 (1991):
+#   the individual typology angle ITA = atan((L* - 50) / b*) grades skin from "very light" (> 55 deg) to "dark"
+#   (< -30 deg); the darkest skins measured reach about -60 deg.
+SKIN_PATCH_LIGHTNESS = (37.99, 65.71)
+SKIN_ITA = (-60.0, 70.0)  # deg
+SKIN_HUE = (35.0, 70.0)  # deg: skin's red-yellow quadrant, around the patches' 44-46 deg
+SKIN_CHROMA = (10.0, 35.0)  # around the patches' 19.5-25.4
+CLOTH_CHROMA = 70.0  # muted: sRGB's primaries have chroma 80-134
+LOOKS = 200
+
+
+def lab(srgb) -> np.ndarray:
+    """CIELAB (D65) of sRGB colours in [0, 1], through scikit-image (an implementation independent of ours)."""
+    from skimage.color import rgb2lab
+
+    return rgb2lab(np.asarray(srgb, dtype=np.float64).reshape(1, -1, 3))[0]
+
+
+def drawn_looks(count: int) -> list:
+    from asset_converters.procedural.humanoid import make_body
+    from core.seeding import generator
+
+    return [make_body(generator(SEED, f"procedural/human/{i}")).look for i in range(count)]
+
+
+def test_skin_tones_span_a_published_skin_gamut_and_clothes_are_muted():
+    looks = drawn_looks(LOOKS)
+    lightness, a, b = lab([look.skin for look in looks]).T
+    ita, hue = np.degrees(np.arctan2(lightness - 50, b)), np.degrees(np.arctan2(b, a))
+    assert SKIN_ITA[0] <= ita.min() and ita.max() <= SKIN_ITA[1]
+    assert SKIN_HUE[0] <= hue.min() and hue.max() <= SKIN_HUE[1]
+    assert SKIN_CHROMA[0] <= np.hypot(a, b).min() and np.hypot(a, b).max() <= SKIN_CHROMA[1]
+    assert lightness.min() < SKIN_PATCH_LIGHTNESS[0] and lightness.max() > SKIN_PATCH_LIGHTNESS[1]
+    # Hair from black to blond or grey, several fabrics, and no garment in a saturated primary.
+    hair = lab([look.hair for look in looks])[:, 0]
+    assert hair.min() < 20 and hair.max() > 60
+    assert len({look.top.style for look in looks}) >= 4 and len({look.bottom.style for look in looks}) >= 3
+    clothes = lab([c for look in looks for c in (look.top.color, look.top.accent, look.bottom.color)])
+    assert np.hypot(clothes[:, 1], clothes[:, 2]).max() < CLOTH_CHROMA
+
+
+def test_look_textures_repeat_byte_for_byte_differ_across_people_and_redden_the_lips(tmp_path):
+    from PIL import Image
+
+    from asset_converters.procedural.human_looks import MOUTH_Y
+    from asset_converters.procedural.humanoid import body_meshes, head_grid, make_body
+    from core.seeding import generator
+
+    def textures(index: int, folder: str) -> dict[str, bytes]:
+        rng = generator(SEED, f"procedural/human/{index}")
+        meshes = body_meshes(rng, make_body(rng), tmp_path / folder)
+        return {m.name: m.material.texture.read_bytes() for m in meshes}
+
+    first, again, other = textures(0, "a"), textures(0, "b"), textures(1, "c")
+    assert first == again
+    assert all(first[name] != other[name] for name in first.keys() & other.keys())
+    head = np.asarray(Image.open(tmp_path / "a" / "head.png").convert("RGB"), dtype=np.float64) / 255
+    grid = head_grid()
+    row = lambda y: int((1 - (y - grid.chin) / (grid.crown - grid.chin)) * head.shape[0])
+    front = head.shape[1] // 2  # u = 1/2: the middle of the face
+    lips, chin = lab([head[row(MOUTH_Y - 0.02), front], head[row(grid.chin + 0.1), front]])
+    assert lips[1] > chin[1] + 3 and lips[0] < chin[0]  # redder (a*) and darker (L*) than the skin below
+
+
+def test_human_textures_are_in_the_usd_package_and_the_render_mesh_atlas(tmp_path):
+    from PIL import Image
+
+    from simulation.embedded.actors import HumanModel
+    from simulation.render import load_texture
+
+    jobs = [j for j in demo_jobs(tmp_path, SEED, ROOMS, 0, 1, 0) if j.out.parent.name == "humans"]
+    assert run_jobs(jobs, "one human").failed == []
+    package = jobs[0].out
+    stage = Usd.Stage.Open(str(package / "asset.usdc"))
+    files = {}
+    for prim in stage.Traverse():
+        if prim.IsA(UsdGeom.Mesh):
+            material, _ = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial()
+            shader = UsdShade.Shader(material.ComputeSurfaceSource()[0])
+            source = shader.GetInput("diffuseColor").GetConnectedSources()[0][0].source
+            files[prim.GetName()] = package / UsdShade.Shader(source.GetPrim()).GetInput("file").Get().path
+    assert {"skin", "head", "shirt", "trousers", "shoes"} <= set(files)
+    images = {name: np.asarray(Image.open(path).convert("RGB")) for name, path in files.items()}
+    assert all(image.std() > 0 for image in images.values())  # textured, not flat colour
+    # The ray caster and Cycles see a person as one mesh whose atlas holds every texture of the package.
+    atlas = HumanModel(package, load_texture).mesh.material.texture
+    for name, image in images.items():
+        rows, columns = image.shape[:2]
+        found = any(np.array_equal(atlas[top:top + rows, left:left + columns], image)
+                    for top in range(2) for left in range(atlas.shape[1] - columns + 1))
+        assert found, name
