@@ -19,6 +19,7 @@ from core.formats.run_info import read_run_info
 from core.recording import Recording
 from core.seeding import generator
 from pipeline.generate import generate
+from replay.overrides import render_settings
 from replay.subset import SAMPLE_STREAM, FrameRule, choose_frames, frame_rule
 from tests.conftest import CONFIGS, run_grade
 
@@ -72,6 +73,15 @@ def test_the_rules_pick_frames_by_number():
         choose_frames(FrameRule("frames", frames=(3, 4)), numbers, 0, "camera")
     with pytest.raises(ConfigError, match="--every picks no frame"):
         choose_frames(FrameRule("every", every=100), numbers[1:], 0, "camera")
+
+
+def test_set_takes_render_keys_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert render_settings(["render.rgb=cycles", "render.cycles.samples=4", "render.environment=sky.hdr"]) == {
+        "render.rgb": "cycles", "render.cycles.samples": 4, "render.environment": str(tmp_path / "sky.hdr")}
+    for text in ("robot.sensors.cameras.0.width=10", "seed=3", "rendering.rgb=cycles"):
+        with pytest.raises(ConfigError, match="--set changes only the rendering"):
+            render_settings([text])
 
 
 def test_cycles_frames_keep_the_runs_labels_and_export_the_same_coco(run, tmp_path):
