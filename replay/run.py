@@ -115,9 +115,7 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
                     raise
         except BaseException as exc:
             shutil.rmtree(partial, ignore_errors=True)
-            info.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-            info.error = None if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
-            write_run_info(out, info)
+            record_failure(out, info, exc)
             raise
         install_outputs(partial, out, RECORD_OUTPUTS)
         info.status, info.sim_time_end = COMPLETE, times[1]
@@ -128,6 +126,13 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
         write_replay_report(out, report)
         write_manifest(out, STAGE, input_hash, include=(*RECORD_OUTPUTS, REPLAY_FILE))
     return ReplayResult(out, report, skipped=False)
+
+
+def record_failure(out: Path, info: RunInfo, exc: BaseException) -> None:
+    """run.json of a replay that stopped: interrupted (Ctrl-C) or failed, with the error."""
+    info.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+    info.error = None if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+    write_run_info(out, info)
 
 
 def copy_run_scene(source: Path, target: Path) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from rich.progress import TextColumn
 
+from core.config import ExperimentConfig
 from core.errors import ConfigError, InputError
 from core.formats.frames import FRAMES_FILE
 from core.formats.humans import HUMANS_DIR
@@ -46,7 +47,7 @@ from core.recording import BAGS_DIR, RECORD_OUTPUTS, SCENE_DIR, Frame, Recording
 from core.rundir import Stopwatch, atomic_write_bytes, atomic_write_text, content_hash
 from replay.driver import Teleport
 from replay.overrides import ReplayOverrides, replay_config
-from replay.run import STAGE, copy_run_scene
+from replay.run import STAGE, copy_run_scene, record_failure
 from replay.subset import FrameRule, choose_frames
 from simulation.backend import Backend, load_backend
 
@@ -82,63 +83,88 @@ class SubsetResult:
     skipped: bool  # the replay was already complete for these inputs
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """Everything a subset replay needs, checked before its folder is touched."""
+
+    parent: Recording
+    config: ExperimentConfig
+    subsets: list[CameraSubset]
+    states: dict[str, np.ndarray]
+    rows: dict[tuple[str, int], int]  # (camera, frame number) -> state log row
+    replay_of: dict[str, Any]
+    input_hash: str
+
+    @property
+    def chosen(self) -> dict[str, list[int]]:
+        return {s.name: [f.index for f in s.frames] for s in self.subsets}
+
+
 def replay_subset(run: str | Path, out: str | Path, rule: FrameRule, render: dict[str, Any] | None = None,
                   cameras: list[str] | None = None, robot: str | None = None, wait: bool = False) -> SubsetResult:
     """Render the frames `rule` picks of `run`'s cameras (`cameras`, default every camera recording RGB; robot
     `robot`'s in a multi-robot run) with the render settings `render` (render.* keys) into `out` (module
     docstring)."""
-    render = render or {}
-    parent = Recording.open(run).robot(robot)
     out = Path(out)
+    plan = _plan(run, out, rule, render or {}, cameras, robot)
+    with output_lock(out, wait=wait, what="replay folder"):
+        remove_stale_partials(out)
+        if stage_status(out, plan.input_hash) is StageStatus.COMPLETE:
+            log.info("replay up to date: %s", out)
+            return SubsetResult(out, plan.chosen, 0, skipped=True)
+        invalidate(out)
+        watch = Stopwatch()
+        copy_run_scene(plan.parent.path / SCENE_DIR, out / SCENE_DIR)
+        info = RunInfo(name=plan.config.name, backend=plan.config.simulation.backend, master_seed=plan.config.seed,
+                       derived_seeds=plan.parent.info.derived_seeds, config=plan.config.model_dump(mode="json"),
+                       asset_hashes=plan.parent.info.asset_hashes, replay_of=plan.replay_of,
+                       sim_time_start=plan.parent.info.sim_time_start)
+        write_run_info(out, info)
+        resume = _resume_folder(out / RESUME, plan.input_hash)
+        try:
+            backend = load_backend(plan.config, out / SCENE_DIR / SCENE_FILE)
+            rendered = _render(backend, robot, plan, resume)
+            _assemble(plan.parent, plan.subsets, resume, out / PARTIAL)
+        except BaseException as exc:
+            shutil.rmtree(out / PARTIAL, ignore_errors=True)
+            record_failure(out, info, exc)
+            raise
+        _install(plan, out, info, watch)
+    return SubsetResult(out, plan.chosen, rendered, skipped=False)
+
+
+def _plan(run: str | Path, out: Path, rule: FrameRule, render: dict[str, Any], cameras: list[str] | None,
+          robot: str | None) -> _Plan:
+    """The replay's config, frames and state rows; ConfigError or InputError for what cannot be replayed."""
+    parent = Recording.open(run).robot(robot)
     if out.resolve() == parent.path.resolve() or parent.path.resolve() in out.resolve().parents:
         raise ConfigError("a replay never writes into the run it replays; choose another --out", out)
     config = replay_config(parent.config, ReplayOverrides(set=render), "--set", robot)
     subsets = _subsets(parent, rule, cameras)
     states = parent.states()
     rows = _rows(states["time"], subsets, parent.path / STATES_FILE)
-    chosen = {s.name: [f.index for f in s.frames] for s in subsets}
     replay_of = {"run": str(parent.path.resolve()), "name": parent.info.name, "mode": MODE, "subset": rule.describe(),
-                 "frames": chosen, "overrides": {"set": render} if render else {}}
+                 "frames": {s.name: [f.index for f in s.frames] for s in subsets},
+                 "overrides": {"set": render} if render else {}}
     if robot is not None:
         replay_of["robot"] = robot
     input_hash = content_hash(SUBSET_VERSION, (parent.path / MANIFEST).read_text(), config.model_dump(mode="json"),
                               replay_of)
-    with output_lock(out, wait=wait, what="replay folder"):
-        remove_stale_partials(out)
-        if stage_status(out, input_hash) is StageStatus.COMPLETE:
-            log.info("replay up to date: %s", out)
-            return SubsetResult(out, chosen, 0, skipped=True)
-        invalidate(out)
-        watch = Stopwatch()
-        copy_run_scene(parent.path / SCENE_DIR, out / SCENE_DIR)
-        info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
-                       derived_seeds=parent.info.derived_seeds, config=config.model_dump(mode="json"),
-                       asset_hashes=parent.info.asset_hashes, replay_of=replay_of,
-                       sim_time_start=parent.info.sim_time_start)
-        write_run_info(out, info)
-        resume = _resume_folder(out / RESUME, input_hash)
-        try:
-            backend = load_backend(config, out / SCENE_DIR / SCENE_FILE)
-            rendered = _render(backend, robot, states, rows, subsets, parent.path, resume, config.render.rgb)
-            _assemble(parent, subsets, resume, out / PARTIAL)
-        except BaseException as exc:
-            shutil.rmtree(out / PARTIAL, ignore_errors=True)
-            info.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-            info.error = None if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
-            write_run_info(out, info)
-            raise
-        for name in (BAGS_DIR, REPLAY_FILE):  # an earlier full replay's into this folder
-            _remove(out / name)
-        install_outputs(out / PARTIAL, out, RECORD_OUTPUTS)
-        shutil.rmtree(resume)
-        multi = len(parent.robots) > 1
-        info.status, info.sim_time_end = COMPLETE, parent.info.sim_time_end
-        info.frame_counts = {f"{parent.robot_name}/" * multi + f"camera/{name}": len(numbers)
-                             for name, numbers in chosen.items()}
-        info.wall_seconds = {"replay": round(watch.seconds(), 3)}
-        write_run_info(out, info)
-        write_manifest(out, STAGE, input_hash, include=RECORD_OUTPUTS)
-    return SubsetResult(out, chosen, rendered, skipped=False)
+    return _Plan(parent, config, subsets, states, rows, replay_of, input_hash)
+
+
+def _install(plan: _Plan, out: Path, info: RunInfo, watch: Stopwatch) -> None:
+    """The assembled recording into `out`, in place of an earlier replay's; run.json and the manifest last."""
+    for name in (BAGS_DIR, REPLAY_FILE):  # an earlier full replay's into this folder
+        _remove(out / name)
+    install_outputs(out / PARTIAL, out, RECORD_OUTPUTS)
+    shutil.rmtree(out / RESUME)
+    prefix = f"{plan.parent.robot_name}/" if len(plan.parent.robots) > 1 else ""
+    info.status, info.sim_time_end = COMPLETE, plan.parent.info.sim_time_end
+    info.frame_counts = {f"{prefix}camera/{name}": len(numbers) for name, numbers in plan.chosen.items()}
+    info.wall_seconds = {"replay": round(watch.seconds(), 3)}
+    write_run_info(out, info)
+    write_manifest(out, STAGE, plan.input_hash, include=RECORD_OUTPUTS)
 
 
 def _subsets(parent: Recording, rule: FrameRule, cameras: list[str] | None) -> list[CameraSubset]:
@@ -187,18 +213,18 @@ def _resume_folder(folder: Path, input_hash: str) -> Path:
     return folder
 
 
-def _render(backend: Backend, robot: str | None, states: dict[str, np.ndarray], rows: dict[tuple[str, int], int],
-            subsets: list[CameraSubset], parent: Path, resume: Path, renderer: str) -> int:
+def _render(backend: Backend, robot: str | None, plan: _Plan, resume: Path) -> int:
     """Render every chosen frame not in `resume` yet, in time order, one teleport per logged step; returns how
     many it rendered."""
+    parent, rows = plan.parent.path, plan.rows
     jobs = sorted((rows[(s.name, f.index)], s.name, f, resume / s.relative(parent) / frame_file("rgb", f.index))
-                  for s in subsets for f in s.frames)
+                  for s in plan.subsets for f in s.frames)
     todo = [job for job in jobs if not job[3].is_file()]
-    teleport = Teleport(backend, states, None, str(parent / STATES_FILE))
+    teleport = Teleport(backend, plan.states, None, str(parent / STATES_FILE))
     view = backend.robot(robot)
     with make_progress(TextColumn("{task.fields[info]}")) as progress:
-        task = progress.add_task(f"rendering frames ({renderer})", total=len(jobs), completed=len(jobs) - len(todo),
-                                 info="")
+        task = progress.add_task(f"rendering frames ({plan.config.render.rgb})", total=len(jobs),
+                                 completed=len(jobs) - len(todo), info="")
         for row, group in groupby(todo, key=lambda job: job[0]):
             teleport.to(row)
             for _, camera, frame, target in group:
