@@ -637,6 +637,11 @@ class RenderConfig(Strict):
                                "(Blender Cycles path tracing, photoreal, needs the cycles extra); depth, ids, boxes "
                                "and flow always come from the ray caster")
     cycles: CyclesConfig = Field(default_factory=CyclesConfig)
+    quality: Literal["fast", "default", "high"] = Field(
+        "fast", description="the ray caster's lighting: fast (hard shadows, flat ambient, Blinn-Phong: the look and "
+                            "speed of earlier versions, which older runs replay with), default (indirect light from "
+                            "irradiance probes baked once per scene, soft shadows from the lights' size, GGX "
+                            "highlights; up to 2x the frame time) or high (more shadow rays, denser probes)")
 
     background: Vec3 = Field(DEFAULT_SKY, description="linear RGB (>= 0) seen by rays that hit nothing "
                                                       "(open doorways, windows), unless `environment` is set")

@@ -25,7 +25,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from asset_converters import joint_world_transforms
-from core.config import ExperimentConfig, ExposureConfig, RenderConfig, RobotConfig
+from core.config import ExperimentConfig, RenderConfig, RobotConfig
 from core.errors import ConfigError, InputError
 from core.formats.class_map import read_class_map
 from core.formats.placement import animation_time
@@ -77,11 +77,10 @@ class EmbeddedBackend:
     """
 
     def __init__(self, config: ExperimentConfig, scene: str | Path, hidden: frozenset[str] = frozenset()):
-        exposure = config.render.exposure
         self._randomizer = Randomizer(config.simulation.randomization, config.seed)
         scene_file = read_scene_file(scene)
         placements = _robot_placements(config, scene_file)
-        slots = [_RobotSlot.from_config(name, key, robot, exposure)
+        slots = [_RobotSlot.from_config(name, key, robot, config.render)
                  for name, key, robot, _ in config.robot_entries()]
         tracks = [RobotTrack(slot.name, slot.model) for slot in slots] if config.multi_robot else []
         environment = _environment(config.render)  # before the scene, so that a bad image fails at once
@@ -472,11 +471,11 @@ class _RobotSlot:
     track: RobotTrack | None = None
 
     @classmethod
-    def from_config(cls, name: str, key: str, robot: RobotConfig, exposure: ExposureConfig) -> _RobotSlot:
+    def from_config(cls, name: str, key: str, robot: RobotConfig, render: RenderConfig) -> _RobotSlot:
         model = robot_model(robot.kind, robot.tiago.model)
         sensors = robot.sensors
         check_mount_links(model, sensors)
-        cameras = {c.name: CameraSensor.from_config(c, i, exposure) for i, c in enumerate(sensors.cameras)}
+        cameras = {c.name: CameraSensor.from_config(c, i, render) for i, c in enumerate(sensors.cameras)}
         frames = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]
         frames += [SensorMount.from_config(sensors.lidar.name, sensors.lidar.mount)] if sensors.lidar else []
         tiago = robot.tiago

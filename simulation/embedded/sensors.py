@@ -23,12 +23,13 @@ import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from core.config import CameraConfig, ExposureConfig, LidarConfig, SensorsConfig
+from core.config import CameraConfig, LidarConfig, RenderConfig, SensorsConfig
 from core.errors import ConfigError, InputError
 from simulation.backend import LidarScan
 from simulation.physics import PhysicsWorld
 from simulation.physics.robot_handle import RobotHandle
 from simulation.render import Camera, Exposure, RenderOptions
+from simulation.render.quality import preset as quality_preset
 from simulation.robots import RobotModel
 
 # Columns are the optical axes (x right, y down, z forward) in the camera body frame.
@@ -60,8 +61,8 @@ class CameraSensor:
     flow: bool  # optical flow to the next frame (1 / rate_hz later)
 
     @classmethod
-    def from_config(cls, config: CameraConfig, index: int, exposure: ExposureConfig) -> CameraSensor:
-        """Camera `index` of robot.sensors.cameras, exposed as render.exposure says."""
+    def from_config(cls, config: CameraConfig, index: int, render: RenderConfig) -> CameraSensor:
+        """Camera `index` of robot.sensors.cameras, shaded and exposed as render.quality and render.exposure say."""
         field = f"robot.sensors.cameras.{index}"
         try:
             if config.intrinsics is not None:
@@ -77,7 +78,8 @@ class CameraSensor:
         outputs = set(config.outputs)
         # Boxes (and their occlusion ratios, the costliest extra) only go to gt/ files: a bag-only camera skips them.
         options = RenderOptions(rgb="rgb" in outputs, boxes=config.to_gt and bool(outputs & set(BOX_OUTPUTS)),
-                                supersample=config.supersampling, exposure=Exposure(**exposure.model_dump()))
+                                supersample=config.supersampling, exposure=Exposure(**render.exposure.model_dump()),
+                                quality=quality_preset(render.quality))
         return cls(config.name, camera, options, config.rate_hz, "flow" in outputs)
 
 

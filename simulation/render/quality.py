@@ -30,7 +30,7 @@ class ShadingQuality:
 
 PRESETS = {
     "fast": ShadingQuality(),
-    "default": ShadingQuality(shadow_samples=4, ggx=True, probes=ProbeSettings()),
+    "default": ShadingQuality(shadow_samples=2, ggx=True, probes=ProbeSettings()),
     "high": ShadingQuality(shadow_samples=16, ggx=True, probes=ProbeSettings(spacing=0.25, rays=192, bounces=3)),
 }
 

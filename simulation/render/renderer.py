@@ -36,9 +36,9 @@ from simulation.render.annotations import (
 )
 from simulation.render.camera import Camera, CameraParams, check_pose
 from simulation.render.exposure import LOG_FLOOR, Exposure
-from simulation.render.raycast import RAY_THREADS
 from simulation.render.irradiance import FrameProbes
 from simulation.render.quality import PRESETS, ShadingQuality
+from simulation.render.raycast import RAY_THREADS
 from simulation.render.rgb import LightArrays, frame_probes, linear_colour
 from simulation.render.scene import MeshState, RenderLight, RenderScene
 from simulation.render.shading import ENCODE_LUT

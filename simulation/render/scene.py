@@ -28,8 +28,8 @@ from core.errors import InputError
 from simulation.render import kernels
 from simulation.render.camera import linear_map
 from simulation.render.embree import BUILD_QUALITY_HIGH, BUILD_QUALITY_MEDIUM, SharedScene
-from simulation.render.raycast import drain
 from simulation.render.irradiance import ProbeCache, StaticScene, mean_albedo
+from simulation.render.raycast import drain
 from simulation.render.shading import TEXTURE_FILTERS, TexturePool, ggx_alpha, specular_lobe, srgb_to_linear
 
 if TYPE_CHECKING:  # background.py reads images with load_texture from here
