@@ -217,6 +217,37 @@ def test_ggx_distribution_is_normalised():
     assert integral == pytest.approx(1.0, rel=0.01)
 
 
+# ---------------------------------------------------------------- mip-maps
+def test_mip_maps_average_distant_texels_and_keep_near_ones():
+    # A floor tiled with a one-texel checkerboard of linear 0 and 1 under ambient light 1: near the camera a pixel
+    # covers less than a texel (level 0: bilinear as without mip-maps), far away many texels, where every level
+    # from 1 on holds their mean, 1/2, exactly.
+    size, tiles = 64, 40
+    checker = ((np.indices((size, size)).sum(axis=0) % 2) * 255).astype(np.uint8)
+    texture = np.repeat(checker[..., None], 3, axis=2)
+    vertices = np.array([[-20, 0, 0], [20, 0, 0], [20, 80, 0], [-20, 80, 0]], float)
+    uvs = np.array([[0, 0], [tiles, 0], [tiles, 2 * tiles], [0, 2 * tiles]], float)
+    floor = RenderMesh("floor", vertices, np.array([[0, 1, 2], [0, 2, 3]]), 1, 1,
+                       RenderMaterial(texture=texture, roughness=1.0), uvs)
+    scene = RenderScene([floor], ambient=(1.0, 1.0, 1.0))
+    camera = Camera.from_intrinsics(np.array([[80.0, 0, 79.5], [0, 80.0, 59.5], [0, 0, 1]]), 160, 120, 0.05, 200.0)
+    pose = look_at(np.array([0.0, 0.0, 1.5]), np.array([0.0, 10.0, 0.0]))
+
+    def image(mipmaps: bool):
+        frame = render_frame(scene, camera, pose, options=RenderOptions(boxes=False, quality=ShadingQuality(
+            mipmaps=mipmaps)))
+        return linear(frame), frame.depth
+
+    plain, depth = image(False)
+    filtered, _ = image(True)
+    texels_per_pixel = depth / camera.K[0, 0] * size * tiles / 40  # along the image rows, at least
+    far, near = texels_per_pixel > 8, texels_per_pixel < 0.5
+    assert far.sum() > 500 and near.sum() > 500
+    assert np.abs(filtered[far] - 0.5).max() < 0.02
+    assert plain[far].std() > 0.2  # unfiltered: the checkerboard aliases
+    assert np.array_equal(filtered[near], plain[near])
+
+
 # ---------------------------------------------------------------- presets
 def test_presets_render_deterministically_and_differ():
     scene = penumbra_scene(True)

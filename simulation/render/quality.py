@@ -3,7 +3,8 @@
 - fast: the look every run had before the presets: hard shadows of point lights, a flat ambient term,
   Blinn-Phong highlights. The speed targets of the demo are measured here.
 - default: indirect light from irradiance probes baked once per scene (irradiance.py) instead of the flat
-  ambient term, soft shadows from the lights' real size (a few shadow rays per light and point), GGX highlights.
+  ambient term, soft shadows from the lights' real size (two shadow rays per light and point), GGX highlights,
+  mip-mapped textures (no shimmering of distant floors).
 - high: as default with more shadow rays and denser, longer-traced probes.
 """
 
@@ -22,6 +23,7 @@ class ShadingQuality:
     shadow_samples: int = 1  # shadow rays per point light and point; 1: hard shadows from the light's centre
     ggx: bool = False  # GGX microfacet highlights (else normalised Blinn-Phong)
     probes: ProbeSettings | None = None  # indirect light from baked probes, replacing the ambient term; None: flat
+    mipmaps: bool = False  # bilinear textures filtered by distance (trilinear mip-mapping)
 
     def __post_init__(self) -> None:
         if self.shadow_samples < 1:
@@ -30,8 +32,9 @@ class ShadingQuality:
 
 PRESETS = {
     "fast": ShadingQuality(),
-    "default": ShadingQuality(shadow_samples=2, ggx=True, probes=ProbeSettings()),
-    "high": ShadingQuality(shadow_samples=16, ggx=True, probes=ProbeSettings(spacing=0.25, rays=192, bounces=3)),
+    "default": ShadingQuality(shadow_samples=2, ggx=True, probes=ProbeSettings(), mipmaps=True),
+    "high": ShadingQuality(shadow_samples=16, ggx=True, probes=ProbeSettings(spacing=0.25, rays=192, bounces=3),
+                           mipmaps=True),
 }
 
 

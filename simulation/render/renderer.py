@@ -121,7 +121,7 @@ def _colour_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, pr
         tile = Tile(scene, embree, camera, pose, pixels, samples)
         normals = tile.normals(scene, geometry.result())
     linear = linear_colour(scene, embree, lights, tile.rays, tile.surface, normals, options.shadows, samples,
-                           options.quality, probes)
+                           options.quality, probes, 1.0 / (camera.K[0, 0] * samples))
     if exposure.metered:
         return _TileColour(linear, kernels.log_luminance_sum(linear, LOG_FLOOR))
     rgb[tile.pixels] = kernels.tone_encode(linear, exposure.fixed_scale(), exposure.filmic, ENCODE_LUT)
@@ -179,6 +179,8 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     ranges = tile_ranges(camera)
     lights = LightArrays.of(scene.lights if lights is None else lights)
     probes = frame_probes(scene, lights, options.quality) if options.rgb else None
+    if options.rgb and options.quality.mipmaps:
+        scene.table.mip_maps  # noqa: B018  (made here, once, rather than by the first tile workers at the same time)
     if depth_first:
         traced = [workers.submit(GROUND_TRUTH, _truth_job, scene, embree, camera, pose, pixels, geometry, truth,
                                  next_pose, options) for pixels in ranges]

@@ -20,6 +20,7 @@ from simulation.render.irradiance import FrameProbes
 from simulation.render.quality import PRESETS, ShadingQuality
 from simulation.render.raycast import occlusion_query
 from simulation.render.scene import DirectionalLight, RenderLight, RenderScene
+from simulation.render.shading import MipMaps, TexturePool
 from simulation.render.surface import Surface
 
 # Shadow rays start this far off the surface (plus a share of the camera distance) so they do not
@@ -32,6 +33,8 @@ _SUN_REACH = np.float32(1e9)
 _NONE = np.zeros(0, np.float32)  # no metallic mesh
 _NO_INDIRECT = np.zeros((3, 0), np.float32)
 _NO_AMBIENT = np.zeros(3, np.float32)  # the probes' indirect light stands for it
+_NO_MIPS = MipMaps(TexturePool.of([]), np.zeros(0, np.intp), np.zeros(0, np.int64), np.zeros(0, np.float32),
+                   np.zeros(0, np.float32))
 
 
 @dataclass(frozen=True)
@@ -70,16 +73,18 @@ def frame_probes(scene: RenderScene, lights: LightArrays, quality: ShadingQualit
 
 def linear_colour(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, rays: Rays, surface: Surface,
                   normals: np.ndarray, shadows: bool, samples: int, quality: ShadingQuality = PRESETS["fast"],
-                  probes: FrameProbes | None = None) -> np.ndarray:
+                  probes: FrameProbes | None = None, spread: float = 0.0) -> np.ndarray:
     """Linear colour (3, pixels) of the rays' pixels, `samples` x `samples` consecutive rays per pixel:
     albedo (ambient + Lambert/Blinn-Phong or GGX per light, unblocked lights only with `shadows`, traced against
     the frame's `embree` scene) where a ray hits, the background elsewhere; with `probes` (frame_probes), the
-    probes' indirect light replaces the ambient term."""
+    probes' indirect light replaces the ambient term. Where `quality` filters textures by distance, `spread` is
+    the angle (radians) between neighbouring rays (1 / (fx samples))."""
     table, textures, pool = scene.table, scene.textures, scene.textures.pool
     metallic = table.metallic if table.metallic.any() else _NONE
     query = occlusion_query(embree)
     linear = np.empty((3, len(rays.tfar)), np.float32)
     ambient, indirect = scene.ambient, _NO_INDIRECT
+    mips = table.mip_maps if quality.mipmaps else _NO_MIPS
     if probes is not None:
         ambient = _NO_AMBIENT
         indirect = shade_kernels.indirect_of_hits(probes.cubes, probes.valid, probes.origin, probes.spacing,
@@ -91,7 +96,9 @@ def linear_colour(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, 
         scene.corner_uvs, pool.texels, pool.first, pool.width, pool.height, table.exponent, table.lobe_scale,
         metallic, ambient, lights.kinds, lights.vectors, lights.radii_squared, lights.intensities,
         lights.colors, shadows, query.function, query.handle, query.lanes, query.valid, query.arguments, _BIAS,
-        _BIAS_PER_METRE, _SUN_REACH, quality.shadow_samples, quality.ggx, table.alpha, indirect)
+        _BIAS_PER_METRE, _SUN_REACH, quality.shadow_samples, quality.ggx, table.alpha, indirect, quality.mipmaps,
+        np.float32(spread), mips.pool.texels, mips.pool.first, mips.pool.width, mips.pool.height, mips.base,
+        mips.count, mips.size_bias, mips.face_bias)
     if not surface.complete:
         if scene.environment is None:
             shade_kernels.fill_misses(linear, surface.rays, scene.background)

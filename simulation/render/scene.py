@@ -30,7 +30,14 @@ from simulation.render.camera import linear_map
 from simulation.render.embree import BUILD_QUALITY_HIGH, BUILD_QUALITY_MEDIUM, SharedScene
 from simulation.render.irradiance import ProbeCache, StaticScene, mean_albedo
 from simulation.render.raycast import drain
-from simulation.render.shading import TEXTURE_FILTERS, TexturePool, ggx_alpha, specular_lobe, srgb_to_linear
+from simulation.render.shading import (
+    TEXTURE_FILTERS,
+    MipMaps,
+    TexturePool,
+    ggx_alpha,
+    specular_lobe,
+    srgb_to_linear,
+)
 
 if TYPE_CHECKING:  # background.py reads images with load_texture from here
     from simulation.render.background import EnvironmentMap
@@ -297,20 +304,33 @@ class MeshTable:
         return np.stack([np.take(self.uvs, self.corners[k], axis=1) for k in range(3)])
 
     @cached_property
-    def textures(self) -> MeshTextures:
-        """The meshes' textures, each image once (meshes may share one)."""
-        pool, index, seen = [], np.full(len(self.meshes), -1, dtype=np.intp), {}
+    def _texture_images(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """Each texture image once as linear (3, H, W) (meshes may share one), and each mesh's index among them
+        (-1: none)."""
+        images, index, seen = [], np.full(len(self.meshes), -1, dtype=np.intp), {}
         for mesh, material in enumerate(m.material for m in self.meshes):
             if material.texture is None:
                 continue
             image = material.texture  # materials sharing an image hold views of it, not the array itself
             key = (image.__array_interface__["data"][0], image.shape, image.strides)
             if key not in seen:
-                seen[key] = len(pool)
-                pool.append(material.texture_linear)
+                seen[key] = len(images)
+                images.append(material.texture_linear)
             index[mesh] = seen[key]
+        return images, index
+
+    @cached_property
+    def textures(self) -> MeshTextures:
+        """The meshes' textures in one pool."""
+        images, index = self._texture_images
         nearest = np.array([m.material.texture_filter == "nearest" for m in self.meshes])
-        return MeshTextures(TexturePool.of(pool), index, nearest)
+        return MeshTextures(TexturePool.of(images), index, nearest)
+
+    @cached_property
+    def mip_maps(self) -> MipMaps:
+        """The textures' mip-maps, for shading qualities that filter textures by distance (made on first use)."""
+        vertices = np.concatenate([m.vertices for m in self.meshes])
+        return MipMaps.of(self._texture_images[0], vertices, self.corners, self.uvs)
 
     def face_slice(self, mesh: int) -> slice:
         return slice(int(self.face_offsets[mesh]), int(self.face_offsets[mesh + 1]))

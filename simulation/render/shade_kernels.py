@@ -36,14 +36,18 @@ _TWO_PI = 2.0 * np.pi
 # The R2 sequence's steps: 1 / g and 1 / g^2 for the plastic number g (the root of x^3 = x + 1).
 _R2_A, _R2_B = 0.7548776662466927, 0.5698402909980532
 _LOW_32 = np.uint64(0xFFFFFFFF)
-DISC_POINTS = 64  # the soft shadows' disc pattern, which each pixel enters at a phase of its own
+_MIN_COS = np.float32(0.05)  # grazing hits: the footprint's stretch is capped at 20x
+DISC_POINTS = 64
+# A light giving a point less than this share of its unshadowed direct light casts a hard shadow there.
+_SOFT_MIN_SHARE = np.float32(0.1)  # the soft shadows' disc pattern, which each pixel enters at a phase of its own
 
 
 @njit(cache=True, nogil=True)
 def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, u, v, base_color, texture_of_mesh,
           nearest_of_mesh, corner_uvs, texels, first, width, height, exponent, lobe_scale, metallic, ambient, kinds,
           vectors, radii_squared, intensities, colors, shadows, occluded, scene, lanes, valid, arguments, shadow_bias,
-          bias_per_metre, sun_reach, shadow_samples, ggx, alpha, indirect):
+          bias_per_metre, sun_reach, shadow_samples, ggx, alpha, indirect, mipmapped, spread, mip_texels, mip_first,
+          mip_width, mip_height, mip_base, mip_count, size_bias, face_bias):
     """Writes the linear colour albedo (ambient + diffuse) + specular of each hit into out[:, rays[i]] (3, R).
 
     Hits i (all R rays in order if `complete`) lie at distance `t` along the camera rays (`components` (3, R),
@@ -67,7 +71,10 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
     at points of the disc of radius r facing it (soft_shadow_offset: a per-ray rotated low-discrepancy pattern),
     and the light's weight is scaled by the unblocked share. With `ggx` the specular lobe is GGX (ggx_lobe, with
     `alpha` per mesh) with Schlick's Fresnel for dielectrics instead of Blinn-Phong. `indirect` (3, N), when not
-    empty, adds each hit's indirect irradiance (irradiance.py) to the ambient term.
+    empty, adds each hit's indirect irradiance (irradiance.py) to the ambient term. With `mipmapped`, bilinear
+    textures are filtered by distance: the level of detail of a hit is log2 of its footprint in texels (a pixel's
+    ray cone of `spread` radians widened by 1 / |cos| on the surface; shading.MipMaps), and the two levels around
+    it are blended (trilinear filtering; mip_* are the MipMaps' pool and tables).
     """
     n = len(t)
     # A group's terms, one array per component (the light loops read them with unit stride); the shadow rays'
@@ -88,6 +95,8 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
     point_alpha = np.empty(GROUP, np.float32)
     phase = np.empty(GROUP, np.int64)  # each point's start in the soft shadows' disc pattern
     basis = np.empty((GROUP, 6), np.float32)  # two unit vectors across each point's direction to a light
+    total_direct = np.zeros(GROUP, np.float32)  # each point's unshadowed direct light from every light
+    ray_count = np.empty(GROUP, np.int64)  # each point's shadow rays towards the light at hand
     has_indirect = indirect.shape[1] > 0
     # The lights' sums per channel, in arrays of their own: as (3, GROUP) rows they measured ~8% slower.
     diffuse_r, diffuse_g, diffuse_b = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
@@ -125,6 +134,9 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
                 point_metallic[k] = metallic[m]
             diffuse_r[k], diffuse_g[k], diffuse_b[k] = _F0, _F0, _F0
             specular_r[k], specular_g[k], specular_b[k] = _F0, _F0, _F0
+        if shadows and shadow_samples > 1:
+            _direct_totals(total_direct, count, px, py, pz, nx, ny, nz, side, kinds, vectors, radii_squared,
+                           intensities)
         for light in range(len(kinds)):
             l0, l1, l2 = vectors[light, 0], vectors[light, 1], vectors[light, 2]
             radius_squared = radii_squared[light]
@@ -152,8 +164,13 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
                     reach[k] = (_F1 - _F2 * bias * inverse) * (_F1 if n_dot_l > _F0 else _F0)
             soft = shadows and shadow_samples > 1 and kinds[light] == POINT_LIGHT and radius_squared > _F0
             if soft:
+                for k in range(count):
+                    # A light that gives a point little of its direct light gets one ray (a hard shadow): its
+                    # penumbra would hardly show, and most such lights stand behind walls in other rooms.
+                    major = irradiance[k] * intensities[light] >= _SOFT_MIN_SHARE * total_direct[k]
+                    ray_count[k] = shadow_samples if major else 1
                 _soft_visibility(unblocked, blocked, count, to_light, reach, from_eye, phase, np.sqrt(radius_squared),
-                                 shadow_samples, shadow_bias, bias_per_metre, basis, sample_to_light, sample_reach,
+                                 ray_count, shadow_bias, bias_per_metre, basis, sample_to_light, sample_reach,
                                  occluded, scene, origins, lanes, valid, arguments, lane_ray)
             elif shadows:
                 packets.occluded_into(blocked, count, occluded, scene, origins, to_light, reach, lanes, valid,
@@ -205,6 +222,13 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
             w = (_F1 - uu) - vv
             s = (corner_uvs[0, 0, f] * w + corner_uvs[1, 0, f] * uu) + corner_uvs[2, 0, f] * vv
             tv = (corner_uvs[0, 1, f] * w + corner_uvs[1, 1, f] * uu) + corner_uvs[2, 1, f] * vv
+            if mipmapped and mip_count[tex] > 0:
+                lod = np.float32(np.log2(max(from_eye[k] * spread / max(cos_nv[k], _MIN_COS), _TINY)))
+                lod += face_bias[f] + size_bias[tex]
+                if lod > _F0:
+                    _trilinear(albedo, k, lod, s, tv, texels, first, width, height, tex, mip_texels, mip_first,
+                               mip_width, mip_height, mip_base[tex], mip_count[tex])
+                    continue
             tex_w, tex_h = width[tex], height[tex]
             x = s * np.float32(tex_w) - _HALF
             y = (_F1 - tv) * np.float32(tex_h) - _HALF
@@ -251,6 +275,49 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _bilinear(texels, first, width, height, entry, s, tv):
+    """Texture `entry` of a pool (shading.TexturePool) at UV (s, tv), bilinear with wrapping, as (r, g, b)."""
+    tex_w, tex_h = width[entry], height[entry]
+    x = s * np.float32(tex_w) - _HALF
+    y = (_F1 - tv) * np.float32(tex_h) - _HALF
+    x0, y0 = np.floor(x), np.floor(y)
+    wy, wx = np.float64(y0), np.float64(x0)
+    if not 0.0 <= wy < tex_h:  # as shade's own lookup: most coordinates need no wrapping
+        wy -= np.floor(wy / tex_h) * tex_h
+    if not 0.0 <= wx < tex_w:
+        wx -= np.floor(wx / tex_w) * tex_w
+    last = texels.shape[1] - 1
+    index = np.intp(wy * (tex_w + 1.0) + wx) + first[entry]
+    pitch = np.intp(tex_w) + 1
+    fx, fy = x - x0, y - y0
+    gx, gy = _F1 - fx, _F1 - fy
+    i00, i01 = min(max(index, 0), last), min(max(index + 1, 0), last)
+    i10, i11 = min(max(index + pitch, 0), last), min(max(index + pitch + 1, 0), last)
+    r = (texels[0, i00] * gx + texels[0, i01] * fx) * gy + (texels[0, i10] * gx + texels[0, i11] * fx) * fy
+    g = (texels[1, i00] * gx + texels[1, i01] * fx) * gy + (texels[1, i10] * gx + texels[1, i11] * fx) * fy
+    b = (texels[2, i00] * gx + texels[2, i01] * fx) * gy + (texels[2, i10] * gx + texels[2, i11] * fx) * fy
+    return r, g, b
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _trilinear(albedo, k, lod, s, tv, texels, first, width, height, tex, mip_texels, mip_first, mip_width,
+               mip_height, base, count):
+    """albedo[:, k]: texture `tex` at level of detail `lod` > 0, the levels floor(lod) and the next blended
+    (level 0 is the texture pool's, levels >= 1 the mip pool's; beyond the last level, the last)."""
+    level = min(np.int64(np.floor(lod)), count)
+    blend = min(lod - np.float32(level), _F1) if level < count else _F0
+    if level == 0:
+        r0, g0, b0 = _bilinear(texels, first, width, height, tex, s, tv)
+    else:
+        r0, g0, b0 = _bilinear(mip_texels, mip_first, mip_width, mip_height, base + level - 1, s, tv)
+    if blend > _F0:
+        r1, g1, b1 = _bilinear(mip_texels, mip_first, mip_width, mip_height, base + level, s, tv)
+        keep = _F1 - blend
+        r0, g0, b0 = r0 * keep + r1 * blend, g0 * keep + g1 * blend, b0 * keep + b1 * blend
+    albedo[0, k], albedo[1, k], albedo[2, k] = r0, g0, b0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def ggx_lobe(n_dot_l, n_dot_v, n_dot_h, alpha):
     """pi times the GGX microfacet BRDF without Fresnel, D(h) V(l, v), with the height-correlated Smith visibility
     V = 0.5 / (n.l sqrt(n.v^2 (1 - a^2) + a^2) + n.v sqrt(n.l^2 (1 - a^2) + a^2)) (Heitz 2014): times a light's
@@ -294,14 +361,34 @@ def _pattern_phase(ray):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _direct_totals(total, count, px, py, pz, nx, ny, nz, side, kinds, vectors, radii_squared, intensities):
+    """total[:count]: each point's unshadowed direct irradiance summed over the lights (as shade weighs them)."""
+    for k in range(count):
+        total[k] = _F0
+    for light in range(len(kinds)):
+        l0, l1, l2 = vectors[light, 0], vectors[light, 1], vectors[light, 2]
+        intensity = intensities[light]
+        for k in range(count):
+            if kinds[light] == DIRECTIONAL_LIGHT:
+                nl = ((nx[k] * l0 + ny[k] * l1) + nz[k] * l2) * side[k]
+                total[k] += max(nl, _F0) * intensity
+                continue
+            a0, a1, a2 = l0 - px[k], l1 - py[k], l2 - pz[k]
+            squared = (a0 * a0 + a1 * a1) + a2 * a2
+            nl = ((nx[k] * a0 + ny[k] * a1) + nz[k] * a2) * side[k] / max(np.sqrt(squared), _TINY)
+            total[k] += max(nl, _F0) / max(squared + radii_squared[light], _TINY) * intensity
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _soft_visibility(unblocked, blocked, count, to_light, reach, from_eye, phase, radius, samples, shadow_bias,
                      bias_per_metre, basis, sample_to_light, sample_reach, occluded, scene, origins, lanes, valid,
                      arguments, lane_ray):
-    """The unblocked share (unblocked[:count]) of each point's `samples` shadow rays towards a spherical light of
+    """The unblocked share (unblocked[:count]) of each point's samples[k] shadow rays towards a spherical light of
     `radius` at to_light (from the point, (count, 3)); points of reach[k] <= 0 get 0. The rays aim at points of the
     light's disc facing the point, taken from _DISC from the point's `phase` on in antithetic pairs (x, -x): each
     ray alone is an unbiased sample of the disc, and a pair straddles any shadow edge through the disc's centre, so
-    two rays already give the middle of a penumbra its half. blocked[:count] is left False."""
+    two rays already give the middle of a penumbra its half. A point of one ray aims at the centre (a hard
+    shadow). blocked[:count] is left False."""
     for k in range(count):
         a0, a1, a2 = to_light[k, 0], to_light[k, 1], to_light[k, 2]
         length = max(np.sqrt((a0 * a0 + a1 * a1) + a2 * a2), _TINY)
@@ -314,14 +401,19 @@ def _soft_visibility(unblocked, blocked, count, to_light, reach, from_eye, phase
             -sign * n0 * radius
         basis[k, 3], basis[k, 4], basis[k, 5] = w * radius, (sign + n1 * n1 * q) * radius, -n1 * radius
         unblocked[k] = _F0
-    for sample in range(samples):
+    most = 0
+    for k in range(count):
+        most = max(most, samples[k])
+    for sample in range(most):
         pair, flip = sample // 2, _F1 if sample % 2 == 0 else -_F1
         for k in range(count):
-            if reach[k] <= _F0:
-                sample_reach[k] = _F0  # facing away: no ray
+            if reach[k] <= _F0 or sample >= samples[k]:
+                sample_reach[k] = _F0  # facing away, or done: no ray
                 continue
             point = (phase[k] + pair) % DISC_POINTS
             x, y = _DISC[point, 0] * flip, _DISC[point, 1] * flip
+            if samples[k] == 1:
+                x, y = _F0, _F0
             a0 = to_light[k, 0] + x * basis[k, 0] + y * basis[k, 3]
             a1 = to_light[k, 1] + x * basis[k, 1] + y * basis[k, 4]
             a2 = to_light[k, 2] + x * basis[k, 2] + y * basis[k, 5]
@@ -333,9 +425,8 @@ def _soft_visibility(unblocked, blocked, count, to_light, reach, from_eye, phase
         for k in range(count):
             if sample_reach[k] > _F0 and not blocked[k]:
                 unblocked[k] += _F1
-    share = _F1 / np.float32(samples)
     for k in range(count):
-        unblocked[k] *= share
+        unblocked[k] /= np.float32(samples[k])
         blocked[k] = False
 
 

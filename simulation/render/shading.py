@@ -80,3 +80,49 @@ def ggx_alpha(roughness: Sequence[float] | np.ndarray) -> np.ndarray:
     """GGX alpha = roughness^2 (Burley's perceptual mapping), float32, roughness floored as for Blinn-Phong."""
     rough = np.maximum(np.asarray(roughness, np.float32), np.float32(_MIN_ROUGHNESS))
     return (rough * rough).astype(np.float32)
+
+
+def mip_chain(texture: np.ndarray) -> list[np.ndarray]:
+    """The levels after the first of a linear texture (3, H, W): each the mean of 2 x 2 texels of the one before
+    (an odd last row or column joins the pair before it), down to 1 x 1."""
+    levels, level = [], np.asarray(texture, np.float32)
+    while level.shape[1] > 1 or level.shape[2] > 1:
+        height, width = max(level.shape[1] // 2, 1), max(level.shape[2] // 2, 1)
+        rows = np.array_split(np.arange(level.shape[1]), height)
+        columns = np.array_split(np.arange(level.shape[2]), width)
+        level = np.stack([np.stack([level[:, r][:, :, c].mean(axis=(1, 2)) for c in columns], axis=-1)
+                          for r in rows], axis=1).astype(np.float32)
+        levels.append(level)
+    return levels
+
+
+@dataclass(frozen=True)
+class MipMaps:
+    """The smaller levels of a texture pool's textures in a pool of their own, and what chooses among them.
+
+    Level l >= 1 of pool texture k is texture base[k] + l - 1 of `pool`; it has count[k] such levels. A hit's level
+    of detail is log2(its footprint in texels): log2(distance * spread / |cos|) + face_bias[face] + size_bias[k],
+    with face_bias 1/2 log2(uv area / world area) of the face and size_bias 1/2 log2(W H) of the texture."""
+
+    pool: TexturePool
+    base: np.ndarray  # (K,) intp
+    count: np.ndarray  # (K,) int64
+    size_bias: np.ndarray  # (K,) float32
+    face_bias: np.ndarray  # (F,) float32
+
+    @classmethod
+    def of(cls, textures: Sequence[np.ndarray], vertices: np.ndarray, corners: np.ndarray,
+           uvs: np.ndarray) -> MipMaps:
+        """Mip-maps of linear textures (3, H, W) for faces `corners` (3, F) of `vertices` (V, 3) with `uvs` (2, V)."""
+        chains = [mip_chain(texture) for texture in textures]
+        base = np.cumsum([0, *(len(chain) for chain in chains[:-1])], dtype=np.intp)[:len(chains)]
+        size = np.array([0.5 * np.log2(t.shape[1] * t.shape[2]) for t in textures], np.float32)
+        a, b, c = (vertices[corners[k]] for k in range(3))
+        world = np.linalg.norm(np.cross(b - a, c - a), axis=1)
+        ua, ub, uc = (uvs[:, corners[k]].T for k in range(3))
+        du, dv = ub - ua, uc - ua
+        texture_area = np.abs(du[:, 0] * dv[:, 1] - du[:, 1] * dv[:, 0])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bias = np.where((world > 0) & (texture_area > 0), 0.5 * np.log2(texture_area / world), 0.0)
+        return cls(TexturePool.of([level for chain in chains for level in chain]), base,
+                   np.array([len(chain) for chain in chains], np.int64), size, bias.astype(np.float32))
