@@ -179,26 +179,38 @@ def bake(static: StaticScene, kinds: np.ndarray, vectors: np.ndarray, radii_squa
     back = hit & (facing > 0)
     valid = (back.reshape(count, rays).mean(axis=1) <= MAX_BACK_FACE_SHARE)
     normal[facing > 0] *= -1  # the side the probe sees
-    t = np.where(hit, hits.t, 0).astype(np.float32)
-    points = (origins + directions * t[:, None]).astype(np.float32)
-    albedo = np.where(hit[:, None], face_albedo[np.where(hit, hits.prim, 0)], 0).astype(np.float32)
-    direct = _direct(scene, points[hit], normal[hit], kinds, vectors, radii_squared)  # (L, hits)
-    light_count = len(kinds)
-    # Radiance each ray brings back, per light then the background: (L + 1, rays total, 3).
-    first = np.zeros((light_count + 1, len(directions), 3), np.float32)
-    first[:light_count, hit] = direct[:, :, None] * albedo[hit][None]
-    first[light_count, ~hit] = np.asarray(background, np.float32)
-    cubes = _project(first, directions, count, rays)
+    t = hits.t[hit]
+    points = (origins[hit] + directions[hit] * t[:, None]).astype(np.float32)
+    normal, albedo = normal[hit], face_albedo[hits.prim[hit]].astype(np.float32)
+    del hits, origins
+    # Light by light (then the background), so that memory holds one light's radiance at a time: the direct
+    # irradiance on the hits a light reaches (few, in a house of many rooms), the cubes of each bounce.
+    lit = [_direct(scene, points, normal, kind, vector, radius_squared)
+           for kind, vector, radius_squared in zip(kinds, vectors, radii_squared, strict=True)]
+    sky = np.zeros((len(directions), 3), np.float32)
+    sky[~hit] = np.asarray(background, np.float32)
     grid_valid = valid.reshape(shape)
-    for _ in range(settings.bounces - 1):
-        cubes_grid = cubes.reshape(light_count + 1, *shape, AXES, 3)
-        again = first.copy()
-        for light in range(light_count + 1):
-            indirect = _lookup_many(cubes_grid[light], grid_valid, origin, np.float32(spacing), points[hit],
-                                    normal[hit])
-            again[light, hit] += indirect * albedo[hit]
-        cubes = _project(again, directions, count, rays)
-    return ProbeGrid(origin, spacing, cubes.reshape(light_count + 1, *shape, AXES, 3), grid_valid)
+    cubes = np.empty((len(kinds) + 1, count, AXES, 3), np.float32)
+    for source in range(len(kinds) + 1):
+        emitted = sky if source == len(kinds) else None
+        reflected = np.zeros((len(points), 3), np.float32)
+        if emitted is None:
+            which, irradiance = lit[source]
+            reflected[which] = irradiance[:, None] * albedo[which]
+        cubes[source] = _project(_radiance(emitted, hit, reflected), directions, count, rays)
+        for _ in range(settings.bounces - 1):
+            indirect = _lookup_many(cubes[source].reshape(*shape, AXES, 3), grid_valid, origin, np.float32(spacing),
+                                    points, normal)
+            cubes[source] = _project(_radiance(emitted, hit, reflected + indirect * albedo), directions, count, rays)
+    return ProbeGrid(origin, spacing, cubes.reshape(len(kinds) + 1, *shape, AXES, 3), grid_valid)
+
+
+def _radiance(emitted: np.ndarray | None, hit: np.ndarray, reflected: np.ndarray) -> np.ndarray:
+    """The radiance (rays, 3) each probe ray brings back: `reflected` (hits, 3) where it hits, `emitted` (rays, 3)
+    or nothing where it does not."""
+    out = np.zeros((len(hit), 3), np.float32) if emitted is None else emitted.copy()
+    out[hit] = reflected
+    return out
 
 
 def _probe_positions(origin: np.ndarray, spacing: float, shape: tuple) -> np.ndarray:
@@ -206,39 +218,35 @@ def _probe_positions(origin: np.ndarray, spacing: float, shape: tuple) -> np.nda
     return origin + index * spacing
 
 
-def _direct(scene: SharedScene, points: np.ndarray, normals: np.ndarray, kinds: np.ndarray, vectors: np.ndarray,
-            radii_squared: np.ndarray) -> np.ndarray:
-    """Direct irradiance (L, N) of each light at unit intensity on the points' seen side, shadowed by the scene, in
-    the shading loop's terms (n.l / (d^2 + r^2) for a point light, n.l for a directional one)."""
-    out = np.zeros((len(kinds), len(points)), np.float32)
+def _direct(scene: SharedScene, points: np.ndarray, normals: np.ndarray, kind: int, vector: np.ndarray,
+            radius_squared: float) -> tuple[np.ndarray, np.ndarray]:
+    """The points a light at unit intensity reaches on their seen side, unshadowed by the scene, and its
+    irradiance there in the shading loop's terms (n.l / (d^2 + r^2) for a point light, n.l for a directional
+    one)."""
     lifted = points + normals * _BIAS
-    for light, kind in enumerate(kinds):
-        if kind == _DIRECTIONAL:
-            to_light = np.broadcast_to(vectors[light], points.shape).astype(np.float32)
-            squared = np.ones(len(points), np.float32)
-            reach = np.full(len(points), _SUN_REACH, np.float32)
-            irradiance = np.maximum(np.einsum("ij,ij->i", normals, to_light), 0)
-        else:
-            to_light = (vectors[light] - lifted).astype(np.float32)
-            squared = np.einsum("ij,ij->i", to_light, to_light)
-            distance = np.sqrt(np.maximum(squared, 1e-12))
-            cosine = np.einsum("ij,ij->i", normals, to_light) / distance
-            irradiance = np.maximum(cosine, 0) / (squared + radii_squared[light])
-            reach = (1 - 2 * _BIAS / distance).astype(np.float32)
-        lit = irradiance > 0
-        blocked = trace_occlusion(scene.embree, lifted[lit].astype(np.float32), to_light[lit], reach[lit])
-        values = irradiance[lit]
-        values[blocked] = 0
-        out[light, lit] = values
-    return out
+    if kind == _DIRECTIONAL:
+        to_light = np.broadcast_to(np.asarray(vector, np.float32), points.shape)
+        irradiance = np.maximum(normals @ np.asarray(vector, np.float32), 0)
+        reach = np.full(len(points), _SUN_REACH, np.float32)
+    else:
+        to_light = (np.asarray(vector, np.float32) - lifted).astype(np.float32)
+        squared = np.einsum("ij,ij->i", to_light, to_light)
+        distance = np.sqrt(np.maximum(squared, 1e-12))
+        irradiance = np.maximum(np.einsum("ij,ij->i", normals, to_light) / distance, 0) / (squared + radius_squared)
+        reach = (1 - 2 * _BIAS / distance).astype(np.float32)
+    facing = np.flatnonzero(irradiance > 0)
+    blocked = trace_occlusion(scene.embree, np.ascontiguousarray(lifted[facing], np.float32),
+                              np.ascontiguousarray(to_light[facing], np.float32), reach[facing])
+    which = facing[~blocked]
+    return which, irradiance[which].astype(np.float32)
 
 
 def _project(radiance: np.ndarray, directions: np.ndarray, count: int, rays: int) -> np.ndarray:
-    """Ambient cubes (L + 1, probes, AXES, 3): (1 / pi) of the cosine-weighted integral of each probe's radiance
-    (L + 1, probes * rays, 3) towards each axis, as the Monte Carlo sum (4 / rays) sum L max(0, w.axis)."""
+    """Ambient cubes (probes, AXES, 3): (1 / pi) of the cosine-weighted integral of each probe's radiance
+    (probes * rays, 3) towards each axis, as the Monte Carlo sum (4 / rays) sum L max(0, w.axis)."""
     signed = np.concatenate([np.maximum(directions, 0), np.maximum(-directions, 0)], axis=1)[:, [0, 3, 1, 4, 2, 5]]
     weights = signed.reshape(count, rays, AXES).astype(np.float32) * np.float32(4.0 / rays)
-    return np.einsum("lpri,pra->lpai", radiance.reshape(len(radiance), count, rays, 3), weights).astype(np.float32)
+    return np.einsum("pri,pra->pai", radiance.reshape(count, rays, 3), weights).astype(np.float32)
 
 
 @njit(cache=True, nogil=True, inline="always")

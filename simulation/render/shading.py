@@ -83,16 +83,18 @@ def ggx_alpha(roughness: Sequence[float] | np.ndarray) -> np.ndarray:
 
 
 def mip_chain(texture: np.ndarray) -> list[np.ndarray]:
-    """The levels after the first of a linear texture (3, H, W): each the mean of 2 x 2 texels of the one before
-    (an odd last row or column joins the pair before it), down to 1 x 1."""
+    """The levels after the first of a linear texture (3, H, W), down to 1 x 1: each the mean of 2 x 2 texels of
+    the level before (an odd size first wraps around one more row or column, as the texture repeats; a size of 1
+    stays 1)."""
     levels, level = [], np.asarray(texture, np.float32)
     while level.shape[1] > 1 or level.shape[2] > 1:
-        height, width = max(level.shape[1] // 2, 1), max(level.shape[2] // 2, 1)
-        rows = np.array_split(np.arange(level.shape[1]), height)
-        columns = np.array_split(np.arange(level.shape[2]), width)
-        level = np.stack([np.stack([level[:, r][:, :, c].mean(axis=(1, 2)) for c in columns], axis=-1)
-                          for r in rows], axis=1).astype(np.float32)
-        levels.append(level)
+        for axis in (1, 2):
+            if level.shape[axis] > 1 and level.shape[axis] % 2:
+                level = np.concatenate([level, level.take([0], axis=axis)], axis=axis)
+        _, height, width = level.shape
+        fold_y, fold_x = min(height, 2), min(width, 2)
+        level = level.reshape(3, height // fold_y, fold_y, width // fold_x, fold_x).mean(axis=(2, 4), dtype=np.float32)
+        levels.append(np.ascontiguousarray(level))
     return levels
 
 
