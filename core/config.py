@@ -607,10 +607,14 @@ class CyclesConfig(Strict):
     """Blender Cycles path tracing on the CPU, when render.rgb is cycles (the `cycles` extra: bpy)."""
 
     samples: Annotated[int, Field(ge=1, le=65536)] = Field(
-        16, description="path-traced samples per pixel (the most, with adaptive sampling)")
+        8, description="path-traced samples per pixel (the most, with adaptive sampling)")
     adaptive_threshold: Annotated[float, Field(ge=0, le=1)] = Field(
-        0.05, description="adaptive sampling: a pixel stops taking samples once its estimated noise is below this "
-                          "(Cycles' noise threshold); 0: every pixel takes every sample")
+        0.01, description="adaptive sampling: past adaptive_min_samples, a pixel stops taking samples once its "
+                          "estimated noise is below this (Cycles' noise threshold; Cycles checks every 16 samples); "
+                          "0: every pixel takes every sample")
+    adaptive_min_samples: Annotated[int, Field(ge=0, le=65536)] = Field(
+        0, description="samples every pixel takes before adaptive sampling may stop it; 0: Cycles' choice, "
+                       "16 / adaptive_threshold^0.3 (64 at 0.01)")
     denoise: StrictBool = Field(True, description="OpenImageDenoise (bundled with Blender) on every frame, "
                                                   "guided by the albedo and normals")
     denoise_prefilter: Literal["none", "fast", "accurate"] = Field(

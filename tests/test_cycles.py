@@ -214,13 +214,14 @@ def test_textures_and_the_environment_image_look_as_in_the_ray_caster():
 
 def test_every_config_setting_reaches_blenders_scene(shadow_scene):
     scene = shadow_scene[0]
-    chosen = CyclesConfig(samples=5, adaptive_threshold=0.02, denoise=True, denoise_prefilter="accurate",
+    chosen = CyclesConfig(samples=5, adaptive_threshold=0.02, adaptive_min_samples=3, denoise_prefilter="accurate",
                           motion_blur=0.01, max_bounces=7, diffuse_bounces=2, glossy_bounces=1, light_tree=False)
     assert chosen.model_dump() != CyclesConfig().model_dump()
     settings = renderer_for(RenderConfig(rgb="cycles", cycles=chosen), scene, seed=3).settings
     assert {key: getattr(settings, key) for key in CyclesConfig.model_fields} == chosen.model_dump()
     cycles = bpy().context.scene.cycles
-    assert (cycles.samples, cycles.use_adaptive_sampling, cycles.adaptive_threshold) == (5, True, pytest.approx(0.02))
+    assert (cycles.samples, cycles.use_adaptive_sampling, cycles.adaptive_threshold, cycles.adaptive_min_samples) == (
+        5, True, pytest.approx(0.02), 3)
     assert (cycles.use_denoising, cycles.denoising_prefilter) == (True, "ACCURATE")
     assert (cycles.max_bounces, cycles.diffuse_bounces, cycles.glossy_bounces) == (7, 2, 1)
     assert not cycles.use_light_tree and bpy().context.scene.render.use_motion_blur

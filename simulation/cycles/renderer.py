@@ -52,6 +52,7 @@ class CyclesSettings:
 
     samples: int = _DEFAULTS.samples
     adaptive_threshold: float = _DEFAULTS.adaptive_threshold
+    adaptive_min_samples: int = _DEFAULTS.adaptive_min_samples
     denoise: bool = _DEFAULTS.denoise
     denoise_prefilter: str = _DEFAULTS.denoise_prefilter
     motion_blur: float = _DEFAULTS.motion_blur
@@ -65,8 +66,9 @@ class CyclesSettings:
     def __post_init__(self) -> None:
         if not 1 <= self.samples <= MAX_SAMPLES:
             raise InputError(f"must be in [1, {MAX_SAMPLES}], got {self.samples}", "cycles", "samples")
-        if min(self.max_bounces, self.diffuse_bounces, self.glossy_bounces) < 0 or self.threads < 1:
-            raise InputError("bounces must be >= 0 and threads >= 1", "cycles", "settings")
+        if min(self.max_bounces, self.diffuse_bounces, self.glossy_bounces, self.adaptive_min_samples) < 0 or \
+                self.threads < 1:
+            raise InputError("bounces and adaptive_min_samples must be >= 0 and threads >= 1", "cycles", "settings")
         if not self.motion_blur >= 0 or not 0 <= self.adaptive_threshold <= 1:
             raise InputError("motion_blur must be >= 0 and adaptive_threshold in [0, 1]", "cycles", "settings")
         if self.denoise_prefilter not in _PREFILTERS:
@@ -114,7 +116,7 @@ class CyclesRenderer:
         cycles.samples = settings.samples
         cycles.use_adaptive_sampling = settings.adaptive_threshold > 0
         cycles.adaptive_threshold = settings.adaptive_threshold
-        cycles.adaptive_min_samples = 0  # Cycles' own choice from the sample count
+        cycles.adaptive_min_samples = settings.adaptive_min_samples
         cycles.max_bounces = settings.max_bounces
         cycles.diffuse_bounces = settings.diffuse_bounces
         cycles.glossy_bounces = settings.glossy_bounces
