@@ -5,12 +5,13 @@ lights) is prepared once (cached under --out) and loaded into the embedded backe
 its start pose is rendered
 - by the ray caster: the full frame a run records (RGB with shadows, depth, ids, boxes with occlusion),
   the median of --frames renders after a warm-up one;
-- by Cycles at each of --samples samples per pixel with OpenImageDenoise, one frame each after a warm-up
-  frame at 1 sample (Cycles loads its kernels on the first render), on the render threads (GRADE_THREADS,
-  default 2). A `grade generate` frame with Cycles costs its Cycles time plus the ray caster's ground truth.
+- by Cycles at each of --samples samples per pixel with OpenImageDenoise (render.cycles' defaults otherwise),
+  one frame each after a warm-up frame at 1 sample (Cycles loads its kernels on the first render), on the
+  render threads (GRADE_THREADS, default 2). A `grade generate` frame with Cycles costs its Cycles time plus the ray caster's ground truth.
 Both are exposed the same way (the config's render.exposure). A side-by-side PNG (ray caster left, Cycles at
 the most samples right) and each Cycles frame go to --out. Times vary when other processes share the cores:
-the load average (1 min) is printed before and after each measurement.
+the load average (1 min) is printed before and after each measurement. benchmarks/realism.py measures what the
+frames are worth (FLIP against a converged reference).
 
     .venv/bin/python benchmarks/cycles_vs_raycast.py [--samples 16 64 256] [--frames 5] [--out runs/bench/cycles]
 

@@ -26,7 +26,7 @@ checks issue 33's Cycles target (the default settings within 0.02 FLIP of `cycle
 Writes per view a side-by-side PNG (ray caster | Cycles default | reference, as compared) to --out. Times
 vary when other processes share the cores: the load average (1 min) is printed with each measurement.
 
-    .venv/bin/python benchmarks/realism.py [--views lit_room dim_corner people house] [--samples 4 16 64]
+    .venv/bin/python benchmarks/realism.py [--views lit_room dim_corner people house] [--samples 4 16]
         [--reference-samples 1024] [--frames 3] [--out runs/bench/realism]
 """
 
@@ -346,7 +346,7 @@ def report(table: dict[str, list[Row]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--views", nargs="+", choices=[*DEMO_VIEWS, *HOUSE_VIEWS], default=[*DEMO_VIEWS, *HOUSE_VIEWS])
-    parser.add_argument("--samples", type=int, nargs="+", default=[4, 64], help="Cycles rows at today's settings")
+    parser.add_argument("--samples", type=int, nargs="+", default=[4, 16], help="Cycles rows at today's settings")
     parser.add_argument("--reference-samples", type=int, default=1024)
     parser.add_argument("--frames", type=int, default=3, help="ray-cast frames timed per view")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "realism")
