@@ -607,7 +607,7 @@ class CyclesConfig(Strict):
     """Blender Cycles path tracing on the CPU, when render.rgb is cycles (the `cycles` extra: bpy)."""
 
     samples: Annotated[int, Field(ge=1, le=65536)] = Field(
-        6, description="path-traced samples per pixel (the most, with adaptive sampling)")
+        7, description="path-traced samples per pixel (the most, with adaptive sampling)")
     adaptive_threshold: Annotated[float, Field(ge=0, le=1)] = Field(
         0.01, description="adaptive sampling: past adaptive_min_samples, a pixel stops taking samples once its "
                           "estimated noise is below this (Cycles' noise threshold; Cycles checks every 16 samples); "
