@@ -48,9 +48,9 @@ _POINT, _DIRECTIONAL = 0, 1
 class ProbeSettings:
     """How the probe grid is baked."""
 
-    spacing: float = 0.35  # m between probes (coarser where the grid would exceed max_probes)
-    rays: int = 96  # per probe
-    bounces: int = 2  # 1: light reflected once; each more lets the probes' own indirect light bounce again
+    spacing: float = 0.25  # m between probes (coarser where the grid would exceed max_probes)
+    rays: int = 128  # per probe
+    bounces: int = 3  # 1: light reflected once; each more lets the probes' own indirect light bounce again
     max_probes: int = 40_000
 
 
@@ -142,6 +142,17 @@ def sphere_directions(count: int, turn: float = 0.0) -> np.ndarray:
     return np.stack([ring * np.cos(phi), ring * np.sin(phi), z], axis=1)
 
 
+def probe_directions(count: int, rays: int) -> np.ndarray:
+    """The rays' directions (count * rays, 3) float32 of `count` probes: sphere_directions turned by the golden
+    angle from probe to probe."""
+    base = sphere_directions(rays)
+    turn = _GOLDEN_ANGLE * np.arange(count)[:, None]
+    cos, sin = np.cos(turn), np.sin(turn)
+    x, y = base[:, 0] * cos - base[:, 1] * sin, base[:, 0] * sin + base[:, 1] * cos
+    z = np.broadcast_to(base[:, 2], x.shape)
+    return np.stack([x, y, z], axis=-1).reshape(-1, 3).astype(np.float32)
+
+
 def grid_shape(low: np.ndarray, high: np.ndarray, settings: ProbeSettings) -> tuple[np.ndarray, float, tuple]:
     """First probe, spacing and (nx, ny, nz) of the grid over the box low..high: cell centres `spacing` apart,
     the spacing grown until at most max_probes fit."""
@@ -170,7 +181,7 @@ def bake(static: StaticScene, kinds: np.ndarray, vectors: np.ndarray, radii_squa
     scene.commit()
     probes = _probe_positions(origin, spacing, shape)
     count, rays = len(probes), settings.rays
-    directions = np.concatenate([sphere_directions(rays, _GOLDEN_ANGLE * p) for p in range(count)]).astype(np.float32)
+    directions = probe_directions(count, rays)
     origins = np.repeat(probes.astype(np.float32), rays, axis=0)
     hits = intersect(scene.embree, origins, directions, np.full(len(directions), np.inf, np.float32))
     hit = np.isfinite(hits.t)
@@ -241,12 +252,20 @@ def _direct(scene: SharedScene, points: np.ndarray, normals: np.ndarray, kind: i
     return which, irradiance[which].astype(np.float32)
 
 
-def _project(radiance: np.ndarray, directions: np.ndarray, count: int, rays: int) -> np.ndarray:
+@njit(cache=True, nogil=True)
+def _project(radiance, directions, count, rays):
     """Ambient cubes (probes, AXES, 3): (1 / pi) of the cosine-weighted integral of each probe's radiance
     (probes * rays, 3) towards each axis, as the Monte Carlo sum (4 / rays) sum L max(0, w.axis)."""
-    signed = np.concatenate([np.maximum(directions, 0), np.maximum(-directions, 0)], axis=1)[:, [0, 3, 1, 4, 2, 5]]
-    weights = signed.reshape(count, rays, AXES).astype(np.float32) * np.float32(4.0 / rays)
-    return np.einsum("pri,pra->pai", radiance.reshape(count, rays, 3), weights).astype(np.float32)
+    out = np.zeros((count, AXES, 3), np.float32)
+    scale = np.float32(4.0 / rays)
+    for probe in range(count):
+        for ray in range(probe * rays, (probe + 1) * rays):
+            for axis in range(3):
+                w = directions[ray, axis]
+                side = 2 * axis if w > 0 else 2 * axis + 1
+                for c in range(3):
+                    out[probe, side, c] += radiance[ray, c] * abs(w) * scale
+    return out
 
 
 @njit(cache=True, nogil=True, inline="always")

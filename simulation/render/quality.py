@@ -33,7 +33,7 @@ class ShadingQuality:
 PRESETS = {
     "fast": ShadingQuality(),
     "default": ShadingQuality(shadow_samples=2, ggx=True, probes=ProbeSettings(), mipmaps=True),
-    "high": ShadingQuality(shadow_samples=16, ggx=True, probes=ProbeSettings(spacing=0.25, rays=192, bounces=3),
+    "high": ShadingQuality(shadow_samples=16, ggx=True, probes=ProbeSettings(spacing=0.2, rays=192, bounces=4),
                            mipmaps=True),
 }
 
