@@ -16,8 +16,8 @@ and compared with the reference: Cycles at --reference-samples samples (no adapt
 every kind, denoised with prefiltered guides) at 320x240, cached under --out/reference keyed by a hash of the
 scene, the view and those settings, so later runs reuse it. 1024 samples take 7-12 minutes per view on 2 busy
 cores; on the lit room a 256-sample reference is 0.028 FLIP from the 1024-sample one, so the reference's own
-noise adds roughly 0.01 to every row alike (4096 samples would take four times as long). Every image is exposed the same way (the
-camera's auto exposure and filmic curve, simulation.cycles.expose for Cycles' linear colour, metered on the
+noise adds roughly 0.01 to every row alike (4096 samples would take four times as long). Every image is
+exposed the same way (the camera's auto exposure and filmic curve, simulation.cycles.expose for Cycles' linear colour, metered on the
 image itself); 640x480 frames are compared area-downsampled to 320x240 (the mean of 2x2 pixels in linear
 light, re-encoded to sRGB). FLIP is the LDR FLIP of the sRGB images (0: identical, 1: most different) at its
 default 67 pixels per degree.
@@ -356,8 +356,8 @@ def report(table: dict[str, list[Row]]) -> None:
         return
     (old, _), (fast, seconds) = means["cycles 64 old"], means["cycles default"]
     met = fast <= old + TARGET_FLIP and seconds <= TARGET_SECONDS
-    print(f"\nCycles target (issue 33): default settings {fast:.4f} FLIP in {seconds:.2f} s against the old 64 samples' "
-          f"{old:.4f}: {'met' if met else 'NOT met'} (within {TARGET_FLIP} in <= {TARGET_SECONDS:.0f} s; times on "
+    print(f"\nCycles target (issue 33): default settings {fast:.4f} FLIP in {seconds:.2f} s against the old 64 "
+          f"samples' {old:.4f}: {'met' if met else 'NOT met'} (within {TARGET_FLIP} in <= {TARGET_SECONDS:.0f} s; times on "
           f"cores shared with other processes read high)")
 
 

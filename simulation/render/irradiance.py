@@ -42,6 +42,10 @@ _GOLDEN_ANGLE = math.pi * (3.0 - math.sqrt(5.0))
 _BIAS = np.float32(1e-3)  # m: shadow rays from a hit start this far off its surface
 _SUN_REACH = np.float32(1e9)
 _POINT, _DIRECTIONAL = 0, 1
+# Blending: a probe more than this share of the spacing behind the surface's tangent plane is left out, and a probe
+# kept weighs at least _MIN_WEIGHT (of the trilinear weights' sum of 1).
+_BEHIND = 0.1
+_MIN_WEIGHT = 1e-4
 
 
 @dataclass(frozen=True)
@@ -132,13 +136,12 @@ def mean_albedo(base_color: np.ndarray, texture_index: np.ndarray, texels: np.nd
     return out
 
 
-def sphere_directions(count: int, turn: float = 0.0) -> np.ndarray:
-    """`count` unit vectors (count, 3) of a Fibonacci sphere, turned by `turn` radians about z: equal areas, low
-    discrepancy."""
+def sphere_directions(count: int) -> np.ndarray:
+    """`count` unit vectors (count, 3) of a Fibonacci sphere: equal areas, low discrepancy."""
     k = np.arange(count) + 0.5
     z = 1.0 - 2.0 * k / count
     ring = np.sqrt(np.maximum(1.0 - z * z, 0.0))
-    phi = _GOLDEN_ANGLE * k + turn
+    phi = _GOLDEN_ANGLE * k
     return np.stack([ring * np.cos(phi), ring * np.sin(phi), z], axis=1)
 
 
@@ -290,10 +293,10 @@ def irradiance_at(cubes, valid, origin, spacing, p0, p1, p2, n0, n1, n2):
             continue
         # Behind the surface: the probe may be on the far side of a wall or floor.
         qx, qy, qz = origin[0] + cx * spacing - p0, origin[1] + cy * spacing - p1, origin[2] + cz * spacing - p2
-        if qx * n0 + qy * n1 + qz * n2 < -0.1 * spacing:
+        if qx * n0 + qy * n1 + qz * n2 < -_BEHIND * spacing:
             continue
         w = (fx if corner & 1 else 1.0 - fx) * (fy if corner & 2 else 1.0 - fy) * (fz if corner & 4 else 1.0 - fz)
-        w = max(w, 1e-4)  # a probe on the right side counts even where trilinear weights vanish
+        w = max(w, _MIN_WEIGHT)  # a probe on the right side counts even where its trilinear weight vanishes
         total += w
         for c in range(3):
             value = wx * cubes[cx, cy, cz, ax, c] + wy * cubes[cx, cy, cz, ay, c] + wz * cubes[cx, cy, cz, az, c]

@@ -1,6 +1,7 @@
 """RGB: albedo (base colours, textures), ambient (or the irradiance probes' indirect light) plus Lambert and
-Blinn-Phong or GGX per light (point or directional), hard or soft shadows from shadow rays (quality.py), the background of rays that hit nothing, supersample averaging; linear colour, which
-the renderer exposes, tone maps and sRGB-encodes (exposure.py).
+Blinn-Phong or GGX per light (point or directional), hard or soft shadows from shadow rays (quality.py), the
+background of rays that hit nothing, supersample averaging; linear colour, which the renderer exposes, tone maps and
+sRGB-encodes (exposure.py).
 
 The per-point work, shadow rays included, is one compiled loop per tile (shade_kernels.shade), run in the calling
 thread.

@@ -99,7 +99,8 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
     ray_count = np.empty(GROUP, np.int64)  # each point's shadow rays towards the light at hand
     has_indirect = indirect.shape[1] > 0
     # The lights' sums per channel, in arrays of their own: as (3, GROUP) rows they measured ~8% slower.
-    diffuse_r, diffuse_g, diffuse_b = np.empty(GROUP, np.float32), np.empty(GROUP, np.float32), np.empty(GROUP, np.float32)
+    diffuse_r, diffuse_g, diffuse_b = (np.empty(GROUP, np.float32), np.empty(GROUP, np.float32),
+                                       np.empty(GROUP, np.float32))
     specular_r, specular_g, specular_b = (np.empty(GROUP, np.float32), np.empty(GROUP, np.float32),
                                           np.empty(GROUP, np.float32))
     albedo = np.empty((3, GROUP), np.float32)
@@ -129,7 +130,8 @@ def shade(out, components, offset, eye, rays, complete, t, normals, mesh, prim, 
             point_exponent[k], point_scale[k] = exponent[m], lobe_scale[m]
             if ggx:
                 point_alpha[k] = alpha[m]
-            phase[k] = _pattern_phase(r)
+            if shadow_samples > 1:
+                phase[k] = _pattern_phase(r)
             if not dielectric_only:
                 point_metallic[k] = metallic[m]
             diffuse_r[k], diffuse_g[k], diffuse_b[k] = _F0, _F0, _F0
