@@ -1,0 +1,49 @@
+"""mkdocs hook: the command-line reference, rendered from the `grade` typer app itself.
+
+A page holding the marker below gets, in its place, every command's `--help` as `grade COMMAND --help` prints
+it, in the order `grade --help` lists them, so the reference cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import click
+import typer.main
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+
+MARKER = "<!-- grade-cli-reference -->"
+PROG = "grade"
+# A fixed terminal: the same page on every machine, lines as wide as the site's code blocks.
+HELP_ENV = {"COLUMNS": "110", "NO_COLOR": "1", "TERM": "dumb"}
+
+
+def _command_paths(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The path of this command and of every subcommand below it, depth first, in their listed order."""
+    paths = [path]
+    if isinstance(command, click.Group):
+        context = click.Context(command, info_name=PROG)
+        for name in command.list_commands(context):
+            paths += _command_paths(command.get_command(context, name), (*path, name))
+    return paths
+
+
+def _help_text(path: tuple[str, ...]) -> str:
+    result = CliRunner().invoke(app, [*path, "--help"], prog_name=PROG, env=HELP_ENV)
+    if result.exit_code != 0:
+        raise RuntimeError(f"`{PROG} {' '.join(path)} --help` exited {result.exit_code}: {result.output}")
+    return result.output.rstrip()
+
+
+def cli_reference() -> str:
+    """Markdown: a section per command with its help text."""
+    sections = []
+    for path in _command_paths(typer.main.get_command(app)):
+        title = " ".join((PROG, *path))
+        level = "#" * min(2 + len(path), 4) if path else "##"
+        sections.append(f"{level} `{title}`\n\n```text\n{_help_text(path)}\n```\n")
+    return "\n".join(sections)
+
+
+def on_page_markdown(markdown: str, **_: object) -> str:
+    return markdown.replace(MARKER, cli_reference()) if MARKER in markdown else markdown
