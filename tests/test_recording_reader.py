@@ -1,5 +1,6 @@
 """core.recording.Recording on a real short run made by `grade generate`, checked against the files read
-independently (json, numpy, OpenCV, run.json's counts), plus the README's example run as written."""
+independently (json, numpy, OpenCV, run.json's counts), plus the documented example (docs/guides/recording.md)
+run as written."""
 
 from __future__ import annotations
 
@@ -131,10 +132,10 @@ def test_incomplete_run_is_refused_unless_allowed(run, tmp_path):
         Recording.open(copy)
 
 
-def test_readme_example_runs(run, tmp_path):
-    """The README's example, as a user would run it (a script of its own), on this run."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("#### Reading a recording in Python", 1)[1]
+def test_documented_example_runs(run, tmp_path):
+    """The documented example (docs/guides/recording.md), as a user would run it (a script of its own), on this run."""
+    guide = (ROOT / "docs" / "guides" / "recording.md").read_text()
+    section = guide.split("## Reading a recording in Python", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.DOTALL)[1]
     assert '"runs/demo"' in code
     script = tmp_path / "example.py"
