@@ -1,9 +1,5 @@
-"""Animated asset packages: skinning in numpy, the swept-volume trace, writing and loading.
-
-`animation.npz` holds everything needed to pose the asset without USD: the skeleton
-(joint names, parents, bind transforms), per-frame local rotations/translations, joint world
-positions, root trajectory, and each mesh's skinning data or point cache. The simulation poses
-humans from it; `asset.usdc` carries the same animation as UsdSkel for Isaac Sim.
+"""Writing animated asset packages: the animation checked, its swept-volume trace, `asset.usdc` (UsdSkel,
+for Isaac Sim) and `animation.npz` (core.assets.animation, which the simulation poses humans from).
 """
 
 from __future__ import annotations
@@ -15,38 +11,18 @@ import numpy as np
 import trimesh
 
 from asset_converters.package import CONVERTER_VERSION, write_package
-from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
 from asset_converters.usd_io import add_skel_animation, create_stage
+from core.assets.animation import save_animation
+from core.assets.layout import PACKAGE_STAGE, TRACE_FILE
+from core.assets.parts import Animation
+from core.assets.skinning import joint_world_transforms, posed_meshes
 from core.errors import InputError
 from core.formats.asset_meta import AnimationInfo, AssetMeta, SourceInfo
-from core.formats.manifest import StageStatus, stage_status
-from core.geometry import forward_kinematics
-from core.rundir import load_npz_checked
 
 # Hulls thinner than this (a few vertices in a plane) add nothing to the trace but slivers.
 MIN_HULL_VOLUME = 1e-9  # m^3
 # The trace is simplified to this tolerance: posed vertices may lie up to this far outside it.
 TRACE_TOLERANCE = 0.002  # m
-
-
-def joint_world_transforms(anim: Animation) -> np.ndarray:
-    """(N, J, 4, 4) world transforms of every joint in every frame."""
-    return forward_kinematics(anim.parents, anim.local_rotations, anim.local_translations)
-
-
-def skin_vertices(mesh: SkinnedMesh, joint_world: np.ndarray, bind_world: np.ndarray) -> np.ndarray:
-    """Linear blend skinning of one frame: v' = sum_k w_k G_jk inv(B_jk) v."""
-    skinning = joint_world @ np.linalg.inv(bind_world)  # (J, 4, 4)
-    per_vertex = np.einsum("vk,vkij->vij", mesh.joint_weights, skinning[mesh.joint_indices])
-    return np.einsum("vij,vj->vi", per_vertex[:, :3, :3], mesh.rest_vertices) + per_vertex[:, :3, 3]
-
-
-def posed_meshes(anim: Animation, frame: int, world: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(vertices, faces) of every mesh of the animation at `frame`."""
-    world = joint_world_transforms(anim) if world is None else world
-    out = [(skin_vertices(m, world[frame], anim.bind_world), m.faces) for m in anim.skinned]
-    out += [(c.points[frame], c.faces) for c in anim.point_caches]
-    return out
 
 
 def _vertex_groups(anim: Animation, world: np.ndarray) -> list[tuple[int, np.ndarray]]:
@@ -123,14 +99,14 @@ def write_animated_package(anim: Animation, out: str | Path, source: SourceInfo,
     validate_animation(anim)
 
     def build(folder: Path) -> AssetMeta:
-        stage = create_stage(folder / "asset.usdc", anim.fps, anim.frame_count)
+        stage = create_stage(folder / PACKAGE_STAGE, anim.fps, anim.frame_count)
         root = add_skel_animation(stage, anim, folder, bake_points=representation == "points")
         stage.GetRootLayer().Save()
         world = joint_world_transforms(anim)
         lowest = min(v[:, 2].min() for f in range(anim.frame_count) for v, _ in posed_meshes(anim, f, world))
         trace = swept_trace(anim, trace_window)
-        trace.export(folder / "trace.stl")
-        save_animation_npz(folder / "animation.npz", anim, world)
+        trace.export(folder / TRACE_FILE)
+        save_animation(folder, anim, world)
         return AssetMeta(
             id=out.name, kind="animated", converter=source.dataset, converter_version=CONVERTER_VERSION,
             source=source, semantic_labels={root: anim.semantic_label},
@@ -145,65 +121,3 @@ def write_animated_package(anim: Animation, out: str | Path, source: SourceInfo,
 
     out = Path(out)
     return write_package(out, input_hash, build)
-
-
-def save_animation_npz(path: Path, anim: Animation, world: np.ndarray) -> None:
-    arrays: dict[str, np.ndarray] = {
-        "fps": np.array(anim.fps),
-        "joint_names": np.array(anim.joint_names),
-        "parents": anim.parents.astype(np.int32),
-        "bind_world": anim.bind_world.astype(np.float64),
-        "local_rotations": anim.local_rotations.astype(np.float64),
-        "local_translations": anim.local_translations.astype(np.float64),
-        "joint_positions": world[:, :, :3, 3].astype(np.float32),
-        "root_trajectory": world[:, 0, :3, 3].astype(np.float64),
-        "semantic_label": np.array(anim.semantic_label),
-        "skinned_names": np.array([m.name for m in anim.skinned]),
-        "cache_names": np.array([c.name for c in anim.point_caches]),
-    }
-    for i, m in enumerate(anim.skinned):
-        arrays |= {f"skinned{i}_rest_vertices": m.rest_vertices, f"skinned{i}_faces": m.faces.astype(np.int32),
-                   f"skinned{i}_joint_indices": m.joint_indices.astype(np.int32),
-                   f"skinned{i}_joint_weights": m.joint_weights.astype(np.float32),
-                   f"skinned{i}_color": np.array(m.material.base_color)}
-        if m.uvs is not None:
-            arrays[f"skinned{i}_uvs"] = m.uvs.astype(np.float32)
-    for i, c in enumerate(anim.point_caches):
-        arrays |= {f"cache{i}_points": c.points.astype(np.float32), f"cache{i}_faces": c.faces.astype(np.int32),
-                   f"cache{i}_color": np.array(c.material.base_color)}
-        if c.uvs is not None:
-            arrays[f"cache{i}_uvs"] = c.uvs.astype(np.float32)
-    with open(path, "wb") as handle:
-        np.savez_compressed(handle, **arrays)
-
-
-def load_animation(package: str | Path) -> Animation:
-    """The Animation stored in a complete animated package (textures are referenced, not loaded)."""
-    package = Path(package)
-    if stage_status(package) is not StageStatus.COMPLETE:
-        raise InputError("not a complete asset package; convert it again", package)
-    data = load_npz_checked(package / "animation.npz", ["fps", "joint_names", "parents", "bind_world",
-                                                        "local_rotations", "local_translations"])
-    textures = sorted((package / "textures").glob("*")) if (package / "textures").is_dir() else []
-
-    def material(prefix: str, name: str) -> Material:
-        match = [t for t in textures if t.stem == name]
-        return Material(name, tuple(data[f"{prefix}_color"].tolist()), match[0] if match else None)
-
-    skinned = [
-        SkinnedMesh(str(name), data[f"skinned{i}_rest_vertices"], data[f"skinned{i}_faces"],
-                    data[f"skinned{i}_joint_indices"], data[f"skinned{i}_joint_weights"],
-                    material(f"skinned{i}", str(name)), data.get(f"skinned{i}_uvs"))
-        for i, name in enumerate(data["skinned_names"])
-    ]
-    caches = [
-        PointCacheMesh(str(name), data[f"cache{i}_points"], data[f"cache{i}_faces"],
-                       material(f"cache{i}", str(name)), data.get(f"cache{i}_uvs"))
-        for i, name in enumerate(data["cache_names"])
-    ]
-    return Animation(
-        name=package.name, fps=float(data["fps"]), joint_names=[str(n) for n in data["joint_names"]],
-        parents=data["parents"].astype(np.int64), bind_world=data["bind_world"],
-        local_rotations=data["local_rotations"], local_translations=data["local_translations"],
-        skinned=skinned, point_caches=caches, semantic_label=str(data["semantic_label"]),
-    )

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import trimesh
 
-from asset_converters.parts import Material
 from asset_converters.procedural.shapes import triplanar
 from asset_converters.procedural.textures import Color, make_texture, ramp_color, save_png
+from core.assets.parts import Material
 from core.formats.class_map import DEFAULT_CLASS_MAP, ClassMap
 
 RAMP_JITTER = 0.08  # per-channel deviation from a class's colour ramp

@@ -16,14 +16,15 @@ import shapely
 import trimesh
 from shapely.geometry import mapping
 
-from asset_converters.ground import Ground
 from asset_converters.package import CONVERTER_VERSION, write_package
-from asset_converters.parts import DistantLight, Light, SceneMesh
 from asset_converters.usd_io import add_light, add_material, add_mesh, create_stage
+from core.assets.ground import Ground
+from core.assets.layout import COLLISION_FILE, OCCUPANCY_FILE, PACKAGE_ROOT, PACKAGE_STAGE
+from core.assets.parts import DistantLight, Light, SceneMesh
 from core.errors import InputError
 from core.formats.asset_meta import AssetMeta, EnvironmentInfo, SourceInfo, TerrainInfo
-from core.formats.occupancy import LEGEND, OCCUPANCY_FILE, save_occupancy
-from core.formats.scene_layout import PACKAGE_ROOT, prim_name
+from core.formats.occupancy import LEGEND, save_occupancy
+from core.formats.scene_layout import prim_name
 
 OCCUPANCY_RESOLUTION = 0.05  # m, 2D map cell
 VOXEL_SIZE = 0.1  # m, 3D grid cell
@@ -155,7 +156,7 @@ def write_environment_package(meshes: list[SceneMesh], lights: list[Light | Dist
         ground = Ground(floor_vertices, np.concatenate([m.faces + o for m, o in zip(grounds, offsets)]))
 
     def build(folder: Path) -> AssetMeta:
-        stage = create_stage(folder / "asset.usdc")
+        stage = create_stage(folder / PACKAGE_STAGE)
         labels, used, paths = {}, set(), []
         for mesh in meshes:
             name = prim_name(mesh.name)
@@ -172,7 +173,7 @@ def write_environment_package(meshes: list[SceneMesh], lights: list[Light | Dist
             add_light(stage, light)
         stage.GetRootLayer().Save()
         combined = trimesh.util.concatenate([trimesh.Trimesh(m.vertices, m.faces, process=False) for m in meshes])
-        combined.export(folder / "collision.stl")
+        combined.export(folder / COLLISION_FILE)
         grids = occupancy(meshes, polygon, floor_height, ground=ground)
         save_occupancy(folder / OCCUPANCY_FILE, grids)
         if write_extra is not None:

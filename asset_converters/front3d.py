@@ -47,7 +47,7 @@ from asset_converters.front3d_labels import (
     semantics_document,
 )
 from asset_converters.front3d_lights import DEFAULT_LIGHT_INTENSITY, RoomPieces, is_lamp, room_lights
-from asset_converters.parts import Light, Material, SceneMesh
+from core.assets.parts import Light, Material, SceneMesh
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo
 from core.geometry import Y_UP_TO_Z_UP

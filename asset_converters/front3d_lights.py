@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import shapely
 
-from asset_converters.parts import Light, SceneMesh
+from core.assets.parts import Light, SceneMesh
 from core.config import FRONT3D_LIGHT_INTENSITY
 from core.formats.class_map import DEFAULT_CLASS_MAP
 

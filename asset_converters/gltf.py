@@ -42,7 +42,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from asset_converters.animated import write_animated_package
-from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
+from core.assets.parts import Animation, Material, PointCacheMesh, SkinnedMesh
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo
 from core.formats.scene_layout import prim_name

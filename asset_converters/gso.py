@@ -30,7 +30,7 @@ import numpy as np
 from asset_converters.batch import Job, hash_inputs
 from asset_converters.mesh import label_from_name, load_static_meshes
 from asset_converters.objects import write_object_package
-from asset_converters.parts import SceneMesh
+from core.assets.parts import SceneMesh
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo
 from core.progress import get_logger

@@ -33,7 +33,7 @@ from asset_converters import gltf
 from asset_converters.batch import Job, hash_inputs
 from asset_converters.environment import write_environment_package
 from asset_converters.objects import write_object_package
-from asset_converters.parts import Material, SceneMesh
+from core.assets.parts import Material, SceneMesh
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo
 from core.formats.scene_layout import prim_name

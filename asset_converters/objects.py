@@ -9,11 +9,12 @@ import trimesh
 
 from asset_converters.environment import validate_meshes
 from asset_converters.package import CONVERTER_VERSION, write_package
-from asset_converters.parts import SceneMesh
 from asset_converters.usd_io import add_material, add_mesh, create_stage, set_semantic_label
+from core.assets.layout import COLLISION_FILE, PACKAGE_ROOT, PACKAGE_STAGE
+from core.assets.parts import SceneMesh
 from core.errors import InputError
 from core.formats.asset_meta import AssetMeta, ObjectInfo, SourceInfo
-from core.formats.scene_layout import PACKAGE_ROOT, prim_name
+from core.formats.scene_layout import prim_name
 
 
 def write_object_package(meshes: list[SceneMesh], label: str, out: str | Path, source: SourceInfo,
@@ -27,7 +28,7 @@ def write_object_package(meshes: list[SceneMesh], label: str, out: str | Path, s
         raise InputError("degenerate mesh: its convex hull has no volume", f"object {out.name!r}", "vertices")
 
     def build(folder: Path) -> AssetMeta:
-        stage = create_stage(folder / "asset.usdc")
+        stage = create_stage(folder / PACKAGE_STAGE)
         set_semantic_label(stage.GetPrimAtPath(PACKAGE_ROOT), label)
         labels = {PACKAGE_ROOT: label}
         for mesh in meshes:
@@ -36,7 +37,7 @@ def write_object_package(meshes: list[SceneMesh], label: str, out: str | Path, s
             add_mesh(stage, path, mesh.vertices, mesh.faces, mesh.uvs, material, label)
             labels[path] = label
         stage.GetRootLayer().Save()
-        hull.export(folder / "collision.stl")
+        hull.export(folder / COLLISION_FILE)
         lo, hi = vertices.min(axis=0), vertices.max(axis=0)
         return AssetMeta(
             id=out.name, kind="object", converter=source.dataset, converter_version=CONVERTER_VERSION,

@@ -1,23 +1,26 @@
-"""Writing and reading the USD side of asset packages with usd-core (pxr).
+"""Writing the USD side of asset packages with usd-core (pxr).
 
 Stages are Z-up with metersPerUnit = 1 and a default prim `/asset`, so a scene can reference a
 package without knowing its internals. Semantic labels are written both as Isaac Sim's
 `semantics:labels:class` (UsdSemantics.LabelsAPI) and the legacy `semantic:Semantics:params:*`
-attributes, so Replicator annotators see them in either Isaac Sim generation.
+attributes, so Replicator annotators see them in either Isaac Sim generation. Reading a stage back is
+core.assets.usd_read.
 """
 
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdLux, UsdShade, UsdSkel, Vt
 
-from asset_converters.parts import Animation, DistantLight, Light, Material
+from core.assets.layout import PACKAGE_ROOT, TEXTURES_DIR
+from core.assets.parts import Animation, DistantLight, Light, Material
+from core.assets.skinning import joint_world_transforms, skin_vertices
+from core.assets.usd_read import LABEL_ATTR, LEGACY_LABEL_ATTR
 from core.errors import InputError
-from core.formats.scene_layout import PACKAGE_ROOT, prim_name
+from core.formats.scene_layout import prim_name
 
 
 def create_stage(path: str | Path, fps: float | None = None, frame_count: int | None = None) -> Usd.Stage:
@@ -35,22 +38,9 @@ def create_stage(path: str | Path, fps: float | None = None, frame_count: int | 
 
 
 def set_semantic_label(prim: Usd.Prim, label: str) -> None:
-    prim.CreateAttribute("semantics:labels:class", Sdf.ValueTypeNames.TokenArray).Set([label])
+    prim.CreateAttribute(LABEL_ATTR, Sdf.ValueTypeNames.TokenArray).Set([label])
     prim.CreateAttribute("semantic:Semantics:params:semanticType", Sdf.ValueTypeNames.String).Set("class")
-    prim.CreateAttribute("semantic:Semantics:params:semanticData", Sdf.ValueTypeNames.String).Set(label)
-
-
-def get_semantic_label(prim: Usd.Prim) -> str | None:
-    """The nearest semantic label on the prim or its ancestors."""
-    while prim and prim.IsValid():
-        attr = prim.GetAttribute("semantics:labels:class")
-        if attr and attr.HasAuthoredValue() and len(attr.Get()):
-            return str(attr.Get()[0])
-        legacy = prim.GetAttribute("semantic:Semantics:params:semanticData")
-        if legacy and legacy.HasAuthoredValue():
-            return str(legacy.Get())
-        prim = prim.GetParent()
-    return None
+    prim.CreateAttribute(LEGACY_LABEL_ATTR, Sdf.ValueTypeNames.String).Set(label)
 
 
 def add_material(stage: Usd.Stage, material: Material, package_dir: Path) -> UsdShade.Material:
@@ -70,7 +60,7 @@ def add_material(stage: Usd.Stage, material: Material, package_dir: Path) -> Usd
         source = Path(material.texture)
         if not source.is_file():
             raise InputError("texture file not found", source)
-        textures = package_dir / "textures"
+        textures = package_dir / TEXTURES_DIR
         textures.mkdir(exist_ok=True)
         target = textures / f"{prim_name(material.name)}{source.suffix.lower()}"
         shutil.copyfile(source, target)
@@ -79,7 +69,7 @@ def add_material(stage: Usd.Stage, material: Material, package_dir: Path) -> Usd
         reader.CreateInput("varname", Sdf.ValueTypeNames.Token).Set("st")
         tex = UsdShade.Shader.Define(stage, f"{path}/texture")
         tex.CreateIdAttr("UsdUVTexture")
-        tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(f"./textures/{target.name}")
+        tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(f"./{TEXTURES_DIR}/{target.name}")
         tex.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(reader.ConnectableAPI(), "result")
         tex.CreateInput("wrapS", Sdf.ValueTypeNames.Token).Set("repeat")
         tex.CreateInput("wrapT", Sdf.ValueTypeNames.Token).Set("repeat")
@@ -155,8 +145,6 @@ def add_skel_animation(stage: Usd.Stage, anim: Animation, package_dir: Path, bak
     binding), for consumers that do not evaluate UsdSkel. Point caches are always time-sampled.
     Returns the SkelRoot path.
     """
-    from asset_converters.animated import joint_world_transforms, skin_vertices
-
     root_path = f"{PACKAGE_ROOT}/{prim_name(anim.name)}"
     skel_root = UsdSkel.Root.Define(stage, root_path)
     set_semantic_label(skel_root.GetPrim(), anim.semantic_label)
@@ -211,107 +199,3 @@ def _add_points_mesh(stage: Usd.Stage, path: str, frames: np.ndarray, faces: np.
     lo, hi = frames.reshape(-1, 3).min(axis=0), frames.reshape(-1, 3).max(axis=0)
     mesh.GetExtentAttr().Set([Gf.Vec3f(*lo.tolist()), Gf.Vec3f(*hi.tolist())])
     return mesh
-
-
-# ---------------------------------------------------------------- reading
-
-
-@dataclass
-class StageMesh:
-    """A triangle mesh read back from a stage, in the stage's world frame."""
-
-    prim_path: str
-    vertices: np.ndarray
-    faces: np.ndarray
-    uvs: np.ndarray | None
-    base_color: tuple[float, float, float]
-    texture: Path | None
-    roughness: float
-    semantic_label: str | None
-
-
-def _material_of(prim: Usd.Prim, layer_dir: Path) -> tuple[tuple[float, float, float], Path | None, float]:
-    material, _ = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial()
-    color, texture, roughness = (0.7, 0.7, 0.7), None, 0.6
-    if not material:
-        return color, texture, roughness
-    shader = material.ComputeSurfaceSource()[0]
-    if not shader:
-        return color, texture, roughness
-    if (r := shader.GetInput("roughness")) and r.Get() is not None:
-        roughness = float(r.Get())
-    diffuse = shader.GetInput("diffuseColor")
-    if diffuse:
-        if diffuse.HasConnectedSource():
-            source = diffuse.GetConnectedSources()[0][0].source
-            tex = UsdShade.Shader(source.GetPrim()).GetInput("file")
-            if tex and tex.Get() is not None:
-                asset = tex.Get()
-                resolved = asset.resolvedPath or str(layer_dir / asset.path)
-                texture = Path(resolved)
-        elif diffuse.Get() is not None:
-            color = tuple(float(c) for c in diffuse.Get())
-    return color, texture, roughness
-
-
-def triangulate(counts: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """Fan-triangulate polygons given USD faceVertexCounts and faceVertexIndices."""
-    counts = np.asarray(counts, dtype=np.int64)
-    indices = np.asarray(indices, dtype=np.int64)
-    if np.all(counts == 3):
-        return indices.reshape(-1, 3)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    tris = [(indices[s], indices[s + i], indices[s + i + 1]) for s, c in zip(starts, counts) for i in range(1, c - 1)]
-    return np.array(tris, dtype=np.int64).reshape(-1, 3)
-
-
-def read_meshes(path: str | Path, time: float | None = None) -> list[StageMesh]:
-    """Every Mesh prim of a stage as world-space triangles with material and label.
-
-    Skinned meshes are returned posed at `time` (UsdSkel evaluated); point caches at `time`.
-    """
-    path = Path(path)
-    stage = Usd.Stage.Open(str(path))
-    if stage is None:
-        raise InputError("cannot open USD stage", path)
-    code = Usd.TimeCode.Default() if time is None else Usd.TimeCode(time)
-    xform_cache = UsdGeom.XformCache(code)
-    skinned = skinned_points(stage, code)
-    meshes = []
-    for prim in stage.Traverse():
-        if not prim.IsA(UsdGeom.Mesh):
-            continue
-        mesh = UsdGeom.Mesh(prim)
-        prim_path = str(prim.GetPath())
-        if prim_path in skinned:
-            points = skinned[prim_path]  # UsdSkel gives skel-space points; SkelRoot xform applies below
-        else:
-            points = np.asarray(mesh.GetPointsAttr().Get(code), dtype=np.float64)
-        world = np.asarray(xform_cache.GetLocalToWorldTransform(prim), dtype=np.float64).T
-        points = points @ world[:3, :3].T + world[:3, 3]
-        faces = triangulate(mesh.GetFaceVertexCountsAttr().Get(), mesh.GetFaceVertexIndicesAttr().Get())
-        st = UsdGeom.PrimvarsAPI(prim).GetPrimvar("st")
-        uvs = np.asarray(st.Get(), dtype=np.float64) if st and st.HasValue() else None
-        color, texture, roughness = _material_of(prim, path.parent)
-        meshes.append(StageMesh(prim_path, points, faces, uvs, color, texture, roughness, get_semantic_label(prim)))
-    return meshes
-
-
-def skinned_points(stage: Usd.Stage, time: Usd.TimeCode) -> dict[str, np.ndarray]:
-    """UsdSkel-evaluated points (skeleton space) of every skinned mesh on the stage."""
-    cache = UsdSkel.Cache()
-    result = {}
-    for prim in stage.Traverse():
-        if not prim.IsA(UsdSkel.Root):
-            continue
-        root = UsdSkel.Root(prim)
-        cache.Populate(root, Usd.TraverseInstanceProxies())
-        for binding in cache.ComputeSkelBindings(root, Usd.TraverseInstanceProxies()):
-            query = cache.GetSkelQuery(binding.GetSkeleton())
-            transforms = query.ComputeSkinningTransforms(time)
-            for target in binding.GetSkinningTargets():
-                mesh = UsdGeom.Mesh(target.GetPrim())
-                points = mesh.GetPointsAttr().Get(time)
-                if target.ComputeSkinnedPoints(transforms, points, time):
-                    result[str(target.GetPrim().GetPath())] = np.asarray(points, dtype=np.float64)
-    return result

@@ -25,10 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
+from core.assets.layout import OCCUPANCY_FILE
 from core.config_io import load_experiment
-from core.formats.occupancy import OCCUPANCY_FILE, read_occupancy, read_voxels
+from core.formats.occupancy import read_occupancy, read_voxels
+from core.formats.placement import load_placement
 from pipeline.prepare import prepare
-from placement import load_placement
 from simulation.embedded import EmbeddedBackend
 from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, Explorer, ExplorerParams, Grid2D
 from simulation.exploration.metrics import box_overlap, coverage, reachable_free, robot_contacts

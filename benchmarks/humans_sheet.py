@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from asset_converters.animated import joint_world_transforms
 from asset_converters.batch import run_jobs
 from asset_converters.procedural import demo_jobs
+from core.assets.skinning import joint_world_transforms
 from core.config_io import load_experiment
 from pipeline.prepare import PROCEDURAL_HUMAN_VARIETY
 from simulation.embedded.actors import HumanModel

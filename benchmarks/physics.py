@@ -21,7 +21,9 @@ import mujoco
 import numpy as np
 import trimesh
 
-from asset_converters import SceneMesh, SourceInfo, write_environment_package
+from asset_converters.environment import write_environment_package
+from core.assets.parts import SceneMesh
+from core.formats.asset_meta import SourceInfo
 from simulation.physics import (
     EnvironmentCollision,
     PhysicsWorld,
@@ -30,7 +32,8 @@ from simulation.physics import (
     human_body,
     load_environment_collision,
 )
-from simulation.robots import lightweight, physical, uav
+from simulation.robots.tiago_model import lightweight, physical
+from simulation.robots.uav_model import uav
 
 ROOM = (8.0, 6.0)
 WALL_HEIGHT = 2.6

@@ -27,6 +27,7 @@ from smpl_fixtures import build_body_model, save_npz
 from asset_converters.front3d import convert_house
 from asset_converters.smpl import convert_sequence
 from asset_converters.smpl.windows import horizontal_diameter
+from core.assets.layout import ANIMATION_FILE
 from core.config import ClipWindowConfig, HumansConfig, IntRange
 from placement.humans import load_human, place_humans
 from placement.world import load_world
@@ -56,7 +57,7 @@ def main() -> None:
             package = convert_sequence(args.sequence, tmp / name.replace(" ", "_"), tmp / "models", window=window)
             seconds = time.perf_counter() - start
             asset = load_human(package)
-            joints = np.load(package / "animation.npz")["joint_positions"]
+            joints = np.load(package / ANIMATION_FILE)["joint_positions"]
             placed, _, _, candidates = place_humans(world, [package], humans, args.seed)
             first, stop = asset.meta.source.options["frames"]
             print(f"{name:26s} frames {first:4d}-{stop:4d}: sweep {horizontal_diameter(joints):5.2f} m, trace "

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("GRADE_QUIET", "1")  # before the project's loggers are made
 
 from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
-from placement import list_packages, place_scene
 from placement.humans import load_human, place_humans
+from placement.stage import list_packages, place_scene
 from placement.world import load_world
 
 

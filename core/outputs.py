@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from core.assets.layout import META_FILE
 from core.errors import GradeError
-from core.formats.asset_meta import META_FILE
 from core.formats.export import EXPORT_FILE
 from core.formats.manifest import MANIFEST
 from core.formats.run_info import RUN_FILE

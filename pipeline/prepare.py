@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from asset_converters import BatchResult, Job, run_jobs
+from asset_converters.batch import BatchResult, Job, run_jobs
 from core.config import ExperimentConfig
 from core.errors import GradeError
 from core.formats.asset_meta import load_meta
@@ -55,7 +55,9 @@ def _packages(jobs: list[Job], description: str) -> list[Path]:
 def _procedural_jobs(config: ExperimentConfig, cache: Path) -> list[Job]:
     """The procedural set: a house (or, for environment kind terrain, a terrain, whose humans play in-place
     motions), humans, objects and, when animals are procedural, animals."""
-    from asset_converters import IN_PLACE_MOTIONS, TerrainOptions, animal_jobs, demo_jobs, terrain_job
+    from asset_converters.procedural import demo_jobs
+    from asset_converters.procedural.outdoor import IN_PLACE_MOTIONS, animal_jobs, terrain_job
+    from asset_converters.procedural.terrain import TerrainOptions
 
     rng = generator(config.seed, "prepare/procedural")
     furniture = int(rng.integers(config.environment.furniture.min, config.environment.furniture.max + 1))
@@ -84,7 +86,7 @@ JobBuilder = Callable[[ExperimentConfig, Path, Path], list[Job]]
 
 
 def _front3d(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
-    from asset_converters import front3d_jobs
+    from asset_converters.front3d import front3d_jobs
 
     env = config.environment
     return front3d_jobs(path, out, env.future_models, env.textures, env.room, seed=config.seed,
@@ -92,46 +94,46 @@ def _front3d(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
 
 
 def _environment_mesh(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
-    from asset_converters import MeshOptions, mesh_jobs
+    from asset_converters.mesh import MeshOptions, mesh_jobs
 
     return mesh_jobs(path, out, MeshOptions(kind="environment", terrain=config.environment.kind == "terrain"))
 
 
 def _smpl_sequences(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
-    from asset_converters import sequence_jobs
+    from asset_converters.smpl import sequence_jobs
 
     humans = config.humans
     return sequence_jobs(path, out, humans.body_model, humans.fps, window=humans.window, seed=config.seed)
 
 
 def _cloth3d(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
-    from asset_converters import cloth3d_jobs
+    from asset_converters.smpl import cloth3d_jobs
 
     humans = config.humans
     return cloth3d_jobs(path, out, humans.body_model, humans.fps, window=humans.window, seed=config.seed)
 
 
 def _animated_gltf(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
-    from asset_converters import MeshOptions, mesh_jobs
+    from asset_converters.mesh import MeshOptions, mesh_jobs
 
     # They fill the humans role, so they are people (the converter's default label for animated glTF is 'animal').
     return mesh_jobs(path, out, MeshOptions(kind="animated", fps=config.humans.fps, label="person"))
 
 
 def _animal_gltf(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
-    from asset_converters import MeshOptions, mesh_jobs
+    from asset_converters.mesh import MeshOptions, mesh_jobs
 
     return mesh_jobs(path, out, MeshOptions(kind="animated", fps=config.animals.fps))  # labelled 'animal'
 
 
 def _gso(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
-    from asset_converters import gso_jobs
+    from asset_converters.gso import gso_jobs
 
     return gso_jobs(path, out)
 
 
 def _object_mesh(config: ExperimentConfig, path: Path, out: Path) -> list[Job]:
-    from asset_converters import MeshOptions, mesh_jobs
+    from asset_converters.mesh import MeshOptions, mesh_jobs
 
     return mesh_jobs(path, out, MeshOptions(kind="object"))
 
@@ -195,7 +197,8 @@ def _manifest_hash(package: Path) -> str:
 def place_and_compose(config: ExperimentConfig, environment: Path, humans: list[Path], objects: list[Path],
                       out: Path, animals: list[Path] | None = None) -> tuple[Path, Path]:
     """placement.json, its preview PNG and scene.usda in `out/scene/`, redone only when inputs change."""
-    from placement import compose_scene, place_scene, write_outputs
+    from placement.compose import compose_scene
+    from placement.stage import place_scene, write_outputs
 
     animals = animals or []
     folder = out / SCENE_DIR

@@ -18,6 +18,7 @@ import fcl
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from core.assets.layout import COLLISION_FILE
 from core.config import FlyingObjectsConfig
 from core.errors import InputError
 from core.formats.asset_meta import AssetMeta, load_meta
@@ -54,7 +55,7 @@ def load_object(package: str | Path) -> ObjectAsset:
     if not package.is_dir():
         raise InputError("object package folder not found", package)
     meta = load_meta(package, "object")
-    hull = load_mesh(package / "collision.stl", "collision mesh")
+    hull = load_mesh(package / COLLISION_FILE, "collision mesh")
     radius = float(np.linalg.norm(hull.vertices, axis=1).max())
     return ObjectAsset(package, meta, bvh_model(hull.vertices, hull.faces), radius)
 

@@ -24,9 +24,10 @@ import shapely
 import trimesh
 from scipy.spatial import ConvexHull, QhullError
 
+from core.assets.layout import META_FILE, TRACE_FILE
 from core.config import AnimalsConfig, AnimatedConfig, GroundFitConfig, HumansConfig
 from core.errors import InputError
-from core.formats.asset_meta import META_FILE, AssetMeta, load_meta
+from core.formats.asset_meta import AssetMeta, load_meta
 from core.formats.placement import AnimationSchedule, PlacedHuman, RejectedHuman
 from core.geometry import pose_from_xyz_yaw, transform_points
 from core.progress import get_logger, progress_task
@@ -94,7 +95,7 @@ def load_human(package: str | Path) -> HumanAsset:
     info = meta.animation
     if not np.isfinite(info.ground_offset):
         raise InputError("ground_offset must be finite", package / META_FILE, "animation.ground_offset")
-    trace = load_mesh(package / "trace.stl", "trace mesh")
+    trace = load_mesh(package / TRACE_FILE, "trace mesh")
     container = trace
     if not is_closed(trace):
         log.warning("%s: trace.stl is not closed; its convex hull stands in for the containment tests", package)
@@ -102,7 +103,7 @@ def load_human(package: str | Path) -> HumanAsset:
     try:
         footprint = ConvexHull(trace.vertices[:, :2])
     except QhullError as exc:
-        raise InputError(f"degenerate trace mesh: its footprint has no area ({exc})", package / "trace.stl") from exc
+        raise InputError(f"degenerate trace mesh: its footprint has no area ({exc})", package / TRACE_FILE) from exc
     return HumanAsset(
         path=package, meta=meta, trace=trace, container=container, model=bvh_model(trace.vertices, trace.faces),
         probes=probe_points(trace), interior=interior_points(container), hull_xy=trace.vertices[footprint.vertices, :2],

@@ -13,8 +13,9 @@ import cv2
 import numpy as np
 import shapely
 
+from core.assets.layout import OCCUPANCY_FILE
 from core.errors import InputError
-from core.formats.occupancy import OCCUPANCY_FILE, read_occupancy
+from core.formats.occupancy import read_occupancy
 from core.formats.placement import Placement
 from core.rundir import atomic_write_bytes
 from placement.world import World

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from core.assets.layout import META_FILE
 from core.config import AnimalsConfig, FlyingObjectsConfig, HumansConfig, RobotConfig
 from core.errors import InputError
-from core.formats.asset_meta import META_FILE, load_meta
+from core.formats.asset_meta import load_meta
 from core.formats.manifest import MANIFEST
 from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, write_placement
 from core.geometry import transform_points

@@ -19,10 +19,11 @@ import trimesh
 from scipy.spatial import QhullError
 from shapely.geometry import shape
 
-from asset_converters.ground import Ground
-from asset_converters.usd_io import read_meshes
+from core.assets.ground import Ground
+from core.assets.layout import COLLISION_FILE, META_FILE, PACKAGE_STAGE
+from core.assets.usd_read import read_meshes
 from core.errors import InputError
-from core.formats.asset_meta import META_FILE, AssetMeta, load_meta
+from core.formats.asset_meta import AssetMeta, load_meta
 from core.progress import get_logger
 from placement.collide import Obstacles, Probes, bvh_model, is_closed, probe_points
 
@@ -161,7 +162,7 @@ def collision_tiles(mesh: trimesh.Trimesh, tile: float = TILE_SIZE) -> Obstacles
 def closed_solids(usd_path: Path, floor_area: float, pieces: list | None = None) -> list[Solid]:
     """The pieces that can swallow a trace (see the module docstring); `pieces`: the stage's meshes, when read."""
     if not usd_path.is_file():
-        raise InputError("asset.usdc not found; the environment package is incomplete", usd_path)
+        raise InputError(f"{PACKAGE_STAGE} not found; the environment package is incomplete", usd_path)
     solids = []
     for piece in read_meshes(usd_path) if pieces is None else pieces:
         if len(piece.faces) == 0:
@@ -207,7 +208,7 @@ def terrain_ground(meta: AssetMeta, pieces: list, meta_path: Path) -> Ground:
     wanted = set(meta.environment.terrain.ground_prims)
     grounds = [p for p in pieces if p.prim_path in wanted and len(p.faces)]
     if not grounds:
-        raise InputError("none of the ground prims is a mesh of asset.usdc", meta_path, "environment.terrain")
+        raise InputError(f"none of the ground prims is a mesh of {PACKAGE_STAGE}", meta_path, "environment.terrain")
     offsets = np.cumsum([0] + [len(p.vertices) for p in grounds])
     return Ground(np.concatenate([p.vertices for p in grounds]),
                   np.concatenate([p.faces + o for p, o in zip(grounds, offsets)]))
@@ -223,8 +224,8 @@ def load_world(package: str | Path, region: list[tuple[float, float]] | None = N
     if meta.environment is None:
         raise InputError("an environment package needs its environment section", meta_path, "environment")
     polygon = floor_polygon(meta, meta_path)
-    collision = load_mesh(package / "collision.stl", "collision mesh")
-    usd = package / "asset.usdc"
+    collision = load_mesh(package / COLLISION_FILE, "collision mesh")
+    usd = package / PACKAGE_STAGE
     pieces = read_meshes(usd) if usd.is_file() else None
     ground = terrain_ground(meta, pieces, meta_path) if meta.environment.terrain and pieces is not None else None
     return World(

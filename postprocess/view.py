@@ -16,10 +16,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from core.assets.layout import OCCUPANCY_FILE
 from core.errors import GradeError, InputError
 from core.formats.frames import FRAMES_FILE
 from core.formats.imu import IMU_FILE
-from core.formats.occupancy import OCCUPANCY_FILE, OccupancyMap, read_occupancy
+from core.formats.occupancy import OccupancyMap, read_occupancy
 from core.formats.placement import PLACEMENT_FILE, load_placement
 from core.formats.states import STATES_FILE, RobotPath
 from core.outputs import output_lock

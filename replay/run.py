@@ -21,8 +21,9 @@ from rich.progress import TextColumn
 
 from asset_converters.batch import run_jobs
 from asset_converters.mesh import MESH_SUFFIXES, MeshOptions, mesh_jobs
+from core.assets.layout import META_FILE
 from core.errors import ConfigError, InputError
-from core.formats.asset_meta import META_FILE, load_meta
+from core.formats.asset_meta import load_meta
 from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
 from core.formats.placement import PLACEMENT_FILE, FlyingMotion
 from core.formats.replay_report import REPLAY_FILE, ReplayReport, read_replay_report, write_replay_report

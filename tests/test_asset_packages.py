@@ -9,23 +9,15 @@ import pytest
 import trimesh
 from pxr import Usd, UsdGeom, UsdSkel
 
-from asset_converters import (
-    Animation,
-    Light,
-    Material,
-    SceneMesh,
-    SkinnedMesh,
-    SourceInfo,
-    load_animation,
-    load_meta,
-    posed_meshes,
-    read_meshes,
-    write_animated_package,
-    write_environment_package,
-    write_object_package,
-)
-from asset_converters.animated import TRACE_TOLERANCE, joint_world_transforms
+from asset_converters.animated import TRACE_TOLERANCE, write_animated_package
+from asset_converters.environment import write_environment_package
+from asset_converters.objects import write_object_package
+from core.assets.animation import load_animation
+from core.assets.parts import Animation, Light, Material, SceneMesh, SkinnedMesh
+from core.assets.skinning import joint_world_transforms, posed_meshes
+from core.assets.usd_read import read_meshes
 from core.errors import InputError
+from core.formats.asset_meta import SourceInfo, load_meta
 from core.formats.manifest import StageStatus, stage_status
 from core.geometry import axis_angle_to_quat_wxyz
 

@@ -12,15 +12,28 @@ import trimesh
 from conftest import CONFIGS, ROOT
 from scipy.spatial.transform import Rotation
 
-from asset_converters import Light, SceneMesh, SourceInfo, load_animation, posed_meshes, write_environment_package
+from asset_converters.environment import write_environment_package
+from core.assets.animation import load_animation
+from core.assets.parts import Light, SceneMesh
+from core.assets.skinning import posed_meshes
 from core.config import ExperimentConfig, LidarConfig
 from core.config_io import load_experiment
 from core.errors import ConfigError, InputError
-from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, RobotStart, RobotVolume
+from core.formats.asset_meta import SourceInfo
+from core.formats.placement import (
+    EnvironmentRef,
+    Placement,
+    PlacementParameters,
+    RobotStart,
+    RobotVolume,
+    animation_time,
+    flying_pose,
+    load_placement,
+)
 from core.geometry import quat_wxyz_to_matrix
 from core.seeding import generator
 from pipeline.prepare import prepare
-from placement import animation_time, compose_scene, flying_pose, load_placement
+from placement.compose import compose_scene
 from simulation.backend import Backend, load_backend
 from simulation.embedded import EmbeddedBackend, kelvin_to_rgb
 from simulation.embedded.merge import Part, merge_parts

@@ -13,11 +13,11 @@ import pytest
 from scipy.spatial.distance import pdist
 from smpl_fixtures import build_body_model, save_npz, write_cloth3d_sample
 
-from asset_converters import load_meta
-from asset_converters.animated import load_animation
 from asset_converters.smpl import convert_cloth3d, convert_sequence, forward, load_body_model, sequence_jobs
 from asset_converters.smpl.windows import window_range
+from core.assets.animation import load_animation
 from core.config import ClipWindowConfig
+from core.formats.asset_meta import load_meta
 from core.geometry import Y_UP_TO_Z_UP
 
 CMU_WALK = "amass/cmu_01_01_smpl_poses.npz"  # 241 frames at 30 fps, Y up, walks 3.6 m

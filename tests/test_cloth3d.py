@@ -11,11 +11,12 @@ import pytest
 from pxr import Usd, UsdGeom
 from smpl_fixtures import build_model, save_npz, write_cloth3d_sample, write_pc2
 
-from asset_converters import load_meta, read_meshes
 from asset_converters.batch import run_jobs
 from asset_converters.smpl import cloth3d_jobs, convert_cloth3d, forward, load_body_model, read_point_cache
 from asset_converters.smpl.body_model import SMPL_JOINT_NAMES
+from core.assets.usd_read import read_meshes
 from core.errors import InputError
+from core.formats.asset_meta import load_meta
 from core.seeding import generator
 
 FRAMES = 6

@@ -1,5 +1,6 @@
-"""Each artifact format is defined once: its file name appears in code only in its format module, and
-every format module has a writer and a reader. Other modules use the module's constants and functions."""
+"""Each artifact format is defined once: its file name appears in code only in its format module (an asset
+package's files: only in the package layout, core.assets.layout), and every format module has a writer
+and a reader. Other modules use the module's constants and functions."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ PACKAGES = ("core", "asset_converters", "placement", "simulation", "postprocess"
 FORMATS = {
     "meta.json": ("core/formats/asset_meta.py", "write_meta", "read_meta"),
     "occupancy.npz": ("core/formats/occupancy.py", "save_occupancy", "read_occupancy"),
+    "animation.npz": ("core/assets/animation.py", "save_animation", "load_animation"),
     "placement.json": ("core/formats/placement.py", "write_placement", "load_placement"),
     "scene.usda": ("core/formats/scene_layout.py", "add_package_reference", "read_scene_layout"),
     "run.json": ("core/formats/run_info.py", "write_run_info", "read_run_info"),
@@ -35,6 +37,13 @@ FORMATS = {
     "metrics.json": ("core/formats/slam_metrics.py", "write_slam_metrics", "read_slam_metrics"),
     "runner.json": ("core/formats/runner.py", "write_runner_record", "read_runner_record"),
 }
+LAYOUT = "core/assets/layout.py"
+# The files of an asset package: their names are spelled in the package layout alone.
+PACKAGE_FILES = ("asset.usdc", "meta.json", "collision.stl", "trace.stl", "animation.npz", "occupancy.npz")
+
+
+def _speller(name: str) -> str:
+    return LAYOUT if name in PACKAGE_FILES else FORMATS[name][0]
 
 
 def _string_constants(path: Path) -> set[str]:
@@ -57,7 +66,8 @@ def test_only_the_format_module_names_its_file():
     for path in _sources():
         rel = path.relative_to(ROOT).as_posix()
         strings = _string_constants(path)
-        for name, (owner, _, _) in FORMATS.items():
+        for name in sorted({*FORMATS, *PACKAGE_FILES}):
+            owner = _speller(name)
             if rel != owner and any(s == name or s.endswith("/" + name) for s in strings):
                 strays.append(f"{rel} spells {name!r} (use {owner})")
     assert not strays, "\n".join(strays)
@@ -69,4 +79,4 @@ def test_format_module_has_its_writer_and_reader(name):
     module = importlib.import_module(owner.removesuffix(".py").replace("/", "."))
     assert callable(getattr(module, writer, None)), f"{owner} has no {writer}"
     assert callable(getattr(module, reader, None)), f"{owner} has no {reader}"
-    assert name in _string_constants(ROOT / owner)
+    assert name in _string_constants(ROOT / _speller(name))

@@ -48,7 +48,7 @@ from core.formats.scene_layout import (
     read_scene_layout,
 )
 from core.geometry import pose_from_xyz_yaw, quat_wxyz_to_matrix
-from placement import compose_scene
+from placement.compose import compose_scene
 from simulation.embedded.scene_file import read_scene_file
 
 SOURCE = SourceInfo(dataset="test", files={"input.obj": "0" * 64}, options={"scale": 1.0})

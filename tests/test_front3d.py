@@ -18,14 +18,14 @@ from pxr import Usd, UsdGeom, UsdLux
 from scipy.spatial.distance import cdist
 from scipy.spatial.transform import Rotation
 
-from asset_converters import load_meta, read_meshes
 from asset_converters.class_materials import LOOKS
 from asset_converters.front3d import convert_house
-from asset_converters.usd_io import get_semantic_label
+from core.assets.usd_read import get_semantic_label, read_meshes
 from core.errors import InputError
+from core.formats.asset_meta import load_meta
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, RobotStart, RobotVolume
-from placement import compose_scene
+from placement.compose import compose_scene
 from simulation.embedded.scene_file import read_scene_file
 from simulation.embedded.scene_loader import load_scene
 from simulation.render import Camera, RenderOptions, look_at, render_frame

@@ -20,11 +20,13 @@ from PIL import Image
 from pxr import Usd, UsdSkel
 from scipy.spatial.transform import Rotation
 
-from asset_converters import load_meta, posed_meshes, read_meshes
-from asset_converters.animated import TRACE_TOLERANCE, joint_world_transforms, skin_vertices
+from asset_converters.animated import TRACE_TOLERANCE
 from asset_converters.gltf import convert_animated_gltf, load_gltf_animation, read_gltf, sample_sampler
 from asset_converters.mesh import MeshOptions, convert_mesh_file
+from core.assets.skinning import joint_world_transforms, posed_meshes, skin_vertices
+from core.assets.usd_read import read_meshes
 from core.errors import InputError
+from core.formats.asset_meta import load_meta
 from core.geometry import Y_UP_TO_Z_UP
 
 FLOAT, UBYTE, USHORT = 5126, 5121, 5123

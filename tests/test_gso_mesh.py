@@ -10,11 +10,12 @@ import trimesh
 from conftest import run_grade
 from PIL import Image
 
-from asset_converters import load_meta, read_meshes
 from asset_converters.batch import run_jobs
 from asset_converters.gso import convert_gso, gso_jobs, gso_label
 from asset_converters.mesh import MeshOptions, convert_mesh_file, mesh_jobs
+from core.assets.usd_read import read_meshes
 from core.errors import InputError
+from core.formats.asset_meta import load_meta
 
 # A 0.1 x 0.06 x 0.2 m box standing on z = 0; every corner has its own texture coordinate.
 BOX_CORNERS = np.array([[x, y, z] for x in (-0.05, 0.05) for y in (-0.03, 0.03) for z in (0.0, 0.2)])

@@ -11,23 +11,18 @@ import trimesh
 from pxr import Usd, UsdGeom
 from test_render import CAMERA, EDGE_MARGIN, cube, pixel_rays, ray_box
 
-from asset_converters import (
-    IN_PLACE_MOTIONS,
-    TerrainOptions,
-    animal_jobs,
-    demo_jobs,
-    joint_world_transforms,
-    load_animation,
-    load_meta,
-    posed_meshes,
-    run_jobs,
-    terrain_job,
-)
+from asset_converters.batch import run_jobs
+from asset_converters.procedural import demo_jobs
+from asset_converters.procedural.outdoor import IN_PLACE_MOTIONS, animal_jobs, terrain_job
+from asset_converters.procedural.terrain import TerrainOptions
+from core.assets.animation import load_animation
+from core.assets.skinning import joint_world_transforms, posed_meshes
 from core.config import AnimalsConfig, FlyingObjectsConfig, GroundFitConfig, HumansConfig, IntRange, RobotConfig
+from core.formats.asset_meta import load_meta
 from core.formats.class_map import DEFAULT_CLASS_MAP
 from core.formats.placement import write_placement
 from core.geometry import pose_from_xyz_yaw, transform_points
-from placement import place_scene
+from placement.stage import place_scene
 from simulation.render import DirectionalLight, RenderMaterial, RenderMesh, RenderScene, look_at, render_frame
 from simulation.render.shading import linear_to_srgb8
 

@@ -9,8 +9,11 @@ import trimesh
 from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
 
-from asset_converters import SceneMesh, SourceInfo, write_environment_package, write_object_package
+from asset_converters.environment import write_environment_package
+from asset_converters.objects import write_object_package
+from core.assets.parts import SceneMesh
 from core.errors import ConfigError, InputError
+from core.formats.asset_meta import SourceInfo
 from core.geometry import quat_wxyz_to_matrix, xyzw_to_wxyz
 from core.seeding import generator
 from simulation.physics import (
@@ -24,8 +27,8 @@ from simulation.physics import (
     object_body,
 )
 from simulation.physics.world import MAX_PIECES_PER_PRIM, PRIM_GRID_CELLS
-from simulation.robots import lightweight, physical, uav
-from simulation.robots.tiago_model import CHASSIS_HALF_XY
+from simulation.robots.tiago_model import CHASSIS_HALF_XY, lightweight, physical
+from simulation.robots.uav_model import uav
 
 ROOM = 6.0  # m, square room with walls at x, y = 0 and ROOM
 WALL_HEIGHT = 2.5

@@ -21,41 +21,27 @@ from pydantic import ValidationError
 from smpl_fixtures import build_body_model, save_npz
 from test_gltf import write_critter
 
-from asset_converters import (
-    Animation,
-    Material,
-    SceneMesh,
-    SkinnedMesh,
-    SourceInfo,
-    load_animation,
-    load_meta,
-    read_meshes,
-    write_animated_package,
-    write_environment_package,
-    write_object_package,
-)
+from asset_converters.animated import write_animated_package
 from asset_converters.batch import run_jobs
+from asset_converters.environment import write_environment_package
 from asset_converters.front3d import convert_house
 from asset_converters.mesh import MeshOptions, mesh_jobs
+from asset_converters.objects import write_object_package
 from asset_converters.procedural import build_demo_assets
 from asset_converters.smpl import convert_sequence
+from core.assets.animation import load_animation
+from core.assets.parts import Animation, Material, SceneMesh, SkinnedMesh
+from core.assets.usd_read import read_meshes
 from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from core.errors import ConfigError, InputError
+from core.formats.asset_meta import SourceInfo, load_meta
 from core.formats.manifest import MANIFEST, write_manifest
+from core.formats.placement import AnimationSchedule, animation_time, flying_pose, load_placement
 from core.geometry import axis_angle_to_quat_wxyz, yaw_rotation
-from placement import (
-    ROBOT_VOLUMES,
-    AnimationSchedule,
-    animation_time,
-    flying_pose,
-    list_packages,
-    load_placement,
-    place_scene,
-    write_outputs,
-)
 from placement.cli import place_command
 from placement.humans import Crowd, load_human, place_humans
-from placement.robot_start import open_heading
+from placement.robot_start import ROBOT_VOLUMES, open_heading
+from placement.stage import list_packages, place_scene, write_outputs
 from placement.world import load_world
 
 WALL_HEIGHT = 2.0
@@ -565,9 +551,9 @@ def test_real_amass_walk_window_lands_in_the_3d_front_house(front3d_house, front
 
 
 def test_skinned_gltf_character_route_without_smpl(front3d_world, tmp_path):
-    """The README's route for users without an SMPL licence: a skinned, animated glTF character converted
-    as a person (`grade convert mesh --kind animated --label person --height H --animation NAME`, here through
-    the same jobs) and placed in the real house as a package. The character is test_gltf's synthetic
+    """The documented route (docs/guides/convert.md) for users without an SMPL licence: a skinned, animated glTF
+    character converted as a person (`grade convert mesh --kind animated --label person --height H --animation
+    NAME`, here through the same jobs) and placed in the real house as a package. The character is test_gltf's synthetic
     skinned critter (a Fox-like four-legged shape, so a small height keeps its body short enough for rooms)."""
     (tmp_path / "characters").mkdir()
     write_critter(tmp_path / "characters" / "critter.glb")

@@ -9,12 +9,13 @@ import pytest
 from conftest import CONFIGS, run_grade
 from pxr import Usd, UsdGeom
 
-from asset_converters import load_meta, read_meshes
+from core.assets.usd_read import read_meshes
 from core.config import AnimalsConfig, EnvironmentConfig, FlyingObjectsConfig, HumansConfig
 from core.config_io import load_experiment
+from core.formats.asset_meta import load_meta
 from core.formats.manifest import MANIFEST
+from core.formats.placement import load_placement
 from pipeline.prepare import CONVERTERS, ROLE_FOLDERS, prepare
-from placement import load_placement
 
 
 @pytest.mark.slow

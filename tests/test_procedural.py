@@ -13,13 +13,15 @@ from conftest import run_grade
 from pxr import Usd, UsdGeom, UsdLux, UsdShade, UsdSkel
 from shapely.geometry import shape
 
-from asset_converters import load_animation, load_meta, posed_meshes, read_meshes
-from asset_converters.animated import joint_world_transforms
 from asset_converters.batch import run_jobs
 from asset_converters.procedural import build_demo_assets, build_environment, demo_jobs
 from asset_converters.procedural.demo import MOTION_ORDER, build_human
 from asset_converters.procedural.layout import CEILING_HEIGHT
+from core.assets.animation import load_animation
+from core.assets.skinning import joint_world_transforms, posed_meshes
+from core.assets.usd_read import read_meshes
 from core.errors import InputError
+from core.formats.asset_meta import load_meta
 from core.outputs import LOCK_FILE
 from core.rundir import sha256_file
 

@@ -13,7 +13,7 @@ from embreex.mesh_construction import TriangleMesh
 from embreex.rtcore_scene import EmbreeScene
 from PIL import Image
 
-from asset_converters import parts
+from core.assets import parts
 from core.errors import InputError
 from core.seeding import generator
 from simulation.render import (

@@ -11,7 +11,7 @@ from core.config import ROBOT_LINKS
 from core.geometry import wxyz_to_xyzw
 from core.seeding import generator
 from simulation.physics import StartPose, build_world
-from simulation.robots import base_twist, ik_matrix, lightweight, physical, robot_model, uav, wheel_speeds
+from simulation.robots import robot_model
 from simulation.robots.mecanum import (
     HALF_TRACK,
     HALF_WHEELBASE,
@@ -19,10 +19,20 @@ from simulation.robots.mecanum import (
     WHEEL_NAMES,
     WHEEL_POSITIONS,
     WHEEL_RADIUS,
+    base_twist,
+    ik_matrix,
+    wheel_speeds,
 )
 from simulation.robots.mjcf import ROLLER_BIT
-from simulation.robots.tiago_model import ROLLERS_PER_WHEEL, SPHERES_PER_ROLLER, roller_layout, roller_spheres
-from simulation.robots.uav_model import SERVO_TIME_CONSTANT
+from simulation.robots.tiago_model import (
+    ROLLERS_PER_WHEEL,
+    SPHERES_PER_ROLLER,
+    lightweight,
+    physical,
+    roller_layout,
+    roller_spheres,
+)
+from simulation.robots.uav_model import SERVO_TIME_CONSTANT, uav
 
 DT = 1.0 / 240.0
 

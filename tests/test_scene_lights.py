@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from asset_converters import Light, Material, SceneMesh, SourceInfo, write_environment_package
+from asset_converters.environment import write_environment_package
+from core.assets.parts import Light, Material, SceneMesh
 from core.config import RandomizationConfig
+from core.formats.asset_meta import SourceInfo
 from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, RobotStart, RobotVolume
-from placement import compose_scene
+from placement.compose import compose_scene
 from simulation.embedded.randomization import LUMINANCE, Randomizer, kelvin_to_rgb
 from simulation.embedded.scene_file import read_scene_file
 from simulation.embedded.scene_loader import load_scene

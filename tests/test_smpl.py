@@ -15,14 +15,14 @@ from pxr import Usd, UsdGeom, UsdSkel
 from scipy.spatial.transform import Rotation, Slerp
 from smpl_fixtures import build_model, model_digest, save_chumpy_pickle, save_npz
 
-from asset_converters import load_meta, read_meshes
 from asset_converters.animated import TRACE_TOLERANCE
 from asset_converters.smpl import convert_sequence, forward, load_body_model, read_sequence
 from asset_converters.smpl.body_model import SMPL_JOINT_NAMES, find_body_model
 from asset_converters.smpl.sequences import MotionSequence, detected_up, resample
-from asset_converters.usd_io import get_semantic_label
+from core.assets.usd_read import get_semantic_label, read_meshes
 from core.config import ClipWindowConfig
 from core.errors import InputError
+from core.formats.asset_meta import load_meta
 from core.formats.manifest import StageStatus, stage_status
 from core.geometry import Y_UP_TO_Z_UP
 from core.seeding import generator

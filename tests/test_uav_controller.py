@@ -11,7 +11,7 @@ import pytest
 from core.config import PidGains, RobotConfig, UavLimits
 from simulation.control import Pid, PlanarController, PlanarLimits, UavController, UavState, wrap_angle
 from simulation.physics import StartPose, build_world
-from simulation.robots import uav
+from simulation.robots.uav_model import uav
 
 DT = 1.0 / 240.0
 START = StartPose(0.0, 0.0, 1.0, 0.0)

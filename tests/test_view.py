@@ -15,9 +15,11 @@ import pytest
 import trimesh
 from PIL import Image
 
-from asset_converters import SceneMesh, SourceInfo, write_environment_package
+from asset_converters.environment import write_environment_package
+from core.assets.parts import SceneMesh
 from core.errors import GradeError, InputError
 from core.figures import figure_png
+from core.formats.asset_meta import SourceInfo
 from core.formats.frames import Box2D
 from core.formats.instances import InstanceEntry, Instances
 from core.formats.manifest import write_manifest
@@ -34,7 +36,6 @@ from core.formats.placement import (
 from core.formats.run_info import RunInfo, write_run_info
 from core.formats.states import STATES_SCHEMA, load_robot_path
 from core.recording import Recording
-from postprocess import read_scene_layout, select_frames, view_run
 from postprocess.cli import view_command
 from postprocess.contact_sheet import (
     GAP_PX,
@@ -52,6 +53,7 @@ from postprocess.contact_sheet import (
     render_contact_sheet,
 )
 from postprocess.plots import imu_figure, trajectory_figure
+from postprocess.view import read_scene_layout, select_frames, view_run
 
 W, H = 64, 48
 FRAMES = 3

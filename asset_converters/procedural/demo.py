@@ -17,11 +17,11 @@ from asset_converters.animated import write_animated_package
 from asset_converters.batch import BatchResult, Job, hash_inputs, run_jobs
 from asset_converters.environment import write_environment_package
 from asset_converters.objects import write_object_package
-from asset_converters.parts import Animation
 from asset_converters.procedural.environment import build_environment
 from asset_converters.procedural.humanoid import JOINTS, PARENTS, body_meshes, make_body
 from asset_converters.procedural.motions import FPS, MOTIONS
 from asset_converters.procedural.objects import build_object, object_kinds
+from core.assets.parts import Animation
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo
 from core.seeding import generator

@@ -8,11 +8,11 @@ import numpy as np
 import shapely
 import trimesh
 
-from asset_converters.parts import Light, Material, SceneMesh
 from asset_converters.procedural.furniture import KINDS, Placed, place_furniture
 from asset_converters.procedural.layout import DOOR_HEIGHT, WALL_THICKNESS, Plan, make_plan
 from asset_converters.procedural.shapes import box, scene_mesh
 from asset_converters.procedural.textures import make_texture, save_png
+from core.assets.parts import Light, Material, SceneMesh
 from core.seeding import generator
 
 FLOOR_TILE = 1.0  # m of floor per texture tile

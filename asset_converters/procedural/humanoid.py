@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from asset_converters.parts import Material, SkinnedMesh
 from asset_converters.procedural import human_looks as looks
 from asset_converters.procedural.shapes import box, triplanar
 from asset_converters.procedural.textures import save_png
+from core.assets.parts import Material, SkinnedMesh
 
 JOINTS = ["pelvis", "spine", "chest", "neck", "head",
           "l_shoulder", "l_elbow", "l_wrist", "r_shoulder", "r_elbow", "r_wrist",

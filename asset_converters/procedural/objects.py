@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import trimesh
 
-from asset_converters.parts import Material, SceneMesh
 from asset_converters.procedural.shapes import box, cone, cylinder, sphere, triplanar
 from asset_converters.procedural.textures import make_texture, save_png
+from core.assets.parts import Material, SceneMesh
 
 OBJECT_TILE = 0.1  # m per texture tile: a few pattern repeats across a small object
 

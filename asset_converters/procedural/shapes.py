@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from asset_converters.parts import Material, SceneMesh
+from core.assets.parts import Material, SceneMesh
 
 CYLINDER_SECTIONS = 16  # facets around a cylinder: round enough at demo resolutions, few triangles
 

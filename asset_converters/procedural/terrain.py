@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import trimesh
 
-from asset_converters.ground import Ground
-from asset_converters.parts import DistantLight, SceneMesh
 from asset_converters.procedural.environment import textured_material
 from asset_converters.procedural.shapes import cylinder, scene_mesh, sphere
 from asset_converters.procedural.textures import ramp_color
+from core.assets.ground import Ground
+from core.assets.parts import DistantLight, SceneMesh
 from core.errors import InputError
 from core.seeding import generator
 

@@ -23,7 +23,6 @@ import scipy.io
 
 from asset_converters.animated import write_animated_package
 from asset_converters.batch import Job, hash_inputs
-from asset_converters.parts import Material, PointCacheMesh
 from asset_converters.smpl.body_model import all_model_files, find_body_model, load_body_model, shaped
 from asset_converters.smpl.rig import body_animation, joint_paths
 from asset_converters.smpl.sequences import (
@@ -34,7 +33,8 @@ from asset_converters.smpl.sequences import (
     resample_times,
 )
 from asset_converters.smpl.windows import DEFAULT_WINDOW, window_count, window_options, window_range, window_suffix
-from asset_converters.usd_io import triangulate
+from core.assets.parts import Material, PointCacheMesh
+from core.assets.usd_read import triangulate
 from core.config import ClipWindowConfig
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from asset_converters.parts import Animation, Material, PointCacheMesh, SkinnedMesh
 from asset_converters.smpl.body_model import BodyModel, forward, rotation_matrices, shaped, sparse_skinning
+from core.assets.parts import Animation, Material, PointCacheMesh, SkinnedMesh
 from core.errors import InputError
 from core.geometry import Y_UP_TO_Z_UP, compose, forward_kinematics, matrix_to_quat_wxyz
 

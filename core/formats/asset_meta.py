@@ -1,8 +1,8 @@
 """An asset package's `meta.json` (schema "grade.asset/1", DESIGN.md §2): model, writer and reader.
 
-A package is one folder: `asset.usdc`, `meta.json`, `collision.stl` (environments, objects) or
-`trace.stl` + `animation.npz` (animated assets), `occupancy.npz` (environments), `textures/`, and
-`MANIFEST.json` written last. The converters (asset_converters) write it; placement, the simulation and
+A package is one folder (its file names are core.assets.layout): `asset.usdc`, `meta.json`,
+`collision.stl` (environments, objects) or `trace.stl` + `animation.npz` (animated assets), `occupancy.npz`
+(environments), `textures/`, and `MANIFEST.json` written last. The converters (asset_converters) write it; placement, the simulation and
 the pipeline read it through `load_meta`, which also refuses a package without a valid manifest.
 """
 
@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.assets.layout import META_FILE
 from core.errors import InputError
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.versions import read_document, schema_tag
@@ -20,8 +21,6 @@ from core.rundir import atomic_write_json
 
 ASSET_KIND, ASSET_MAJOR = "asset", 1
 ASSET_SCHEMA = schema_tag(ASSET_KIND, ASSET_MAJOR)
-META_FILE = "meta.json"
-PACKAGE_STAGE = "asset.usdc"  # the package's USD stage, which scene.usda references
 Kind = Literal["environment", "animated", "object", "robot"]
 
 
@@ -93,7 +92,7 @@ def write_meta(folder: str | Path, meta: AssetMeta) -> Path:
 
 def read_meta(path: str | Path) -> AssetMeta:
     """Read and validate one meta.json file (use `load_meta` for a package, which checks it is complete)."""
-    return read_document(path, AssetMeta, ASSET_KIND, ASSET_MAJOR, "meta.json")
+    return read_document(path, AssetMeta, ASSET_KIND, ASSET_MAJOR, META_FILE)
 
 
 def load_meta(package: str | Path, kind: Kind | None = None) -> AssetMeta:

@@ -6,8 +6,8 @@ Arrays:
 - `map2d_origin` (2,) float64 world XY, m; `map2d_resolution` () float64, m per cell.
 - `voxels` (nx, ny, nz) bool surface voxels; `voxels_origin` (3,) float64, m; `voxel_size` () float64, m.
 - `legend` (3,) str: the names of the map2d values.
-The converters write it (asset_converters/environment.py); placement's preview, exploration benchmarks
-and `grade view` read it. The robot never does: it maps from its own depth.
+The converters write it (asset_converters/environment.py) as core.assets.layout.OCCUPANCY_FILE; placement's
+preview, exploration benchmarks and `grade view` read it. The robot never does: it maps from its own depth.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import numpy as np
 from core.errors import InputError
 from core.rundir import atomic_write_bytes, load_npz_checked
 
-OCCUPANCY_FILE = "occupancy.npz"
 FREE, OCCUPIED, OUTSIDE = 0, 1, 2
 LEGEND = ("free", "occupied", "outside")
 MAP_ARRAYS = ("map2d", "map2d_origin", "map2d_resolution")

@@ -29,8 +29,9 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom
 from pydantic import ValidationError
 
+from core.assets.layout import PACKAGE_ROOT, PACKAGE_STAGE
 from core.errors import InputError
-from core.formats.asset_meta import PACKAGE_STAGE, Kind, load_meta
+from core.formats.asset_meta import Kind, load_meta
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.placement import AnimationSchedule, FlyingMotion
 
@@ -42,7 +43,6 @@ ANIMALS_PRIM = f"{SCENE_ROOT}/animals"
 OBJECTS_PRIM = f"{SCENE_ROOT}/flying_objects"
 ROBOT_PRIM = f"{SCENE_ROOT}/robot_start"
 ROBOTS_PRIM = f"{SCENE_ROOT}/robots"
-PACKAGE_ROOT = "/asset"  # default prim of every asset package
 # Scene time codes per second: the camera/odometry rate, so a time code is one 60 Hz tick.
 TIME_CODES_PER_SECOND = 60.0
 

@@ -1,7 +1,7 @@
 """The moving things of a scene: animated humans and flying objects, posed at any simulation time.
 
 Humans: the clip time comes from the placement's schedule (`core.formats.placement.animation_time`),
-and the animation is shown at its nearest sampled frame (as `asset_converters.posed_meshes` poses it),
+and the animation is shown at its nearest sampled frame (as `core.assets.skinning.posed_meshes` poses it),
 in the package frame, placed by the human prim's transform. Their collision capsule stands on the floor
 under the animation's root joint. Flying objects follow `core.formats.placement.flying_pose` as rigid
 bodies.
@@ -17,7 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from asset_converters import joint_world_transforms, load_animation, posed_meshes, read_meshes
+from core.assets.animation import load_animation
+from core.assets.layout import PACKAGE_STAGE
+from core.assets.skinning import joint_world_transforms, posed_meshes
+from core.assets.usd_read import read_meshes
 from core.formats.placement import AnimationSchedule, animation_time, flying_pose
 from core.formats.scene_layout import SceneHuman, SceneObject
 from core.geometry import matrix_to_quat_wxyz, quat_wxyz_to_matrix
@@ -102,7 +105,7 @@ class HumanTrack:
 
 def object_parts(package: Path, texture: TextureLoader) -> tuple[list[Part], str | None]:
     """An object package's meshes in its own frame, and its semantic label (that of its first labelled mesh)."""
-    meshes = [m for m in read_meshes(package / "asset.usdc") if len(m.faces)]
+    meshes = [m for m in read_meshes(package / PACKAGE_STAGE) if len(m.faces)]
     parts = [Part(m.prim_path, m.vertices, m.faces, m.base_color, texture(m.texture) if m.texture else None, m.uvs,
                   m.roughness) for m in meshes]
     return parts, next((m.semantic_label for m in meshes if m.semantic_label), None)

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from asset_converters import parts
+from core.assets import parts
 from core.config import RandomizationConfig
 from core.errors import ConfigError
 from core.seeding import generator

@@ -16,8 +16,8 @@ from core.formats.scene_layout import ROBOTS_PRIM
 from simulation.embedded.merge import MergedMesh, Part, merge_parts
 from simulation.physics import build_mjcf
 from simulation.render import RenderMesh
-from simulation.robots import RobotModel
 from simulation.robots.mjcf import CHASSIS_BIT
+from simulation.robots.spec import RobotModel
 
 SPHERE_SUBDIVISIONS = 2
 CYLINDER_SECTIONS = 24

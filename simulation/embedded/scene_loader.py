@@ -24,7 +24,9 @@ from pathlib import Path
 import numpy as np
 from pxr import Usd, UsdGeom, UsdLux
 
-from asset_converters import DistantLight, Light, read_meshes
+from core.assets.layout import PACKAGE_STAGE
+from core.assets.parts import DistantLight, Light
+from core.assets.usd_read import read_meshes
 from core.errors import InputError
 from core.formats.asset_meta import load_meta
 from core.formats.class_map import DEFAULT_CLASS_MAP, UNLABELLED_ID, ClassMap, Kind
@@ -146,9 +148,9 @@ def load_scene(scene: SceneFile, randomizer: Randomizer | None = None, class_map
     env = scene.environment
     env_info = load_meta(env.package).environment
     floor = env_info.floor_height
-    env_meshes = [m for m in read_meshes(env.package / "asset.usdc") if len(m.faces)]
+    env_meshes = [m for m in read_meshes(env.package / PACKAGE_STAGE) if len(m.faces)]
     if not env_meshes:
-        raise InputError("the environment has no meshes", env.package / "asset.usdc")
+        raise InputError("the environment has no meshes", env.package / PACKAGE_STAGE)
     models: dict[Path, HumanModel] = {}
     humans = []
     for prim in scene.humans:
@@ -203,7 +205,7 @@ def load_scene(scene: SceneFile, randomizer: Randomizer | None = None, class_map
         dynamic.append(robot.render_mesh(instance_id, semantic))
         instances[instance_id] = InstanceInfo(robot.name, name, semantic, robot.kind, "object", robot.kind)
 
-    lights = tuple(light_from_part(light) for light in read_lights(env.package / "asset.usdc"))
+    lights = tuple(light_from_part(light) for light in read_lights(env.package / PACKAGE_STAGE))
     if not lights:
         log.warning("environment %s has no lights: it renders with the ambient term only and light "
                     "randomization has nothing to change", env.package)

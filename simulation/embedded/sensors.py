@@ -30,7 +30,7 @@ from simulation.physics import PhysicsWorld
 from simulation.physics.robot_handle import RobotHandle
 from simulation.render import Camera, Exposure, RenderOptions
 from simulation.render.quality import preset as quality_preset
-from simulation.robots import RobotModel
+from simulation.robots.spec import RobotModel
 
 # Columns are the optical axes (x right, y down, z forward) in the camera body frame.
 BODY_TO_OPTICAL = np.array([[0.0, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])

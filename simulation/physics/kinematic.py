@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 import trimesh
 
+from core.assets.layout import COLLISION_FILE
 from core.errors import InputError
 from simulation.robots.mjcf import COLLISION, element
 
@@ -49,7 +50,7 @@ def human_body(name: str, radius: float = HUMAN_RADIUS, height: float = HUMAN_HE
 
 def object_body(name: str, package: str | Path) -> KinematicBody:
     """A flying object from its package: the convex hull of collision.stl."""
-    path = Path(package) / "collision.stl"
+    path = Path(package) / COLLISION_FILE
     if not path.is_file():
         raise InputError("collision mesh not found", path)
     try:

@@ -34,9 +34,10 @@ import numpy as np
 import shapely
 import trimesh
 
-from asset_converters import read_meshes
+from core.assets.layout import META_FILE, PACKAGE_STAGE
+from core.assets.usd_read import read_meshes
 from core.errors import InputError
-from core.formats.asset_meta import META_FILE, PACKAGE_STAGE, load_meta
+from core.formats.asset_meta import load_meta
 from core.progress import track
 from simulation.robots.mjcf import COLLISION, element
 

@@ -22,7 +22,7 @@ import numpy as np
 from embreex.rtcore_scene import EmbreeScene
 from PIL import Image, UnidentifiedImageError
 
-from asset_converters import parts
+from core.assets import parts
 from core.config import DEFAULT_SKY
 from core.errors import InputError
 from simulation.render import kernels

@@ -1,28 +1,14 @@
-"""Robot models for the embedded (MuJoCo) backend, the mecanum kinematics of TIAGo++ Omni and its
-S-curve velocity profiles. Names are imported on first use, so `grade --help` stays fast."""
+"""Robot models for the embedded (MuJoCo) backend (`spec`, `tiago_model`, `uav_model`), the mecanum
+kinematics of TIAGo++ Omni (`mecanum`), its S-curve velocity profiles (`scurve`) and the `grade robot`
+commands (`cli`). Import the defining module: importing this package loads none of them, so
+`grade --help` stays fast."""
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from simulation.robots.spec import RobotModel
-
-_EXPORTS = {
-    **{name: "mecanum" for name in ("WHEEL_NAMES", "WHEEL_RADIUS", "base_twist", "ik_matrix", "wheel_speeds")},
-    **{name: "scurve" for name in ("SCurveFollower", "SCurveNetwork", "default_network", "follower_for",
-                                   "load_network", "save_network")},
-    "RobotModel": "spec", "lightweight": "tiago_model", "physical": "tiago_model", "uav": "uav_model",
-    "robot_app": "cli",  # the `grade robot` commands
-}
-__all__ = sorted([*_EXPORTS, "robot_model"])
-
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'simulation.robots' has no attribute {name!r}")
-    return getattr(import_module(f"simulation.robots.{_EXPORTS[name]}"), name)
 
 
 def robot_model(kind: str, tiago_model: str = "lightweight") -> RobotModel:
