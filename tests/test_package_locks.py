@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import time
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 from asset_converters.batch import Job, run_jobs
@@ -14,41 +14,43 @@ from core.formats.manifest import StageStatus, stage_status, write_manifest
 from core.outputs import package_lock
 from core.rundir import atomic_directory
 
-BUILD_SECONDS = 1.0
+# Only bounds the wait of a failing run: a passing one meets at the barrier as soon as both builds have started.
+BARRIER_TIMEOUT_S = 60
 
 
-def _build(log: Path):
+def _build(log: Path, together: Barrier):
     def run(out: Path, input_hash: str) -> Path:
-        started = time.time()
         with atomic_directory(out) as tmp:
-            time.sleep(BUILD_SECONDS)
+            # Both builds must be inside their package locks at once to pass: a lock over the whole cache (or a
+            # package built twice, a third wait) leaves a build waiting here alone until the barrier breaks.
+            together.wait(BARRIER_TIMEOUT_S)
             (tmp / "asset.txt").write_text(out.name)
             write_manifest(tmp, "convert", input_hash)
         with log.open("a") as handle:  # one short line per write: appends do not interleave
-            handle.write(json.dumps({"package": out.name, "start": started, "end": time.time()}) + "\n")
+            handle.write(json.dumps({"package": out.name}) + "\n")
         return out
     return run
 
 
-def _convert(cache: Path, names: list[str], log: Path) -> None:
-    result = run_jobs([Job(cache / name, cache / name, f"hash-{name}", _build(log)) for name in names], "test")
+def _convert(cache: Path, names: list[str], log: Path, together: Barrier) -> None:
+    jobs = [Job(cache / name, cache / name, f"hash-{name}", _build(log, together)) for name in names]
+    result = run_jobs(jobs, "test")
     assert not result.failed, result.failed
 
 
 def test_two_processes_convert_different_packages_at_once_and_each_package_once(tmp_path):
     cache, log = tmp_path / "assets", tmp_path / "builds.jsonl"
     context = multiprocessing.get_context("fork")
-    workers = [context.Process(target=_convert, args=(cache, order, log)) for order in (["a", "b"], ["b", "a"])]
+    together = context.Barrier(2)
+    workers = [context.Process(target=_convert, args=(cache, order, log, together))
+               for order in (["a", "b"], ["b", "a"])]
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(timeout=60)
-        assert worker.exitcode == 0
+        worker.join()
+        assert worker.exitcode == 0  # every build met the other at the barrier: the two ran at the same time
     builds = [json.loads(line) for line in log.read_text().splitlines()]
     assert sorted(b["package"] for b in builds) == ["a", "b"]  # each converted once
-    first, second = builds
-    # At the same time: a lock over the whole cache would take them in turn.
-    assert first["start"] < second["end"] and second["start"] < first["end"]
     for name in ("a", "b"):
         assert stage_status(cache / name, f"hash-{name}") is StageStatus.COMPLETE
         assert (cache / name / "asset.txt").read_text() == name
