@@ -6,7 +6,6 @@ it, in the order `grade --help` lists them, so the reference cannot drift from t
 
 from __future__ import annotations
 
-import click
 import typer.main
 from typer.testing import CliRunner
 
@@ -18,11 +17,12 @@ PROG = "grade"
 HELP_ENV = {"COLUMNS": "110", "NO_COLOR": "1", "TERM": "dumb"}
 
 
-def _command_paths(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """The path of this command and of every subcommand below it, depth first, in their listed order."""
+def _command_paths(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The path of this (click-style) command and of every subcommand below it, depth first, in their listed
+    order. Typer vendors its own click, so groups are told by their interface, not by class."""
     paths = [path]
-    if isinstance(command, click.Group):
-        context = click.Context(command, info_name=PROG)
+    if hasattr(command, "list_commands"):
+        context = command.context_class(command, info_name=PROG)
         for name in command.list_commands(context):
             paths += _command_paths(command.get_command(context, name), (*path, name))
     return paths
