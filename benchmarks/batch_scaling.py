@@ -28,9 +28,8 @@ from pathlib import Path
 
 import yaml
 
-from core.config import ExecutorConfig
-from core.config_io import load_batch
 from pipeline.batch import run_batch
+from pipeline.batch_config import ExecutorConfig, load_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 PROC_STAT = Path("/proc/stat")

@@ -15,9 +15,9 @@ import os
 import shutil
 from pathlib import Path
 
-from core.config import SlamBenchmarkConfig, SlamMethod, SlamSequence
 from core.formats.runner import RUNNER_FILE, read_runner_record
 from pipeline.benchmark import slam_benchmark
+from pipeline.benchmark_config import SlamBenchmarkConfig, SlamMethod, SlamSequence
 
 ROOT = Path(__file__).resolve().parents[1]
 HUMANS = {"static": 1, "dynamic": 10}

@@ -2,12 +2,11 @@
 run-directory contract, seeding, progress, geometry helpers, and the artifact formats (`core.formats`,
 one module per file format: its model, writer and reader)."""
 
-from core.config import BatchConfig, ExperimentConfig
-from core.config_io import expand_batch, load_batch, load_experiment
+from core.config import ExperimentConfig
+from core.config_io import load_experiment
 from core.errors import ConfigError, GradeError, InputError
 from core.seeding import derived_seed, generator
 
 __all__ = [
-    "BatchConfig", "ConfigError", "ExperimentConfig", "GradeError", "InputError",
-    "derived_seed", "expand_batch", "generator", "load_batch", "load_experiment",
+    "ConfigError", "ExperimentConfig", "GradeError", "InputError", "derived_seed", "generator", "load_experiment",
 ]

@@ -1,4 +1,4 @@
-"""Loading configs from YAML: overrides, clear errors with file/key/line, batch expansion."""
+"""Loading configs from YAML: overrides, clear errors with file/key/line, input paths resolved and checked."""
 
 from __future__ import annotations
 
@@ -12,17 +12,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from core.config import (
-    NOT_AVAILABLE,
-    BatchConfig,
-    ExperimentConfig,
-    FileDraw,
-    IntRange,
-    SlamBenchmarkConfig,
-    Variant,
-)
+from core.config import NOT_AVAILABLE, ExperimentConfig, Strict, input_paths, resolve_input_paths
 from core.errors import ConfigError
-from core.seeding import generator
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -227,9 +218,9 @@ def validate_model(model: type[M], data: dict, file: Path | str, lines: dict[tup
         raise format_validation_error(exc, model, file, lines or {}) from None
 
 
-def check_input_paths(config: ExperimentConfig, file: Path | str) -> None:
-    """Every input path exists; the error names the first missing key and lists any others."""
-    missing = [(key, path) for key, path in config.input_paths().items() if not path.exists()]
+def check_input_paths(config: Strict, file: Path | str) -> None:
+    """Every input path of a config exists; the error names the first missing key and lists any others."""
+    missing = [(key, path) for key, path in input_paths(config).items() if not path.exists()]
     if missing:
         key, path = missing[0]
         others = "".join(f"; also missing: {k} = {p}" for k, p in missing[1:])
@@ -237,102 +228,24 @@ def check_input_paths(config: ExperimentConfig, file: Path | str) -> None:
                           file, key)
 
 
-# A batch file's own keys, and an experiment's: `grade generate` on a batch file says to run it with `grade batch`.
-BATCH_KEYS = set(BatchConfig.model_fields) - {"output_dir"}
+# An experiment's keys: a file with a `base` and none of them is a batch (pipeline.batch_config), and
+# `grade generate` on it says to run it with `grade batch`.
 EXPERIMENT_KEYS = set(ExperimentConfig.model_fields) - {"output_dir"}
+
 
 def load_experiment(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
                     check_paths: bool = True) -> ExperimentConfig:
     """Read, override, validate and resolve an experiment config."""
     path = Path(path)
     data, lines = read_yaml(path)
-    if isinstance(data, dict) and "base" in data and BATCH_KEYS & set(data) and not EXPERIMENT_KEYS & set(data):
+    if "base" in data and not EXPERIMENT_KEYS & set(data):
         raise ConfigError("this is a batch config (a base experiment crossed with seeds and variants), not one "
                           f"experiment: run it with `grade batch {path}`", path, "base")
     data = apply_overrides(data, overrides)
-    config = validate_model(ExperimentConfig, data, path, lines).resolve_paths(path.parent.resolve())
+    config = resolve_input_paths(validate_model(ExperimentConfig, data, path, lines), path.parent.resolve())
     if check_paths:
         check_input_paths(config, path)
     return config
-
-
-def load_slam_benchmark(path: str | Path) -> SlamBenchmarkConfig:
-    """A SLAM benchmark config, with the sequences' runs and experiments and the vocabulary made absolute
-    against the config's folder (output_dir stays relative to the working folder, as in experiments)."""
-    path = Path(path)
-    data, lines = read_yaml(path)
-    config = validate_model(SlamBenchmarkConfig, data, path, lines)
-    base = path.parent.resolve()
-
-    def fix(p: Path | None) -> Path | None:
-        return None if p is None or p.is_absolute() else (base / p).resolve()
-
-    for i, sequence in enumerate(config.sequences):
-        for key in ("run", "experiment"):
-            value = getattr(sequence, key)
-            if value is not None:
-                value = fix(value) or value
-                if not value.exists():
-                    raise ConfigError("not found", path, f"sequences.{i}.{key}")
-                setattr(sequence, key, value)
-    if config.vocabulary is not None:
-        config.vocabulary = fix(config.vocabulary) or config.vocabulary
-        if not config.vocabulary.is_file():
-            raise ConfigError("vocabulary file not found", path, "vocabulary")
-    return config
-
-
-def _drawn(variant: Variant, seed: int, base: Path) -> dict[str, Any]:
-    """The values `variant.draw` gives the sequence of `seed`: one seeded generator per (variant, seed), keys
-    drawn in sorted order, so a batch always draws the same values."""
-    rng = generator(seed, f"batch.draw.{variant.name}")
-    values: dict[str, Any] = {}
-    for key in sorted(variant.draw):
-        spec = variant.draw[key]
-        if isinstance(spec, IntRange):
-            values[key] = int(rng.integers(spec.min, spec.max + 1))
-            continue
-        if isinstance(spec, FileDraw):
-            folder = spec.folder if spec.folder.is_absolute() else (base / spec.folder).resolve()
-            choices: list[Any] = [str(p) for p in sorted(folder.glob(spec.glob)) if p.is_file()]
-            if not choices:
-                raise ConfigError(f"no files match {spec.glob!r} in {folder}", field=f"variants.{variant.name}."
-                                  f"draw.{key}")
-        else:
-            choices = list(spec)
-        values[key] = choices[int(rng.integers(len(choices)))]
-    return values
-
-
-def load_batch(path: str | Path) -> BatchConfig:
-    path = Path(path)
-    data, lines = read_yaml(path)
-    batch = validate_model(BatchConfig, data, path, lines)
-    if not batch.base.is_absolute():
-        batch.base = (path.parent / batch.base).resolve()
-    return batch
-
-
-def expand_batch(batch: BatchConfig, batch_file: str | Path = "batch") -> list[ExperimentConfig]:
-    """Every (variant, seed) experiment of a batch, each with its own name and output folder."""
-    base_data, lines = read_yaml(batch.base)
-    experiments = []
-    for variant in batch.variants:
-        seeds = (batch.seeds if variant.count is None
-                 else list(range(batch.seeds[0], batch.seeds[0] + variant.count)))
-        for seed in seeds:
-            data = copy.deepcopy(base_data)
-            for key, value in variant.set.items():
-                set_path(data, key.split("."), value, label=str(batch_file))
-            for key, value in _drawn(variant, seed, Path(batch_file).parent).items():
-                set_path(data, key.split("."), value, label=str(batch_file))
-            name = f"{variant.name}-seed{seed}"
-            data.update(seed=seed, name=name, output_dir=str(batch.output_dir / name))
-            config = validate_model(ExperimentConfig, data, f"{batch.base} (variant {variant.name!r})", lines)
-            config = config.resolve_paths(batch.base.parent)
-            check_input_paths(config, batch.base)
-            experiments.append(config)
-    return experiments
 
 
 def dump_yaml(model: BaseModel) -> str:

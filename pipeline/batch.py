@@ -32,15 +32,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from core.config import BatchConfig, ExecutorConfig
-from core.config_io import dump_yaml, expand_batch
-from core.errors import ConfigError, GradeError
+from core.config_io import dump_yaml
+from core.errors import BatchFailedError, ConfigError, GradeError
 from core.formats.batch_state import BATCH_FILE, BatchState, JobState, read_batch_state, write_batch_state
 from core.formats.manifest import StageStatus, stage_status
 from core.outputs import output_lock
 from core.progress import console, progress_task
 from core.recording import ASSETS_DIR
 from core.rundir import atomic_write_text
+from pipeline.batch_config import BatchConfig, ExecutorConfig, expand_batch
 from simulation.render.raycast import THREADS_ENV
 
 JOBS_DIR, LOGS_DIR, EXPORTS_DIR = "jobs", "logs", "exports"
@@ -179,7 +179,7 @@ def _tail(log: Path) -> str:
 def run_batch(batch: BatchConfig, batch_file: Path, out: Path | None = None,
               executor: ExecutorConfig | None = None) -> BatchState:
     """Run every job of `batch` (module docstring) into `out` (default: its output_dir); returns the final state.
-    GradeError listing the failed jobs and their logs when any job still failed after its retries."""
+    BatchFailedError listing the failed jobs and their logs when any job still failed after its retries."""
     out = Path(out or batch.output_dir)
     executor = executor or batch.executor
     threads = job_threads(executor)
@@ -223,7 +223,7 @@ def run_batch(batch: BatchConfig, batch_file: Path, out: Path | None = None,
     if failed:
         lines = "; ".join(f"{name} after {entry.attempts} attempts ({entry.error}; log {entry.log})"
                           for name, entry in failed.items())
-        raise GradeError(f"{len(failed)} of {len(jobs)} jobs failed: {lines}. The others are complete; run the "
+        raise BatchFailedError(f"{len(failed)} of {len(jobs)} jobs failed: {lines}. The others are complete; run the "
                          "same command again to retry the failed ones", out)
     return state
 

@@ -1,6 +1,6 @@
 """`grade benchmark slam CONFIG`: SLAM methods x sequences x repetitions, evaluated and tabulated.
 
-Layout of the output folder (core.config.SlamBenchmarkConfig.output_dir):
+Layout of the output folder (pipeline.benchmark_config.SlamBenchmarkConfig.output_dir):
 
     sequences/<sequence>/                     recordings the config makes (generated, or replayed without humans)
     exports/<sequence>-<format>/              TUM RGB-D / EuRoC exports for external methods
@@ -21,19 +21,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import PostprocessConfig, SlamBenchmarkConfig, SlamMethod, SlamSequence
+from core.config import PostprocessConfig
 from core.config_io import load_experiment
 from core.errors import GradeError, InputError
 from core.formats.slam_metrics import SLAM_METRICS_FILE, SlamMetrics, read_slam_metrics
-from core.outputs import output_lock
 from core.progress import console, get_logger
 from core.recording import Recording
 from core.rundir import atomic_write_text
+from core.stage import output_folder
 from evaluation.metrics import slam_evaluation
 from evaluation.plots import write_evaluation
 from evaluation.runner import RunnerResult
 from evaluation.table import Cell, write_tables
 from evaluation.trajectory import load_trajectory
+from pipeline.benchmark_config import SlamBenchmarkConfig, SlamMethod, SlamSequence
 from pipeline.generate import generate
 
 log = get_logger("benchmark")
@@ -51,7 +52,7 @@ class BenchmarkResult:
 def slam_benchmark(config: SlamBenchmarkConfig) -> BenchmarkResult:
     """Run the benchmark of `config` (paths already resolved) into its output folder (module docstring)."""
     out = Path(config.output_dir)
-    with output_lock(out, what="benchmark folder"):
+    with output_folder(out, what="benchmark folder"):
         runs: dict[str, Path] = {}
         for sequence in _ordered(config.sequences):
             runs[sequence.name] = _sequence_run(sequence, out, runs)
@@ -105,7 +106,7 @@ def _sequence_run(sequence: SlamSequence, out: Path, made: dict[str, Path]) -> P
         return replay_run(made[sequence.without_humans_of], target,
                           ReplayOverrides(hide=HideOverride(humans="all"))).run
     run = made[sequence.noisy_of]
-    with output_lock(run, wait=True, what="run folder"):  # adds the noisy files beside the recording
+    with output_folder(run, what="run folder", wait=True):  # adds the noisy files beside the recording
         process_run(run, PostprocessConfig.model_validate(PRESETS["grade-paper"]))
     return run
 

@@ -15,14 +15,15 @@ from core.errors import ConfigError
 from core.formats.asset_meta import load_meta
 from core.formats.placement import PLACEMENT_FILE
 from core.progress import console
+from core.robot_catalogue import ROBOTS
 
 RANGE_PATTERN = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 HUMAN_DEFAULTS = HumansConfig()
 
 
-class RobotKind(str, enum.Enum):
-    uav = "uav"
-    tiago_omni = "tiago_omni"
+# The --robot choices: the catalogue's robot kinds.
+RobotChoice = enum.Enum("RobotChoice", {kind: kind for kind in ROBOTS}, type=str)
+DEFAULT_ROBOT = RobotChoice(RobotConfig().kind)
 
 
 def parse_range(text: str, option: str) -> IntRange:
@@ -49,7 +50,7 @@ def place_command(
     seed: Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, help="Master seed.")] = 0,
     out: Annotated[Path, typer.Option("--out", help="placement.json to write.")] = Path(PLACEMENT_FILE),
     preview: Annotated[Path | None, typer.Option("--preview", help="Top-down PNG (default: OUT with .png).")] = None,
-    robot: Annotated[RobotKind, typer.Option("--robot", help="Robot whose start pose to place.")] = RobotKind.uav,
+    robot: Annotated[RobotChoice, typer.Option("--robot", help="Robot whose start pose to place.")] = DEFAULT_ROBOT,
     max_tries: Annotated[int, typer.Option("--max-tries", min=1, help="Tries per human.")] = HUMAN_DEFAULTS.max_tries,
     contact_threshold: Annotated[int, typer.Option(
         "--contact-threshold", min=1, help="Accept a human when its trace makes fewer world contacts.",

@@ -25,14 +25,11 @@ import trimesh
 from core.config import RobotConfig
 from core.errors import GradeError
 from core.formats.placement import RobotStart, RobotVolume
+from core.robot_catalogue import ROBOTS
 from core.seeding import generator
 from placement.collide import TEST_LIFT, probe_points
 from placement.world import Solid, World
 
-ROBOT_VOLUMES: dict[str, RobotVolume] = {
-    "uav": RobotVolume(shape="box", extents=(0.6, 0.6, 0.3)),
-    "tiago_omni": RobotVolume(shape="cylinder", extents=(0.7, 0.7, 1.2)),
-}
 # Heights (m above the floor) of the yaw rays for ground robots: the base and the head camera.
 GROUND_RAY_HEIGHTS = (0.3, 1.0)
 YAW_RAYS = 72
@@ -42,6 +39,12 @@ START_CANDIDATES = 12
 # m kept free between two robots' bounding cylinders at their starts, so that each can turn and set off.
 ROBOT_SPACING = 0.5
 CYLINDER_SECTIONS = 32
+
+
+def robot_volume(kind: str) -> RobotVolume:
+    """The collision volume of a robot kind (core.robot_catalogue), as placement.json records it."""
+    facts = ROBOTS[kind]
+    return RobotVolume(shape=facts.volume_shape, extents=facts.volume_extents)
 
 
 def bounding_cylinder(volume: RobotVolume) -> tuple[float, float]:
@@ -100,7 +103,7 @@ def place_robot(world: World, robot: RobotConfig, seed: int, max_tries: int = RO
     """A start pose for `robot.kind`: UAVs at a height drawn from `robot.uav.z_band` (above the floor),
     ground robots on the floor; clear of the robots in `others` (module notes)."""
     rng = generator(seed, stream)
-    volume = ROBOT_VOLUMES[robot.kind]
+    volume = robot_volume(robot.kind)
     radius, height = bounding_cylinder(volume)
     xy = world.sample_xy(rng, max_tries)
     altitudes = rng.uniform(robot.uav.z_band.min, robot.uav.z_band.max, max_tries)

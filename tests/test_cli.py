@@ -91,7 +91,8 @@ def test_top_level_help_lists_commands_in_workflow_order_and_prints_the_version(
     from pipeline.cli import WORKFLOW, app
 
     text = _help()
-    listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.strip()]
+    commands = text.split("Commands:")[1].split("Exit status:")[0]
+    listed = [line.split()[0] for line in commands.splitlines() if line.strip()]
     assert listed == [name for name in WORKFLOW if name in listed] and len(listed) == len(WORKFLOW)
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.strip() == f"grade {version('grade')}"
@@ -100,9 +101,10 @@ def test_top_level_help_lists_commands_in_workflow_order_and_prints_the_version(
 def test_choice_options_list_the_choices_the_code_accepts():
     from typing import get_args
 
-    from core.config import DepthNoiseConfig, ExecutorConfig
+    from core.config import DepthNoiseConfig
     from evaluation.cli import SLAM_METHODS
     from evaluation.orbslam import MODES as ORBSLAM_MODES
+    from pipeline.batch_config import ExecutorConfig
     from postprocess.process_run import PRESETS
     from replay.driver import MODES as REPLAY_MODES
 
@@ -126,3 +128,17 @@ def test_usage_errors_exit_2_without_traceback():
         result = run_grade(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+def test_help_documents_every_exit_code_and_failures_of_some_inputs_or_jobs_have_their_own():
+    from core.errors import EXIT_CODE_MEANINGS, ExitCode
+
+    assert set(EXIT_CODE_MEANINGS) == set(ExitCode)
+    assert len({ExitCode.CRASH, ExitCode.BAD_INPUT, ExitCode.CONVERT_FAILURES, ExitCode.BATCH_FAILURES}) == 4
+    text = " ".join(_help().split())
+    for code, meaning in EXIT_CODE_MEANINGS.items():
+        assert f"{int(code)} {meaning}" in text
+    for args, codes in ((("convert",), (ExitCode.BAD_INPUT, ExitCode.CONVERT_FAILURES)),
+                        (("batch",), (ExitCode.BAD_INPUT, ExitCode.BATCH_FAILURES))):
+        text = " ".join(_help(*args).split())
+        assert all(f"{int(code)} {EXIT_CODE_MEANINGS[code]}" in text for code in codes), args

@@ -20,7 +20,7 @@ from core.formats.placement import load_placement
 from core.recording import Recording
 from pipeline.generate import generate
 from pipeline.prepare import prepare
-from placement.robot_start import ROBOT_VOLUMES, bounding_cylinder
+from placement.robot_start import bounding_cylinder, robot_volume
 from tests.conftest import CONFIGS
 
 pytestmark = pytest.mark.slow
@@ -107,9 +107,9 @@ def test_both_states_and_no_contact_although_their_paths_cross(runs):
     assert gaps.min() < start_gap - 2.0
     # ... but their bodies never met: the UAV flew within the TIAGo's height, so it is their horizontal distance
     # that must stay above the sum of their bounding cylinders' radii (flying straight on, they touch at ~0.3 m).
-    _, tiago_height = bounding_cylinder(ROBOT_VOLUMES["tiago_omni"])
+    _, tiago_height = bounding_cylinder(robot_volume("tiago_omni"))
     assert np.all((uav.position[:, 2] > 0) & (uav.position[:, 2] < tiago_height))
-    radii = sum(bounding_cylinder(ROBOT_VOLUMES[kind])[0] for kind in ("uav", "tiago_omni"))
+    radii = sum(bounding_cylinder(robot_volume(kind))[0] for kind in ("uav", "tiago_omni"))
     assert gaps.min() > radii
 
 

@@ -40,7 +40,7 @@ from core.formats.placement import AnimationSchedule, animation_time, flying_pos
 from core.geometry import axis_angle_to_quat_wxyz, yaw_rotation
 from placement.cli import place_command
 from placement.humans import Crowd, load_human, place_humans
-from placement.robot_start import ROBOT_VOLUMES, open_heading
+from placement.robot_start import open_heading, robot_volume
 from placement.stage import list_packages, place_scene, write_outputs
 from placement.world import load_world
 
@@ -300,7 +300,7 @@ def test_forty_candidates_no_overlap_by_boolean_intersection(assets, robot_kind)
             assert overlap_volume(a, b) < VOLUME_TOL
 
     robot = placement.robot
-    assert robot.volume == ROBOT_VOLUMES[robot_kind]
+    assert robot.volume == robot_volume(robot_kind)
     body = robot_mesh(robot)
     for piece in [*pieces.values(), *traces]:
         assert overlap_volume(body, piece) < VOLUME_TOL

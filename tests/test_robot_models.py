@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import mujoco
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from core.config import ROBOT_LINKS
 from core.geometry import wxyz_to_xyzw
+from core.robot_catalogue import ROBOTS, RobotKind
 from core.seeding import generator
 from simulation.physics import StartPose, build_world
 from simulation.robots import robot_model
@@ -91,10 +93,14 @@ def test_ik_keeps_every_bottom_roller_from_slipping_along_its_axis():
 # ---------------------------------------------------------------- model structure
 
 
+def test_the_catalogue_has_an_entry_for_every_robot_kind_the_schema_accepts():
+    assert set(get_args(RobotKind)) == set(ROBOTS)
+
+
 @pytest.mark.parametrize("kind, variant", [("uav", "uav"), ("tiago_omni", "physical"), ("tiago_omni", "lightweight")])
 def test_links_match_the_config_schema_and_their_tree_the_compiled_bodies(kind, variant):
     robot = robot_model(kind, variant)
-    assert set(robot.links) == ROBOT_LINKS[kind]
+    assert robot.links == ROBOTS[kind].links
     world = build_world(robot)
     model = world.model
     for link in robot.links:

@@ -20,6 +20,7 @@ from scipy.spatial.transform import Rotation
 
 from core.formats.versions import read_document, schema_tag
 from core.geometry import wxyz_to_xyzw, xyzw_to_wxyz
+from core.robot_catalogue import RobotKind
 from core.rundir import atomic_write_json
 
 PLACEMENT_KIND, PLACEMENT_MAJOR = "placement", 1
@@ -72,8 +73,8 @@ class RejectedHuman(_Model):
 class FlyingMotion(_Model):
     """Smooth motion as a sum of sinusoids per axis plus a constant spin.
 
-    position(t) = center + sum_k amplitude[a][k] * sin(2 pi frequency_hz[a][k] t + phase[a][k]) per axis a;
-    orientation(t) = exp(angular_velocity t) * orientation (w, x, y, z), angular velocity in the world frame.
+    `position(t) = center + sum_k amplitude[a][k] * sin(2 pi frequency_hz[a][k] t + phase[a][k])` per axis a;
+    `orientation(t) = exp(angular_velocity t) * orientation` (w, x, y, z), angular velocity in the world frame.
     The XY offset never exceeds `radius`, so the object stays in a disc that lies inside the floor
     polygon; its bounding sphere stays within `z_range`. `speed` is the root-mean-square speed.
     """
@@ -112,7 +113,7 @@ class RobotVolume(_Model):
 
 class RobotStart(_Model):
     name: str | None = Field(None, description="the robot's name in a multi-robot run (config `robots`)")
-    kind: Literal["uav", "tiago_omni"]
+    kind: RobotKind
     x: float
     y: float
     z: float = Field(description="ground robots: the floor under the base; UAVs: the body centre")

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Literal
 
+from core.robot_catalogue import RobotKind
 from simulation.robots.mjcf import LinkEdge, link_tree
 
 Drive = Literal["joint_velocity", "wheels", "planar_velocity"]
@@ -24,7 +25,7 @@ class RobotModel:
         (TIAGo lightweight); the command is kept in MuJoCo's userdata so it is part of the state.
     """
 
-    kind: Literal["uav", "tiago_omni"]
+    kind: RobotKind
     variant: Literal["uav", "physical", "lightweight"]
     body: ET.Element
     actuators: list[ET.Element]

@@ -25,12 +25,12 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from core.robot_catalogue import ROBOTS
 from simulation.robots.mecanum import ROLLER_HANDEDNESS, WHEEL_NAMES, WHEEL_POSITIONS, WHEEL_RADIUS
 from simulation.robots.mjcf import COLLISION, element, frame_quat
 from simulation.robots.spec import RobotModel
 
-LINKS = ("base_link", "torso_lift_link", "head_1_link", "head_2_link", "base_laser_link")
-DEFAULT_IMUS = (("imu_body", "base_link"), ("imu_camera", "head_2_link"))
+TIAGO = ROBOTS["tiago_omni"]  # its links, camera link and default IMUs
 
 # Chassis: a box from 3 cm above the floor to 0.30 m, covering the wheels; a torso column on top.
 GROUND_CLEARANCE = 0.03
@@ -82,9 +82,9 @@ def physical() -> RobotModel:
         for wheel in WHEEL_NAMES
     ]
     return RobotModel(
-        kind="tiago_omni", variant="physical", body=base, actuators=actuators, links=LINKS,
-        base_joints=("base_free",), drive="wheels", camera_link="head_2_link", base_height=WHEEL_RADIUS,
-        wheel_actuators=tuple(a.get("name") for a in actuators), default_imus=DEFAULT_IMUS,
+        kind="tiago_omni", variant="physical", body=base, actuators=actuators, links=TIAGO.links,
+        base_joints=("base_free",), drive="wheels", camera_link=TIAGO.camera_link, base_height=WHEEL_RADIUS,
+        wheel_actuators=tuple(a.get("name") for a in actuators), default_imus=TIAGO.default_imus,
     )
 
 
@@ -99,9 +99,9 @@ def lightweight() -> RobotModel:
                              ("base_yaw", "hinge", (0, 0, 1))):
         element("joint", base, name=name, type=kind, axis=axis, limited=False)
     return RobotModel(
-        kind="tiago_omni", variant="lightweight", body=base, actuators=[], links=LINKS,
-        base_joints=("base_x", "base_y", "base_yaw"), drive="planar_velocity", camera_link="head_2_link",
-        base_height=WHEEL_RADIUS, userdata_size=3, default_imus=DEFAULT_IMUS,
+        kind="tiago_omni", variant="lightweight", body=base, actuators=[], links=TIAGO.links,
+        base_joints=("base_x", "base_y", "base_yaw"), drive="planar_velocity", camera_link=TIAGO.camera_link,
+        base_height=WHEEL_RADIUS, userdata_size=3, default_imus=TIAGO.default_imus,
     )
 
 

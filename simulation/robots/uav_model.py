@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from core.robot_catalogue import ROBOTS
 from simulation.robots.mjcf import COLLISION, element
 from simulation.robots.spec import RobotModel
 
+UAV = ROBOTS["uav"]  # its links, camera link and default IMUs
 # A 1.5 kg quadrotor (3DR Iris class): inertia about the body axes in kg m^2.
 MASS = 1.5  # camera included: camera_link is massless, so the centre of mass stays on the axes
 INERTIA = (0.029125, 0.029125, 0.055225)
@@ -42,12 +44,12 @@ def uav() -> RobotModel:
     element("inertial", body, pos=(0, 0, 0), mass=MASS, diaginertia=INERTIA)
     element("geom", body, name="uav_frame", type="box", size=FRAME_HALF_SIZE, mass=0, rgba=(0.2, 0.2, 0.2, 1),
             **COLLISION["chassis"])
-    element("body", body, name="camera_link", pos=CAMERA_OFFSET)
+    element("body", body, name=UAV.camera_link, pos=CAMERA_OFFSET)
     actuators = [_servo(name, axis_name) for name, (axis_name, _, _) in zip(joint_names, JOINTS)]
     return RobotModel(
-        kind="uav", variant="uav", body=body, actuators=actuators, links=("base_link", "camera_link"),
-        base_joints=tuple(joint_names), drive="joint_velocity", camera_link="camera_link",
-        default_imus=(("imu_body", "base_link"), ("imu_camera", "camera_link")),
+        kind="uav", variant="uav", body=body, actuators=actuators, links=UAV.links,
+        base_joints=tuple(joint_names), drive="joint_velocity", camera_link=UAV.camera_link,
+        default_imus=UAV.default_imus,
     )
 
 

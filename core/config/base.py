@@ -1,0 +1,59 @@
+"""What every config model shares: the strict base model, ranges, seeds and the number types of its fields."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+
+# Seeds are stored as 32-bit signed integers by some consumers (USD int attributes such as scene.usda's
+# grade:seed), so the master seed stays within that range everywhere.
+MAX_SEED = 2**31 - 1
+Seed = Annotated[StrictInt, Field(ge=0, le=MAX_SEED, description=f"0 <= seed <= {MAX_SEED}")]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+PositiveInt = Annotated[int, Field(gt=0)]
+Vec3 = tuple[float, float, float]
+
+
+class Strict(BaseModel):
+    """Base for every config model: unknown keys are errors, assignments are validated."""
+
+    # Booleans must be written true/false (StrictBool fields), and no float may be inf or nan.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    def unwritten_fields(self) -> frozenset[str]:
+        """Fields that a dump leaves out and the input-path walk skips (core.config.paths): none, unless a
+        model says otherwise."""
+        return frozenset()
+
+
+class FloatRange(Strict):
+    """An inclusive range [min, max] sampled uniformly."""
+
+    min: float
+    max: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FloatRange:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+class IntRange(Strict):
+    """An inclusive integer range [min, max]."""
+
+    min: Annotated[int, Field(ge=0)]
+    max: Annotated[int, Field(ge=0)]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> IntRange:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+# Keys that earlier versions declared but no stage applied. They are not in the schema (a setting
+# must do something); a config naming one gets this message instead of a "did you mean" hint.
+NOT_AVAILABLE: dict[type[BaseModel], dict[str, str]] = {}

@@ -1,0 +1,172 @@
+"""One experiment (`grade generate CONFIG`): the sections together, and the checks that span them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+
+from core.config.animated import AnimalsConfig, HumansConfig
+from core.config.base import Seed, Strict
+from core.config.environment import EnvironmentConfig
+from core.config.exploration import ExplorationConfig
+from core.config.objects import FlyingObjectsConfig
+from core.config.postprocess import PostprocessConfig
+from core.config.recording import RecordingConfig
+from core.config.render import RenderConfig
+from core.config.robots import DEFAULT_ROBOT_NAME, MAX_ROBOTS, RobotConfig, RobotEntry
+from core.config.simulation import SimulationConfig
+from core.errors import ConfigError
+from core.robot_catalogue import ROBOTS
+
+
+class ExperimentConfig(Strict):
+    """One experiment: a scene, a robot with sensors, a run length and what to record."""
+
+    name: str = "experiment"
+    seed: Seed = 0
+    output_dir: Path = Path("runs/experiment")
+    assets_dir: Path | None = Field(None, description="cache of converted packages (default <output_dir>/assets); "
+                                                      "share one between experiments to convert each input once")
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
+    humans: HumansConfig = Field(default_factory=HumansConfig)
+    animals: AnimalsConfig = Field(default_factory=AnimalsConfig)
+    flying_objects: FlyingObjectsConfig = Field(default_factory=FlyingObjectsConfig)
+    robot: RobotConfig = Field(default_factory=RobotConfig, description="the robot (one-robot shorthand of "
+                                                                        "`robots`)")
+    robots: list[RobotEntry] = Field(default_factory=list, description=f"several robots in one run (at most "
+                                     f"{MAX_ROBOTS}), instead of `robot`")
+    exploration: ExplorationConfig = Field(default_factory=ExplorationConfig)
+    simulation: SimulationConfig = Field(default_factory=SimulationConfig)
+    recording: RecordingConfig = Field(default_factory=RecordingConfig)
+    render: RenderConfig = Field(default_factory=RenderConfig)
+    postprocess: PostprocessConfig = Field(default_factory=PostprocessConfig,
+                                           description="applied after recording (and by `grade postprocess`)")
+
+    @model_validator(mode="after")
+    def _one_robot_form(self) -> ExperimentConfig:
+        """`robot` or `robots`, not both; robots named (my_robot_<index> by default), uniquely; `robot` then
+        mirrors the first, so what reads one robot reads that one."""
+        if not self.robots:
+            return self
+        if "robot" in self.model_fields_set:
+            raise ValueError("give `robot` (one robot) or `robots` (a list of robots), not both")
+        if len(self.robots) > MAX_ROBOTS:
+            raise ValueError(f"robots: {len(self.robots)} robots, at most {MAX_ROBOTS} per run")
+        for index, entry in enumerate(self.robots):
+            if entry.name is None:
+                entry.name = f"my_robot_{index}"
+        names = [entry.name for entry in self.robots]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"robots: names must be unique, repeated: {repeated}")
+        first = self.robots[0]
+        # Not an assignment (that would mark `robot` as given): the mirror shares the entry's sections.
+        self.__dict__["robot"] = RobotConfig.model_construct(**{k: getattr(first, k) for k in RobotConfig.model_fields})
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump_one_form(self, handler: SerializerFunctionWrapHandler) -> dict:
+        # Only the form given is written, so a dump (run.json) validates again and one-robot dumps stay as they were.
+        data = handler(self)
+        for name in self.unwritten_fields():
+            data.pop(name, None)
+        return data
+
+    def unwritten_fields(self) -> frozenset[str]:
+        """The robot form not given: `robot` mirrors the first of `robots` when they are given, and `robots` is
+        empty when they are not."""
+        return frozenset({"robot" if self.robots else "robots"})
+
+    def robot_entries(self) -> list[tuple[str, str, RobotConfig, ExplorationConfig]]:
+        """(name, config key, robot config, its exploration) of every robot, in order."""
+        if not self.robots:
+            return [(DEFAULT_ROBOT_NAME, "robot", self.robot, self.exploration)]
+        return [(e.name, f"robots.{i}", e, e.exploration or self.exploration) for i, e in enumerate(self.robots)]
+
+    @property
+    def robot_names(self) -> list[str]:
+        return [name for name, _, _, _ in self.robot_entries()]
+
+    @property
+    def multi_robot(self) -> bool:
+        """Several robots: each robot's topics, TF frames and ground truth are under its name."""
+        return len(self.robots) > 1
+
+    def for_robot(self, name: str | None = None) -> ExperimentConfig:
+        """The experiment as robot `name` (default: the first) sees it alone: `robot` and `exploration` are its own,
+        and with several robots `recording.namespace` is its namespace (the configured one, then its name). Not
+        validated again (a view for the stages that handle one robot)."""
+        entries = {entry[0]: entry for entry in self.robot_entries()}
+        if name is None:
+            name = next(iter(entries))
+        if name not in entries:
+            raise ConfigError(f"no robot named {name!r}; robots: {', '.join(entries)}", field="robots")
+        _, _, robot, exploration = entries[name]
+        if not self.robots:
+            return self
+        alone = RobotConfig.model_construct(**{k: getattr(robot, k) for k in RobotConfig.model_fields})
+        recording = self.recording
+        if self.multi_robot:
+            namespace = "/".join(part for part in (recording.namespace, name) if part)
+            recording = recording.model_copy(update={"namespace": namespace})
+        view = self.model_copy(update={"robots": [], "exploration": exploration, "recording": recording})
+        view.__dict__["robot"] = alone
+        return view
+
+    @model_validator(mode="after")
+    def _rates_divide_physics(self) -> ExperimentConfig:
+        physics = self.simulation.physics_hz
+        streams = {f"simulation.rates.{k}": v for k, v in self.simulation.rates.model_dump().items()}
+        for _, key, robot, _ in self.robot_entries():
+            sensors = robot.sensors
+            for i, cam in enumerate(sensors.cameras):
+                streams[f"{key}.sensors.cameras.{i}.rate_hz"] = cam.rate_hz
+            for i, imu in enumerate(sensors.imus):
+                streams[f"{key}.sensors.imus.{i}.rate_hz"] = imu.rate_hz
+            if sensors.lidar:
+                streams[f"{key}.sensors.lidar.rate_hz"] = sensors.lidar.rate_hz
+        for key, rate in streams.items():
+            ratio = physics / rate
+            if rate > physics or abs(ratio - round(ratio)) > 1e-9:
+                raise ValueError(
+                    f"{key} = {rate:g} Hz must divide simulation.physics_hz = {physics:g} Hz "
+                    f"(e.g. {', '.join(f'{physics / n:g}' for n in (1, 2, 4, 8))})"
+                )
+        step = 1.0 / physics
+        for key in ("duration", "bootstrap"):
+            value = getattr(self.simulation, key)
+            if abs(value / step - round(value / step)) > 1e-6:
+                raise ValueError(f"simulation.{key} = {value} s must be a whole number of physics steps ({step:g} s)")
+        return self
+
+    @model_validator(mode="after")
+    def _has_a_sensor(self) -> ExperimentConfig:
+        for _, key, robot, _ in self.robot_entries():
+            sensors = robot.sensors
+            if not (sensors.cameras or sensors.imus or sensors.lidar):
+                raise ValueError(f"{key}.sensors: a robot needs at least one sensor (a camera, an IMU or a LiDAR); "
+                                 "nothing would be recorded")
+        return self
+
+    @model_validator(mode="after")
+    def _links_exist(self) -> ExperimentConfig:
+        for _, robot_key, robot, _ in self.robot_entries():
+            links = ROBOTS[robot.kind].links
+            sensors = robot.sensors
+            mounts = [(f"cameras.{i}", c.mount) for i, c in enumerate(sensors.cameras)]
+            mounts += [(f"imus.{i}", m.mount) for i, m in enumerate(sensors.imus)]
+            mounts += [("lidar", sensors.lidar.mount)] if sensors.lidar else []
+            names = [c.name for c in sensors.cameras] + [i.name for i in sensors.imus]
+            names += [sensors.lidar.name] if sensors.lidar else []
+            clashes = sorted(set(names) & set(links))
+            if clashes:
+                raise ValueError(f"sensor names {clashes} are robot link names; sensors get their own TF frames, "
+                                 f"so name them differently (links: {sorted(links)})")
+            for key, mount in mounts:
+                if mount.link not in links:
+                    raise ValueError(
+                        f"{robot_key}.sensors.{key}.mount.link {mount.link!r} is not a link of robot "
+                        f"{robot.kind!r}; expected one of {sorted(links)}"
+                    )
+        return self

@@ -1,0 +1,31 @@
+"""How a robot moves (`exploration`): the frontier explorer, given waypoints, or standing still."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from core.config.base import NonNegFloat, PositiveFloat, Strict, Vec3
+
+
+class ExplorationConfig(Strict):
+    planner: Literal["frontier", "waypoints", "none"] = "frontier"
+    waypoints: list[Vec3] = Field(default_factory=list, description="x, y, z (m) for planner 'waypoints'")
+    map_resolution: PositiveFloat = 0.1
+    stop_explored_fraction: Annotated[float, Field(gt=0, le=1)] = 0.95
+    replan_period: PositiveFloat = 1.0
+    safety_margin: NonNegFloat = 0.3
+    initial_turn_deg: Annotated[float, Field(ge=0, le=360)] = Field(
+        360.0, description="frontier planner: how far the robot turns in place before it sets off (360: a full "
+                           "look around; the start pose faces the most open direction, so less sets off sooner)")
+    stop_distance: PositiveFloat | None = Field(
+        None, description="waypoints planner: the robot waits while its first camera's depth shows something in "
+                          "its way (its width, its height) closer than this many m ahead of its body (another "
+                          "robot, a person); unset: it follows the waypoints blindly")
+
+    @model_validator(mode="after")
+    def _waypoints(self) -> ExplorationConfig:
+        if self.planner == "waypoints" and not self.waypoints:
+            raise ValueError("planner 'waypoints' needs a non-empty 'waypoints' list")
+        return self

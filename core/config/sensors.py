@@ -1,0 +1,103 @@
+"""A robot's sensors (`robot.sensors`): cameras, IMUs and a LiDAR, each mounted on a robot link."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StrictBool, field_validator, model_validator
+
+from core.config.base import FloatRange, NonNegFloat, PositiveFloat, PositiveInt, Strict, Vec3
+
+# Most pixels a camera may render per frame (after supersampling): 8K UHD. Beyond it one frame's buffers
+# take gigabytes.
+MAX_CAMERA_PIXELS = 7680 * 4320
+
+
+class Mount(Strict):
+    """A sensor pose in its parent link: translation (m) and roll/pitch/yaw (deg, XYZ extrinsic)."""
+
+    link: str = "base_link"
+    translation: Vec3 = (0.0, 0.0, 0.0)
+    rpy_deg: Vec3 = (0.0, 0.0, 0.0)
+
+
+class CameraConfig(Strict):
+    """A pinhole RGB-D camera. Give `fov_deg` (horizontal) or full intrinsics (fx, fy, cx, cy)."""
+
+    name: str
+    mount: Mount = Field(default_factory=Mount)
+    width: PositiveInt = 640
+    height: PositiveInt = 480
+    fov_deg: float | None = 90.0
+    intrinsics: tuple[PositiveFloat, PositiveFloat, float, float] | None = Field(
+        None, description="fx, fy, cx, cy in pixels; overrides fov_deg"
+    )
+    rate_hz: PositiveFloat = 30.0
+    near: PositiveFloat = 0.05
+    far: PositiveFloat = 100.0
+    outputs: list[Literal["rgb", "depth", "instance", "semantic", "normals", "flow", "boxes2d", "boxes3d"]] = Field(
+        default_factory=lambda: ["rgb", "depth", "instance", "semantic", "boxes2d", "boxes3d"]
+    )
+    to_bag: StrictBool = Field(True, description="publish this camera in the ROS bags")
+    to_gt: StrictBool = Field(True, description="write this camera's frames to gt/<name>/")
+    supersampling: Annotated[int, Field(ge=1, le=4)] = 1
+
+    @field_validator("fov_deg")
+    @classmethod
+    def _fov_range(cls, value: float | None) -> float | None:
+        if value is not None and not 0.0 < value < 180.0:
+            raise ValueError(f"fov_deg must be in (0, 180), got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> CameraConfig:
+        if self.fov_deg is None and self.intrinsics is None:
+            raise ValueError("give fov_deg or intrinsics")
+        if self.near >= self.far:
+            raise ValueError(f"near ({self.near}) must be < far ({self.far})")
+        pixels = self.width * self.height * self.supersampling**2
+        if pixels > MAX_CAMERA_PIXELS:
+            raise ValueError(f"{self.width}x{self.height} at supersampling {self.supersampling} is {pixels:,} pixels "
+                             f"per frame, more than the {MAX_CAMERA_PIXELS:,} pixels (7680x4320) a camera may render")
+        return self
+
+
+class ImuConfig(Strict):
+    name: str
+    mount: Mount = Field(default_factory=Mount)
+    rate_hz: PositiveFloat = 240.0
+
+
+class LidarConfig(Strict):
+    name: str = "lidar"
+    mount: Mount = Field(default_factory=Mount)
+    channels: PositiveInt = 16
+    vertical_fov_deg: FloatRange = Field(default_factory=lambda: FloatRange(min=-15.0, max=15.0))
+    horizontal_fov_deg: Annotated[float, Field(gt=0, le=360)] = 360.0
+    horizontal_resolution_deg: Annotated[float, Field(gt=0, le=10)] = 0.4
+    min_range: NonNegFloat = 0.1
+    max_range: PositiveFloat = 30.0
+    rate_hz: PositiveFloat = 10.0
+
+    @model_validator(mode="after")
+    def _check(self) -> LidarConfig:
+        if self.min_range >= self.max_range:
+            raise ValueError(f"min_range ({self.min_range}) must be < max_range ({self.max_range})")
+        if self.vertical_fov_deg.min < -90 or self.vertical_fov_deg.max > 90:
+            raise ValueError("vertical_fov_deg must lie within [-90, 90]")
+        return self
+
+
+class SensorsConfig(Strict):
+    cameras: list[CameraConfig] = Field(default_factory=list)
+    imus: list[ImuConfig] = Field(default_factory=list)
+    lidar: LidarConfig | None = None
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> SensorsConfig:
+        names = [c.name for c in self.cameras] + [i.name for i in self.imus]
+        names += [self.lidar.name] if self.lidar else []
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"sensor names must be unique, repeated: {duplicates}")
+        return self

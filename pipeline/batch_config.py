@@ -1,0 +1,154 @@
+"""The batch document (`grade batch BATCH.yaml`): a base experiment crossed with seeds and variants, run as jobs
+by an executor; loading it and expanding it into its experiments."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from core.config import (
+    ExperimentConfig,
+    InputPath,
+    IntRange,
+    NonNegFloat,
+    PositiveFloat,
+    PositiveInt,
+    Seed,
+    Strict,
+    resolve_input_paths,
+)
+from core.config_io import check_input_paths, read_yaml, set_path, validate_model
+from core.errors import ConfigError
+from core.seeding import generator
+
+
+class FileDraw(Strict):
+    """A file drawn per sequence from a folder (relative to the batch file), matching `glob`."""
+
+    folder: InputPath
+    glob: str = "*"
+
+
+class Variant(Strict):
+    """A named set of `key.path: value` overrides applied on top of the base experiment, optionally with its own
+    number of sequences (`count`: seeds first, first + 1, ..., first being the batch's first seed) and values
+    drawn per sequence (`draw`: from a list, an integer range, or the files of a folder; seeded by the
+    sequence's seed and the variant's name, so the same batch draws the same values)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    set: dict[str, object] = Field(default_factory=dict)
+    count: PositiveInt | None = Field(None, description="sequences of this variant (default: one per batch seed)")
+    draw: dict[str, list[object] | IntRange | FileDraw] = Field(default_factory=dict)  # IntRange: drawn uniformly
+
+    @field_validator("draw")
+    @classmethod
+    def _non_empty(cls, draw: dict) -> dict:
+        for key, values in draw.items():
+            if isinstance(values, list) and not values:
+                raise ValueError(f"draw.{key}: an empty list to draw from")
+        return draw
+
+
+class ExecutorConfig(Strict):
+    """Where `grade batch` runs its jobs: a local process pool, Ray, or SLURM through submitit."""
+
+    kind: Literal["local", "ray", "slurm", "submitit-local"] = Field(
+        "local", description="local: a pool of `workers` processes here; ray: tasks on a Ray cluster (`ray_address`, "
+                             "or a local instance); slurm: submitit jobs on a SLURM cluster; submitit-local: "
+                             "submitit's local executor (the SLURM path without a cluster)")
+    workers: PositiveInt = Field(1, description="jobs at a time (local, ray, submitit-local)")
+    retries: Annotated[int, Field(ge=0, le=10)] = Field(1, description="attempts after a failed one, per job")
+    ray_address: str | None = Field(None, description="ray: 'auto' or host:port; default: start a local instance")
+    cpus_per_job: PositiveInt = Field(2, description="ray task num_cpus / slurm cpus_per_task")
+    threads_per_job: PositiveInt | None = Field(None, description="render threads of each job (GRADE_THREADS; "
+                                                                  "default: local: the cores / workers, ray and "
+                                                                  "slurm: cpus_per_job)")
+    pin_cores: bool = Field(False, description="local: run each worker's jobs on cores of their own (Linux CPU "
+                                               "affinity, threads_per_job cores each), so that no job's threads "
+                                               "compete with another's")
+    gpus_per_job: NonNegFloat = Field(0.0, description="ray task num_gpus / slurm gpus_per_node, for GPU backends")
+    slurm_partition: str | None = None
+    slurm_time_min: PositiveInt = Field(120, description="slurm: time limit per job, minutes")
+    slurm_mem_gb: PositiveFloat = Field(8.0, description="slurm: memory per job, GB")
+
+    @model_validator(mode="after")
+    def _pinned_locally(self) -> ExecutorConfig:
+        if self.pin_cores and self.kind != "local":
+            raise ValueError("pin_cores applies to the local pool only (Ray and SLURM place jobs on cores "
+                             "themselves)")
+        return self
+
+
+class BatchConfig(Strict):
+    """Many experiments: a base config crossed with seeds and variants, run as jobs by an executor."""
+
+    base: InputPath = Field(description="experiment YAML, relative to the batch file")
+    seeds: list[Seed] = Field(default_factory=lambda: [0])
+    variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
+    output_dir: Path = Path("runs/batch")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    exports: list[Literal["coco", "yolo", "tum", "euroc"]] = Field(
+        default_factory=list, description="exports of every run, made when all jobs are done (<dir>/exports/<format>, "
+                                          "the `grade export` defaults)")
+
+    @model_validator(mode="after")
+    def _unique(self) -> BatchConfig:
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variant names must be unique: {names}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be unique: {self.seeds}")
+        return self
+
+
+def _drawn(variant: Variant, seed: int) -> dict[str, Any]:
+    """The values `variant.draw` gives the sequence of `seed`: one seeded generator per (variant, seed), keys
+    drawn in sorted order, so a batch always draws the same values."""
+    rng = generator(seed, f"batch.draw.{variant.name}")
+    values: dict[str, Any] = {}
+    for key in sorted(variant.draw):
+        spec = variant.draw[key]
+        if isinstance(spec, IntRange):
+            values[key] = int(rng.integers(spec.min, spec.max + 1))
+            continue
+        if isinstance(spec, FileDraw):
+            choices: list[Any] = [str(p) for p in sorted(spec.folder.glob(spec.glob)) if p.is_file()]
+            if not choices:
+                raise ConfigError(f"no files match {spec.glob!r} in {spec.folder}", field=f"variants.{variant.name}."
+                                  f"draw.{key}")
+        else:
+            choices = list(spec)
+        values[key] = choices[int(rng.integers(len(choices)))]
+    return values
+
+
+def load_batch(path: str | Path) -> BatchConfig:
+    """A batch config, with its base experiment and drawn folders made absolute against the batch file's folder."""
+    path = Path(path)
+    data, lines = read_yaml(path)
+    return resolve_input_paths(validate_model(BatchConfig, data, path, lines), path.parent.resolve())
+
+
+def expand_batch(batch: BatchConfig, batch_file: str | Path = "batch") -> list[ExperimentConfig]:
+    """Every (variant, seed) experiment of a batch, each with its own name and output folder."""
+    base_data, lines = read_yaml(batch.base)
+    experiments = []
+    for variant in batch.variants:
+        seeds = (batch.seeds if variant.count is None
+                 else list(range(batch.seeds[0], batch.seeds[0] + variant.count)))
+        for seed in seeds:
+            data = copy.deepcopy(base_data)
+            for key, value in variant.set.items():
+                set_path(data, key.split("."), value, label=str(batch_file))
+            for key, value in _drawn(variant, seed).items():
+                set_path(data, key.split("."), value, label=str(batch_file))
+            name = f"{variant.name}-seed{seed}"
+            data.update(seed=seed, name=name, output_dir=str(batch.output_dir / name))
+            config = validate_model(ExperimentConfig, data, f"{batch.base} (variant {variant.name!r})", lines)
+            config = resolve_input_paths(config, batch.base.parent)
+            check_input_paths(config, batch.base)
+            experiments.append(config)
+    return experiments
