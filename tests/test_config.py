@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import CONFIGS, ROOT
 
-from core.config import NOT_AVAILABLE, ExperimentConfig
+from core.config import NOT_AVAILABLE, ExperimentConfig, input_paths
 from core.config_io import _models_at, apply_overrides, load_experiment
 from core.errors import ConfigError
 from core.robot_catalogue import ROBOTS
@@ -127,6 +127,32 @@ def test_missing_input_path_is_an_error_relative_to_config_folder(tmp_path):
     (tmp_path / "houses" / "missing.json").write_text("{}")
     config = load_experiment(path)
     assert config.environment.path == (tmp_path / "houses" / "missing.json").resolve()
+
+
+def test_every_input_path_is_read_from_the_config_folder_and_checked(tmp_path):
+    """Every input-path field, in every section and every robot of a multi-robot run, is resolved against the
+    config's folder and checked; `robot` (which then mirrors the first of `robots`) is not listed twice."""
+    data = demo_data()
+    robot = data.pop("robot")
+    data.update(
+        environment={"source": "mesh", "path": "env.obj"},
+        humans={"source": "gltf", "paths": ["walk.glb", "run.glb"], "count": {"min": 1, "max": 1}},
+        animals={"source": "gltf", "paths": ["dog.glb"]},
+        flying_objects={"source": "mesh", "paths": ["cup.obj"]},
+        robots=[robot, {**robot, "tiago": {"s_curve": "scurve.npz"}}],
+        recording={"class_map": "classes.yaml"},
+        render={"environment": "sky.hdr"},
+    )
+    path = write(tmp_path, data)
+    config = load_experiment(path, check_paths=False)
+    expected = {"environment.path": "env.obj", "humans.paths.0": "walk.glb", "humans.paths.1": "run.glb",
+                "animals.paths.0": "dog.glb", "flying_objects.paths.0": "cup.obj",
+                "robots.1.tiago.s_curve": "scurve.npz", "recording.class_map": "classes.yaml",
+                "render.environment": "sky.hdr"}
+    assert input_paths(config) == {key: tmp_path.resolve() / name for key, name in expected.items()}
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    assert err.value.field == "environment.path" and "also missing: robots.1.tiago.s_curve" in str(err.value)
 
 
 def test_not_a_mapping_and_bad_yaml(tmp_path):
