@@ -7,7 +7,7 @@ Both models start at rest and follow each 4 s command through the same S-curve f
 speeds from 0.05 to 1.0 m/s along x, y and the x-y diagonal, and 20 yaw rates from 0.05 to 1.5
 rad/s. Per run, the relative error is the end-point distance over the reference's displacement
 (the yaw difference over the reference's yaw turned, for rotations); the table gives the mean and
-standard deviation over each group's 20 runs (see simulation.robots.drive).
+standard deviation over each group's 20 runs (see simulation.tiago.drive).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from core.progress import progress_task
-from simulation.robots.drive import compare_models, paper_commands
 from simulation.robots.scurve import load_network
+from simulation.tiago.drive import compare_models, paper_commands
 
 
 def main() -> None:

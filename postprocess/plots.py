@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from core.figures import figure_png, new_figure
 from core.formats.imu import ImuSeries
 from core.formats.states import RobotPath
-from postprocess.view import SceneLayout
+from postprocess.backdrop import MapBackdrop
 
 TRAJECTORY_INCHES = (8.0, 8.0)
 IMU_ROW_INCHES = (12.0, 3.0)
@@ -28,7 +28,7 @@ def path_length(position: np.ndarray) -> float:
     return float(np.linalg.norm(np.diff(position[:, :2], axis=0), axis=1).sum())
 
 
-def trajectory_figure(robot: RobotPath, layout: SceneLayout, camera_xy: dict[str, np.ndarray], title: str) -> Figure:
+def trajectory_figure(robot: RobotPath, layout: MapBackdrop, camera_xy: dict[str, np.ndarray], title: str) -> Figure:
     """Top-down (north = +y up): occupancy map, robot path with start/end, camera frame positions, humans."""
     figure = new_figure(TRAJECTORY_INCHES)
     axes = figure.add_subplot(facecolor=BEYOND_MAP_COLOUR)
@@ -60,7 +60,7 @@ def trajectory_figure(robot: RobotPath, layout: SceneLayout, camera_xy: dict[str
     return figure
 
 
-def plot_trajectory(robot: RobotPath, layout: SceneLayout, camera_xy: dict[str, np.ndarray], title: str) -> bytes:
+def plot_trajectory(robot: RobotPath, layout: MapBackdrop, camera_xy: dict[str, np.ndarray], title: str) -> bytes:
     """trajectory_figure as PNG bytes."""
     return figure_png(trajectory_figure(robot, layout, camera_xy, title))
 

@@ -24,8 +24,8 @@ from core.geometry import wxyz_to_xyzw
 from core.progress import track
 from core.recording import Camera
 from core.rundir import FILE_MODE
+from postprocess.backdrop import MapBackdrop
 from postprocess.contact_sheet import box_caption, id_palette
-from postprocess.view import SceneLayout
 
 APPLICATION_ID = "grade"
 TIMELINE = "sim_time"
@@ -48,7 +48,7 @@ def _colour(palette: np.ndarray, index: int) -> tuple[int, int, int]:
 
 
 def _log_static(rr: ModuleType, rec, sequences: list[Camera], robot: RobotPath | None,
-                layout: SceneLayout | None) -> None:
+                layout: MapBackdrop | None) -> None:
     rec.log("world", rr.ViewCoordinates.RIGHT_HAND_Z_UP, static=True)
     semantic = id_palette("semantic")
     classes = {}
@@ -104,7 +104,7 @@ def _log_camera(rr: ModuleType, rec, camera: Camera) -> None:
 
 
 def export_rerun(path: Path, info: RunInfo, sequences: list[Camera], robot: RobotPath | None,
-                 layout: SceneLayout | None) -> Path:
+                 layout: MapBackdrop | None) -> Path:
     """Write `path` (.rrd) atomically: it appears only once the whole recording is in it."""
     rr = import_rerun()
     path = Path(path)

@@ -16,17 +16,15 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from core.assets.layout import OCCUPANCY_FILE
 from core.errors import GradeError, InputError
 from core.formats.frames import FRAMES_FILE
 from core.formats.imu import IMU_FILE
-from core.formats.occupancy import OccupancyMap, read_occupancy
-from core.formats.placement import PLACEMENT_FILE, load_placement
 from core.formats.states import STATES_FILE, RobotPath
 from core.outputs import output_lock
-from core.recording import GT_DIR, SCENE_DIR, Camera, Recording
+from core.recording import GT_DIR, Camera, Recording
 from core.rundir import atomic_write_bytes
 from postprocess import DEFAULT_FRAMES
+from postprocess.backdrop import read_map_backdrop
 
 VIEW_DIR = "view"
 
@@ -36,24 +34,6 @@ def select_frames(count: int, wanted: int) -> list[int]:
     if count <= 0 or wanted <= 0:
         return []
     return sorted(set(np.round(np.linspace(0, count - 1, min(wanted, count))).astype(int).tolist()))
-
-
-# ---------------------------------------------------------------- the environment's map
-
-
-@dataclass
-class SceneLayout:
-    occupancy: OccupancyMap
-    humans: np.ndarray  # (H, 3) start positions of the placed humans, world m
-    human_ids: list[str]
-
-
-def read_scene_layout(run: Path) -> SceneLayout:
-    """The occupancy map and the humans' start positions, through RUN/scene/placement.json."""
-    placement = load_placement(Path(run) / SCENE_DIR / PLACEMENT_FILE)  # paths come back absolute
-    occupancy = read_occupancy(Path(placement.environment.path) / OCCUPANCY_FILE)
-    humans = np.array([(h.x, h.y, h.z) for h in placement.humans], dtype=np.float64).reshape(-1, 3)
-    return SceneLayout(occupancy, humans, [h.asset_id for h in placement.humans])
 
 
 # ---------------------------------------------------------------- the view
@@ -145,7 +125,7 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
             pictures[path] = _png(path, _contact_sheet(robot_view, sequence, frames, all_boxes))
 
         robot = _robot_path(robot_view, result)
-        layout = read_scene_layout(recording.path) if robot is not None else None
+        layout = read_map_backdrop(recording.path) if robot is not None else None
         if robot is not None:
             camera_xy = {c.name: np.array([f.pose[:2, 3] for f in c]) for c in cameras}
             pictures[out / f"trajectory{tag}.png"] = plot_trajectory(robot, layout, camera_xy,

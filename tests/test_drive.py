@@ -11,7 +11,8 @@ import pytest
 from conftest import run_grade
 
 from core.errors import InputError
-from simulation.robots.drive import (
+from simulation.robots.scurve import SCurveFollower, default_network, limit_twist, s_curve, wheel_reference_change
+from simulation.tiago.drive import (
     COMMAND_SECONDS,
     SPEEDS,
     YAW_RATES,
@@ -29,7 +30,6 @@ from simulation.robots.drive import (
     remove_glitches,
     write_trajectory_csv,
 )
-from simulation.robots.scurve import SCurveFollower, default_network, limit_twist, s_curve, wheel_reference_change
 
 DT = 1.0 / 240.0
 COMMAND_FILES = {  # name -> (lines, first line)

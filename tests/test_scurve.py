@@ -12,7 +12,6 @@ from conftest import run_grade
 
 from core.errors import InputError
 from core.seeding import generator
-from simulation.robots.calibration import calibrate, fit_network, read_recording, step_responses
 from simulation.robots.mecanum import HALF_TRACK, HALF_WHEELBASE, WHEEL_RADIUS, wheel_speeds
 from simulation.robots.scurve import (
     DEFAULT_PARAMS,
@@ -31,6 +30,7 @@ from simulation.robots.scurve import (
     weight_shapes,
     wheel_reference_change,
 )
+from simulation.tiago.calibration import calibrate, fit_network, read_recording, step_responses
 
 # (L, a, b, m, k1, k2): the built-in profile over a wide range of L, plus curves whose break is b
 # (b before the ramp reaches 0.8 L), soft and sharp bends.

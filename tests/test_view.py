@@ -36,6 +36,7 @@ from core.formats.placement import (
 from core.formats.run_info import RunInfo, write_run_info
 from core.formats.states import STATES_SCHEMA, load_robot_path
 from core.recording import Recording
+from postprocess.backdrop import read_map_backdrop
 from postprocess.cli import view_command
 from postprocess.contact_sheet import (
     GAP_PX,
@@ -53,7 +54,7 @@ from postprocess.contact_sheet import (
     render_contact_sheet,
 )
 from postprocess.plots import imu_figure, trajectory_figure
-from postprocess.view import read_scene_layout, select_frames, view_run
+from postprocess.view import select_frames, view_run
 
 W, H = 64, 48
 FRAMES = 3
@@ -295,7 +296,7 @@ def colour_at(image: np.ndarray, figure, xy: tuple[float, float]) -> np.ndarray:
 
 
 def test_trajectory_map_sits_at_its_world_coordinates(run):
-    robot, layout = load_robot_path(run / "states.npz"), read_scene_layout(run)
+    robot, layout = load_robot_path(run / "states.npz"), read_map_backdrop(run)
     figure = trajectory_figure(robot, layout, {}, "t")
     image = np.asarray(Image.open(io.BytesIO(figure_png(figure))).convert("RGB"))
     table, free, outside = (2.5, 1.5), (3.5, 0.5), (-0.3, 1.5)  # table centre; a free floor point; off the floor

@@ -5,11 +5,11 @@ from simulation.physics.model import (
     DEFAULT_TIMESTEP,
     PhysicsWorld,
     PlacedRobot,
-    StartPose,
     build_fleet,
     build_mjcf,
     build_world,
 )
+from simulation.physics.robot_handle import StartPose
 from simulation.physics.sensors import SensorMount
 from simulation.physics.state import STATE_FIELDS, get_state, set_state
 from simulation.physics.world import ConvexPiece, EnvironmentCollision, decompose, load_environment_collision

@@ -17,7 +17,7 @@ import numpy as np
 
 from core.errors import InputError
 from simulation.physics.kinematic import KinematicBody, kinematic_elements, mocap_indices, set_kinematic_pose
-from simulation.physics.robot_handle import RobotHandle
+from simulation.physics.robot_handle import RobotHandle, StartPose
 from simulation.physics.sensors import SensorMount, add_mount_sites, body_pose, imu_sensor_elements
 from simulation.physics.state import STEP_FIELDS, get_state, set_state, set_step_state
 from simulation.physics.world import EnvironmentCollision, environment_elements
@@ -32,16 +32,6 @@ SOLVER = {"solver": "Newton", "iterations": 20, "ls_iterations": 8, "tolerance":
 # (-stiffness, -damping) with damping 1/timestep, which cancels the approach velocity within a step.
 PLANAR_CONTACT_STIFFNESS = 20000.0  # 1/s^2
 PLANAR_CONTACT_SOLIMP = (0.99, 0.999, 0.001, 0.5, 2.0)
-
-
-@dataclass(frozen=True)
-class StartPose:
-    """Where the robot starts: position (m; z is ignored for ground robots) and heading (rad)."""
-
-    x: float = 0.0
-    y: float = 0.0
-    z: float = 0.0
-    yaw: float = 0.0
 
 
 @dataclass(frozen=True)

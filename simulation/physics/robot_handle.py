@@ -8,7 +8,8 @@ the robot's own names here and several robots of one kind never clash.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Protocol
 
 import mujoco
 import numpy as np
@@ -17,16 +18,33 @@ from simulation.physics.sensors import body_pose, read_imu, site_name, site_pose
 from simulation.robots.mecanum import ik_matrix
 from simulation.robots.spec import RobotModel
 
-if TYPE_CHECKING:
-    from simulation.physics.model import PhysicsWorld, StartPose
-
 ROLLER_PREFIX = "roller_"
+
+
+class CompiledWorld(Protocol):
+    """What a handle reads and writes of its world (a model.PhysicsWorld): the compiled model and its data,
+    whose poses `update_kinematics` brings up to the current state."""
+
+    model: mujoco.MjModel
+    data: mujoco.MjData
+
+    def update_kinematics(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class StartPose:
+    """Where the robot starts: position (m; z is ignored for ground robots) and heading (rad)."""
+
+    x: float = 0.0
+    y: float = 0.0
+    z: float = 0.0
+    yaw: float = 0.0
 
 
 class RobotHandle:
     """A robot placed in `world` under MJCF name prefix `prefix`, its userdata from `userdata` on."""
 
-    def __init__(self, world: PhysicsWorld, robot: RobotModel, prefix: str, userdata: int):
+    def __init__(self, world: CompiledWorld, robot: RobotModel, prefix: str, userdata: int):
         model = world.model
         self.world, self.robot, self.prefix = world, robot, prefix
         self._base_qpos = [model.jnt_qposadr[model.joint(prefix + j).id] for j in robot.base_joints]

@@ -18,10 +18,10 @@ from simulation.render.scene import (
     RenderMesh,
     RenderScene,
     light_from_part,
-    load_texture,
     material_from_part,
     mesh_from_part,
 )
+from simulation.render.shading import load_texture
 from simulation.render.tiles import NO_HIT_DEPTH
 
 __all__ = [

@@ -16,8 +16,7 @@ import cv2
 import numpy as np
 
 from core.errors import InputError
-from simulation.render.scene import load_texture
-from simulation.render.shading import srgb_to_linear
+from simulation.render.shading import load_texture, srgb_to_linear
 
 HDR_SUFFIXES = (".hdr",)  # Radiance RGBE: linear float colour
 

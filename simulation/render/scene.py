@@ -15,17 +15,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from embreex.rtcore_scene import EmbreeScene
-from PIL import Image, UnidentifiedImageError
 
 from core.assets import parts
 from core.config import DEFAULT_SKY
 from core.errors import InputError
 from simulation.render import kernels
+from simulation.render.background import EnvironmentMap
 from simulation.render.camera import linear_map
 from simulation.render.embree import BUILD_QUALITY_HIGH, BUILD_QUALITY_MEDIUM, SharedScene
 from simulation.render.irradiance import ProbeCache, StaticScene, mean_albedo
@@ -35,12 +33,10 @@ from simulation.render.shading import (
     MipMaps,
     TexturePool,
     ggx_alpha,
+    load_texture,
     specular_lobe,
     srgb_to_linear,
 )
-
-if TYPE_CHECKING:  # background.py reads images with load_texture from here
-    from simulation.render.background import EnvironmentMap
 
 MAX_ID = np.iinfo(np.uint16).max  # instance and semantic images are uint16 (DESIGN.md §2)
 DEFAULT_AMBIENT = (0.08, 0.08, 0.08)
@@ -80,15 +76,6 @@ class RenderMaterial:
     def texture_linear(self) -> np.ndarray | None:
         """The texture in linear RGB as channel rows (3, H, W)."""
         return None if self.texture is None else np.ascontiguousarray(srgb_to_linear(self.texture).transpose(2, 0, 1))
-
-
-def load_texture(path: str | Path, field: str = "texture") -> np.ndarray:
-    """An image file as an (H, W, 3) uint8 sRGB array; errors name `field`."""
-    try:
-        with Image.open(path) as image:
-            return np.asarray(image.convert("RGB"), dtype=np.uint8)
-    except (OSError, UnidentifiedImageError) as exc:
-        raise InputError(f"cannot read {field} image: {exc}", path, field) from exc
 
 
 def material_from_part(material: parts.Material) -> RenderMaterial:

@@ -1,4 +1,4 @@
-"""Colour math: sRGB transfer, the texture pool, Blinn-Phong lobe parameters (the per-pixel loops that use
+"""Colour math: reading texture images, sRGB transfer, the texture pool, Blinn-Phong lobe parameters (the per-pixel loops that use
 them are in kernels.py).
 
 Shading happens in linear RGB; images are sRGB-encoded at the end. UVs follow USD/OpenGL: (0, 0) is the
@@ -9,14 +9,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from core.errors import InputError
 
 TEXTURE_FILTERS = ("nearest", "bilinear")
 # Encoding looks linear values up in a 16-bit table: exact for every 8-bit level and much faster than pow.
 ENCODE_LEVELS = 65535
 LUMINANCE_WEIGHTS = (0.2126, 0.7152, 0.0722)  # Rec. 709 / sRGB primaries: Y of linear RGB
 _MIN_ROUGHNESS = 0.05  # keeps the Blinn-Phong exponent finite
+
+
+def load_texture(path: str | Path, field: str = "texture") -> np.ndarray:
+    """An image file as an (H, W, 3) uint8 sRGB array; errors name `field`."""
+    try:
+        with Image.open(path) as image:
+            return np.asarray(image.convert("RGB"), dtype=np.uint8)
+    except (OSError, UnidentifiedImageError) as exc:
+        raise InputError(f"cannot read {field} image: {exc}", path, field) from exc
 
 
 def _srgb_decode(x: np.ndarray) -> np.ndarray:

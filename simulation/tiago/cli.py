@@ -31,8 +31,8 @@ def calibrate_command(
     Example:
       grade robot calibrate steps/*.csv --out scurve.npz --restarts 20
     """
-    from simulation.robots.calibration import ITERATIONS, fit_network, read_recording
     from simulation.robots.scurve import save_network
+    from simulation.tiago.calibration import ITERATIONS, fit_network, read_recording
 
     responses = [response for path in recordings for response in read_recording(path)]
     console.print(f"{len(responses)} step responses from {len(recordings)} recordings")
@@ -64,7 +64,8 @@ def drive_command(
     import numpy as np
 
     from core.config import TiagoConfig
-    from simulation.robots.drive import (
+    from simulation.robots.scurve import follower_for
+    from simulation.tiago.drive import (
         TIAGO_MODELS,
         build_tiago,
         drive,
@@ -72,7 +73,6 @@ def drive_command(
         total_steps,
         write_trajectory_csv,
     )
-    from simulation.robots.scurve import follower_for
 
     if robot != "tiago_omni":
         raise GradeError(f"drive supports the robot kind 'tiago_omni', got {robot!r}")

@@ -44,7 +44,6 @@ import numpy as np
 
 from core.errors import InputError
 from core.seeding import generator
-from simulation.robots.drive import GLITCH_SECONDS, Command, remove_glitches
 from simulation.robots.mecanum import WHEEL_NAMES, base_twist, wheel_speeds
 from simulation.robots.scurve import (
     SCurveNetwork,
@@ -53,6 +52,7 @@ from simulation.robots.scurve import (
     weight_shapes,
     wheel_reference_change,
 )
+from simulation.tiago.drive import GLITCH_SECONDS, Command, remove_glitches
 
 MIN_STEP_SECONDS = 0.5  # s: shorter commands do not show the whole profile
 MIN_STEP_CHANGE = 0.2  # rad/s (wheel reference): smaller changes are lost in encoder noise
