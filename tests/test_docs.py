@@ -4,6 +4,8 @@ README's five-minute tour runs as written on a demo recording."""
 from __future__ import annotations
 
 import html
+import importlib
+import importlib.util
 import json
 import os
 import re
@@ -17,6 +19,12 @@ from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PACKAGES = ("core", "pipeline", "asset_converters", "placement", "simulation", "postprocess", "export", "replay",
+            "evaluation")
+TOP_FOLDERS = (*PACKAGES, "configs", "tests", "benchmarks", "docs")
+CONFIG_SECTIONS = ("simulation", "postprocess")  # packages whose names are config sections too
+FILE_TYPES = ("json", "jsonl", "png", "yaml", "npz", "usda", "usdc")  # placement.json is a file, not a module
 MAX_README_LINES = 200
 TWO_COMMANDS = ["make demo", "make test"]
 TOUR_START = "<!-- --8<-- [start:tour] -->"
@@ -92,6 +100,44 @@ def test_readme_links_stay_inside_the_checkout():
         assert "://" not in link, link
         target = ROOT / link.split("#", 1)[0]
         assert target.exists(), link
+
+
+def test_every_path_and_module_the_docs_name_exists():
+    """Files, folders, modules and functions named in the README and the docs exist, so moving code cannot leave
+    the docs pointing at nothing. (`simulation.*` and `postprocess.*` are also config sections: those names are
+    checked only when they start with one of the package's modules.)"""
+    missing = []
+    for page in (README, *sorted(DOCS.rglob("*.md"))):
+        for name in re.findall(r"`([^`\s]+)`", page.read_text()):
+            name = name.split("(")[0]
+            if re.fullmatch(rf"({'|'.join(TOP_FOLDERS)})/[\w./-]*(\.\w+|/)", name):
+                if not (ROOT / name).exists():
+                    missing.append(f"{page.relative_to(ROOT)}: {name}")
+            elif (re.fullmatch(rf"({'|'.join(PACKAGES)})(\.\w+)+", name) and name.rsplit(".", 1)[1] not in FILE_TYPES
+                  and not resolves(name)):
+                missing.append(f"{page.relative_to(ROOT)}: {name}")
+    assert not missing, missing
+
+
+def resolves(dotted: str) -> bool:
+    """The longest importable module prefix of `dotted`, then attributes down to its end."""
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        module_name = ".".join(parts[:split])
+        try:
+            if importlib.util.find_spec(module_name) is None:
+                continue
+        except ModuleNotFoundError:
+            continue
+        if split == 1 and parts[0] in CONFIG_SECTIONS:
+            return True  # a config key such as simulation.duration
+        target = importlib.import_module(module_name)
+        for attribute in parts[split:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
 
 
 @pytest.mark.slow
