@@ -13,21 +13,14 @@ import typer
 from typer.core import TyperGroup
 
 from asset_converters.cli import convert_app
-from core.config import BatchConfig, ExecutorConfig, SlamBenchmarkConfig
-from core.config_io import (
-    dump_yaml,
-    expand_batch,
-    load_batch,
-    load_experiment,
-    load_slam_benchmark,
-    read_yaml,
-    validate_model,
-)
-from core.errors import GradeError
-from core.outputs import output_lock
+from core.config_io import dump_yaml, load_experiment, read_yaml, validate_model
+from core.errors import EXIT_CODES_HELP, ExitCode, GradeError, exit_code_help
 from core.progress import console
+from core.stage import output_folder
 from evaluation.cli import benchmark_app, evaluate_app
 from export.cli import export_app
+from pipeline.batch_config import BatchConfig, ExecutorConfig, expand_batch, load_batch
+from pipeline.benchmark_config import SlamBenchmarkConfig, load_slam_benchmark
 from placement.cli import place_command
 from postprocess.cli import postprocess_command, view_command
 from replay.cli import replay_command
@@ -53,6 +46,7 @@ app = typer.Typer(
     A first run (procedural assets, no download):
       grade demo && grade view runs/demo
     """,
+    epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -82,7 +76,7 @@ app.add_typer(evaluate_app, name="evaluate")
 app.add_typer(benchmark_app, name="benchmark")
 
 
-@app.command("batch")
+@app.command("batch", epilog=exit_code_help(ExitCode.BAD_INPUT, ExitCode.BATCH_FAILURES))
 def batch_command(
     target: Annotated[str, typer.Argument(metavar="BATCH.yaml|status", help="A batch config to run, or `status`.")],
     folder: Annotated[Path | None, typer.Argument(metavar="[DIR]", help="status: the batch folder.")] = None,
@@ -134,7 +128,6 @@ def benchmark_slam(config: Annotated[Path, typer.Argument(metavar="CONFIG", help
     Example:
       grade benchmark slam configs/slam-benchmark.yaml
     """
-    from core.config_io import load_slam_benchmark
     from pipeline.benchmark import slam_benchmark
 
     result = slam_benchmark(load_slam_benchmark(config))
@@ -212,7 +205,7 @@ def _prepare_and_report(config_file: Path, out: Path | None, overrides: list[str
     from pipeline.prepare import prepare
 
     config = load_experiment(config_file, overrides)
-    with output_lock(out or config.output_dir, what="run folder") as folder:
+    with output_folder(out or config.output_dir, what="run folder") as folder:
         prepared = prepare(config, folder)
     console.print(f"environment  {prepared.environment}\nhumans       {len(prepared.humans)} packages\n"
                   f"objects      {len(prepared.objects)} packages\nplacement    {prepared.placement} "
@@ -291,9 +284,6 @@ def demo_command(
     _generate_and_report(DEMO_CONFIG, out, set_ or [], force, wait)
 
 
-INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + SIGINT)
-
-
 def _os_error_message(exc: OSError) -> str:
     """One line naming the path(s) and the OS reason: 'PATH: No space left on device'."""
     paths = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
@@ -309,17 +299,17 @@ def _exit_interrupted() -> NoReturn:
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(INTERRUPTED)
+    os._exit(ExitCode.INTERRUPTED)
 
 
 def main() -> None:
-    """Console-script entry point, the one error boundary: bad input and OS errors (read-only, permission
-    denied, disk full, ...) become one plain-text paragraph and exit code 2, Ctrl-C exits 130 with how to
-    resume; any other exception is a bug and keeps its traceback."""
+    """Console-script entry point, the one error boundary (exit codes: core.errors.ExitCode): bad input and OS
+    errors (read-only, permission denied, disk full, ...) become one plain-text paragraph and BAD_INPUT, Ctrl-C
+    exits INTERRUPTED with how to resume; any other exception is a bug and keeps its traceback (CRASH)."""
     try:
         # Without standalone mode, click returns a command's typer.Exit code instead of raising it.
         code = app(standalone_mode=False)
-        if code == INTERRUPTED:  # typer turns Ctrl-C into a returned 130 in this mode
+        if code == ExitCode.INTERRUPTED:  # typer turns Ctrl-C into a returned 130 in this mode
             _exit_interrupted()
         if isinstance(code, int) and code:
             sys.exit(code)
@@ -328,12 +318,12 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except OSError as exc:
         console.print(f"error: {_os_error_message(exc)}", soft_wrap=True)
-        sys.exit(GradeError.exit_code)
+        sys.exit(ExitCode.BAD_INPUT)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
         console.print("aborted")
-        sys.exit(INTERRUPTED)
+        sys.exit(ExitCode.INTERRUPTED)
     except KeyboardInterrupt:
         _exit_interrupted()
     except typer.TyperException as exc:  # usage errors (bad option values) carry their own exit code
