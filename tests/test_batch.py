@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from asset_converters.procedural.demo import ENVIRONMENT_ID
 from core.formats.batch_state import read_batch_state
 from core.formats.manifest import StageStatus, stage_status
-from core.recording import Recording
+from core.outputs import package_lock
+from core.recording import ASSETS_DIR, Recording
 from pipeline.batch import batch_status
 from tests.conftest import CONFIGS, ROOT, run_grade
 
@@ -85,22 +87,33 @@ def test_ray_and_submitit_give_the_same_ground_truth(local, tmp_path, executor):
     assert ground_truth(tmp_path / "out") == ground_truth(local)
 
 
+def seed_environment(out: Path, seed: int) -> Path:
+    """The first package a sequence converts in the batch's shared asset cache: its procedural house."""
+    return out / ASSETS_DIR / f"procedural-seed{seed}" / "environment" / ENVIRONMENT_ID
+
+
 def test_a_killed_driver_resumes_without_redoing_finished_jobs(local, tmp_path):
     batch = write_batch(tmp_path, workers=1)
     env = {**os.environ, "GRADE_QUIET": "1"}
-    driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     first = tmp_path / "out" / "default-seed1"
-    deadline = time.monotonic() + KILL_TIMEOUT_S
-    while stage_status(first) is not StageStatus.COMPLETE and time.monotonic() < deadline:
-        time.sleep(0.2)
-    follow = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", "status", str(tmp_path / "out"),
-                               "--follow"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)
-    running = run_grade("batch", "status", str(tmp_path / "out"))
-    assert "(driver running)" in running.stderr and "[" in running.stderr, running.stderr
-    os.killpg(driver.pid, signal.SIGKILL)  # the driver and its running job, mid-batch
-    driver.wait()
+    # Holding the second sequence's first package lock keeps the driver mid-batch, whatever the machine's speed:
+    # the first sequence finishes, the second waits for the lock until the driver is killed.
+    with package_lock(seed_environment(tmp_path / "out", SEEDS[1])):
+        driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + KILL_TIMEOUT_S  # only bounds a failing run
+        while stage_status(first) is not StageStatus.COMPLETE:
+            assert driver.poll() is None and time.monotonic() < deadline, "the first sequence did not finish"
+            time.sleep(0.2)
+        follow = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", "status", str(tmp_path / "out"),
+                                   "--follow"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True)
+        running = run_grade("batch", "status", str(tmp_path / "out"))
+        assert "(driver running)" in running.stderr and "[" in running.stderr, running.stderr
+        assert driver.poll() is None
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver and its running job, mid-batch
+        driver.wait()
+    assert stage_status(tmp_path / "out" / "default-seed2") is not StageStatus.COMPLETE  # killed before it recorded
     followed = follow.communicate(timeout=FOLLOW_TIMEOUT_S)[0]  # --follow ends when the driver is gone
     assert follow.returncode == 0 and "(driver not running)" in followed, followed
     assert stage_status(first) is StageStatus.COMPLETE

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from core.assets.skinning import joint_world_transforms
+from asset_converters import joint_world_transforms
 from core.config import ExperimentConfig, RenderConfig, RobotConfig
 from core.errors import ConfigError, InputError
 from core.formats.class_map import read_class_map
@@ -54,10 +54,9 @@ from simulation.render import (
     load_environment,
     render_frame,
 )
-from simulation.robots import robot_model
+from simulation.robots import RobotModel, robot_model
 from simulation.robots.mjcf import LinkEdge
 from simulation.robots.scurve import SCurveFollower, follower_for
-from simulation.robots.spec import RobotModel
 
 KINEMATIC_CHUNK = 240  # steps of human/object poses computed in one vectorised call
 # Frames rendering at once: while one traces its last tiles the next poses its meshes and queues its tiles, so the
