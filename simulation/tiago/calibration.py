@@ -34,7 +34,6 @@ S(t)/L - p(t) (a fraction of the step).
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import InputError
+from core.formats.csv_table import read_csv_table
 from core.seeding import generator
 from simulation.robots.mecanum import WHEEL_NAMES, base_twist, wheel_speeds
 from simulation.robots.scurve import (
@@ -54,6 +54,8 @@ from simulation.robots.scurve import (
 )
 from simulation.tiago.drive import GLITCH_SECONDS, Command, remove_glitches
 
+# The command columns of a CSV recording (m/s, m/s, rad/s): the step responses' commands, when all are given.
+COMMAND_COLUMNS = ("vx", "vy", "wz")
 MIN_STEP_SECONDS = 0.5  # s: shorter commands do not show the whole profile
 MIN_STEP_CHANGE = 0.2  # rad/s (wheel reference): smaller changes are lost in encoder noise
 TAIL_FRACTION = 0.2  # of a command-less recording: where the wheels have settled
@@ -160,35 +162,17 @@ def _command_steps(times: np.ndarray, twists: np.ndarray, end: float,
 
 
 def _read_csv(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
-    try:
-        rows = list(csv.reader(path.read_text().splitlines()))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the recording ({exc})", path) from exc
-    if len(rows) < 3:
-        raise InputError("expected a header row and at least 2 samples", path)
-    header = [name.strip() for name in rows[0]]
-    lower = [name.lower() for name in header]
-    columns = ["time", *WHEEL_NAMES]
-    missing = [name for name in columns if name.lower() not in lower]
-    if missing:
-        raise InputError(f"missing columns {missing}; found {header}", path, missing[0])
-    has_commands = all(name in lower for name in ("vx", "vy", "wz"))
-    wanted = columns + (["vx", "vy", "wz"] if has_commands else [])
-    index = [lower.index(name.lower()) for name in wanted]
-    values = np.empty((len(rows) - 1, len(wanted)))
-    for i, row in enumerate(rows[1:]):
-        try:
-            values[i] = [float(row[j]) for j in index]
-        except (ValueError, IndexError):
-            raise InputError(f"expected numbers in columns {wanted}, got {row}", path, f"line {i + 2}") from None
-    if not np.all(np.isfinite(values)):
+    table = read_csv_table(path, ["time", *WHEEL_NAMES], COMMAND_COLUMNS, min_rows=2, what="recording")
+    if not all(np.all(np.isfinite(column)) for column in table.values()):
         raise InputError("values must be finite", path)
+    wheels = np.column_stack([table[name] for name in WHEEL_NAMES])
     commands = None
-    if has_commands:
-        change = np.any(np.diff(values[:, 5:], axis=0) != 0, axis=1)
+    if all(name in table for name in COMMAND_COLUMNS):
+        twists = np.column_stack([table[name] for name in COMMAND_COLUMNS])
+        change = np.any(np.diff(twists, axis=0) != 0, axis=1)
         rows_at = np.concatenate([[0], np.flatnonzero(change) + 1])
-        commands = (values[rows_at, 0], values[rows_at, 5:])
-    return values[:, 0], values[:, 1:5], commands
+        commands = (table["time"][rows_at], twists[rows_at])
+    return table["time"], wheels, commands
 
 
 def _read_bag(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:

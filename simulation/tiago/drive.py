@@ -35,8 +35,6 @@ x, y, yaw, e.g. from a motion tracker) is compared the same way: `read_trajector
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -45,8 +43,9 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import InputError
+from core.formats.csv_table import read_csv_table, write_csv_table
 from core.geometry import yaw_of
-from core.rundir import atomic_write_text, read_json
+from core.rundir import read_json
 from simulation.physics import PhysicsWorld, StartPose, build_world
 from simulation.robots.scurve import SCurveFollower, SCurveNetwork
 from simulation.robots.tiago_model import lightweight, physical
@@ -210,35 +209,15 @@ class Trajectory:
 
 def write_trajectory_csv(trajectory: Trajectory, path: str | Path) -> Path:
     """Write the trajectory as CSV with a header row (atomic)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(TRAJECTORY_COLUMNS)
-    writer.writerows([f"{v:.9g}" for v in row] for row in trajectory.samples)
-    return atomic_write_text(path, buffer.getvalue())
+    return write_csv_table(path, TRAJECTORY_COLUMNS, trajectory.samples)
 
 
 def read_trajectory_csv(path: str | Path) -> Trajectory:
     """A trajectory CSV (ours, or a recording with at least time, x, y, yaw columns; missing
     velocity columns are read as NaN)."""
-    path = Path(path)
-    try:
-        rows = list(csv.reader(path.read_text().splitlines()))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the trajectory ({exc})", path) from exc
-    if len(rows) < 2:
-        raise InputError("expected a header row and at least one sample", path)
-    header = [name.strip().lower() for name in rows[0]]
-    missing = [name for name in TRAJECTORY_COLUMNS[:4] if name not in header]
-    if missing:
-        raise InputError(f"missing columns {missing}; found {header}", path, missing[0])
-    samples = np.full((len(rows) - 1, len(TRAJECTORY_COLUMNS)), np.nan)
-    for i, row in enumerate(rows[1:]):
-        try:
-            for j, name in enumerate(TRAJECTORY_COLUMNS):
-                if name in header:
-                    samples[i, j] = float(row[header.index(name)])
-        except (ValueError, IndexError):
-            raise InputError(f"expected {len(header)} numbers, got {row}", path, f"line {i + 2}") from None
+    columns = read_csv_table(path, TRAJECTORY_COLUMNS[:4], TRAJECTORY_COLUMNS[4:], what="trajectory")
+    rows = len(columns["time"])
+    samples = np.column_stack([columns.get(name, np.full(rows, np.nan)) for name in TRAJECTORY_COLUMNS])
     if not np.all(np.isfinite(samples[:, :4])):
         raise InputError("time, x, y and yaw must be finite", path)
     return Trajectory(samples)
