@@ -268,10 +268,15 @@ def test_compare_models_lightweight_against_physical():
     groups = {name: twists[[4, 19]] for name, twists in paper_commands().items()}  # 0.25 and 1.0 m/s
     same = compare_models("lightweight", "lightweight", groups=groups)
     assert all(mean == 0.0 and std == 0.0 for mean, std in same.values())
-    table = compare_models("lightweight", "physical", groups=groups)
-    assert set(table) == set(groups)
-    for mean, std in table.values():
-        assert 0.0 < mean < 0.1 and std >= 0.0
+    # Each x command alone as well: a group's std is the spread of its commands' errors, half their gap for two.
+    alone = {"x slow": groups["x"][[0]], "x fast": groups["x"][[1]]}
+    table = compare_models("lightweight", "physical", groups={**groups, **alone})
+    assert set(table) == set(groups) | set(alone)
+    for mean, _ in table.values():
+        assert 0.0 < mean < 0.1
+    (slow, slow_std), (fast, fast_std) = table["x slow"], table["x fast"]
+    assert slow_std == 0.0 and fast_std == 0.0 and slow != fast
+    assert table["x"] == pytest.approx(((slow + fast) / 2, abs(slow - fast) / 2), rel=1e-12)
 
 
 # ---------------------------------------------------------------- CLI
