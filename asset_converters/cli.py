@@ -11,17 +11,18 @@ from rich.table import Table
 from asset_converters.batch import BatchResult, Job, run_jobs
 from asset_converters.front3d_lights import DEFAULT_LIGHT_INTENSITY
 from core.config import MAX_SEED, ClipWindowConfig
-from core.errors import GradeError, InputError
-from core.outputs import output_lock, remove_stale_partials
+from core.errors import ExitCode, GradeError, InputError, exit_code_help
 from core.progress import console
+from core.stage import output_folder
 
 CLIP_WINDOW = ClipWindowConfig()  # the defaults of humans.window
-convert_app = typer.Typer(help="Convert source datasets into USD asset packages.", no_args_is_help=True)
+convert_app = typer.Typer(help="Convert source datasets into USD asset packages.", no_args_is_help=True,
+                          epilog=exit_code_help(ExitCode.BAD_INPUT, ExitCode.CONVERT_FAILURES))
 
 
 def report(result: BatchResult) -> None:
-    """Print the summary. A single input that failed is bad input (exit 2, its message); a batch with
-    failures goes on past them and exits 1 with a table of what failed."""
+    """Print the summary. A single input that failed is bad input (exit BAD_INPUT, its message); a batch with
+    failures goes on past them and exits CONVERT_FAILURES with a table of what failed."""
     inputs = len(result.converted) + len(result.skipped) + len(result.failed)
     if inputs == 1 and result.failed:
         raise GradeError(result.failed[0][1])
@@ -32,15 +33,14 @@ def report(result: BatchResult) -> None:
         for source, message in result.failed:
             table.add_row(str(source), message)
         console.print(table)
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CONVERT_FAILURES)
 
 
 def convert_into(out: Path, jobs: list[Job], description: str) -> None:
     """Run conversion `jobs` (built first, so bad inputs are refused before anything is written) holding the
     writer lock of the `--out` folder: a second convert into it waits, then skips what the first converted.
     What an interrupted convert left half-written there is removed first."""
-    with output_lock(out, wait=True, what="--out folder"):
-        remove_stale_partials(out)
+    with output_folder(out, what="--out folder", wait=True):
         report(run_jobs(jobs, description))
 
 

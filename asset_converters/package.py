@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.formats.asset_meta import AssetMeta, write_meta
-from core.formats.manifest import StageStatus, stage_status, write_manifest
-from core.rundir import atomic_directory
+from core.formats.manifest import StageStatus, stage_status
+from core.stage import Stage
 
 # Part of every conversion's input hash: bump it when converters change what they write.
 CONVERTER_VERSION = "1"
@@ -23,12 +23,12 @@ def write_package(out: str | Path, input_hash: str, build: Callable[[Path], Asse
     `build(folder)` writes the package files and returns the metadata. If it raises, `out` is left
     as it was (absent or the previous complete package).
     """
-    out = Path(out)
-    with atomic_directory(out) as tmp:
+    stage = Stage(Path(out), "convert", input_hash)
+    with stage.build() as tmp:
         meta = build(tmp)
         write_meta(tmp, meta)
-        write_manifest(tmp, f"convert/{meta.kind}", input_hash)
-    return out
+        stage.name = f"convert/{meta.kind}"
+    return stage.folder
 
 
 def package_status(out: str | Path, input_hash: str | None = None) -> StageStatus:

@@ -29,17 +29,14 @@ from core.formats.export import EXPORT_FILE
 from core.formats.manifest import MANIFEST
 from core.formats.run_info import RUN_FILE
 from core.formats.versions import schema_of
+from core.rundir import PARTIAL_SUFFIX
 
 LOCK_FILE = ".grade.lock"
 # Files whose `schema` field says the folder was written by GRADE (a run, an asset package, a stage).
 MARKER_FILES = (RUN_FILE, META_FILE, MANIFEST, EXPORT_FILE)
-PARTIAL_SUFFIX = ".partial"
 # Hidden names of GRADE's atomic writes in progress (core.rundir): a file's .tmp, a folder's .partial / .old.
 TEMP_SUFFIXES = (".tmp", PARTIAL_SUFFIX, ".old")
 _TEMP_NAME = "[a-z0-9_]{8}"  # the random part of tempfile.mkdtemp's names
-# Partial folders are stale once they are older than this process: a live writer of the same folder
-# would hold its lock, and one of this process made them after it started.
-PROCESS_START = time.time()
 
 
 class BusyError(GradeError):
@@ -154,36 +151,3 @@ def package_lock(package: str | Path) -> Iterator[Path]:
             with contextlib.suppress(OSError):  # not empty: another job's package or lock is there
                 package.parent.rmdir()
         os.close(fd)
-
-
-def remove_stale_partials(folder: str | Path) -> list[Path]:
-    """Remove `.*.partial` folders anywhere under `folder` left by an interrupted writer: those older than
-    this process (call it while holding the folder's lock, so no other process is writing them).
-
-    Only hidden folders with GRADE's partial suffix are touched: GRADE's atomic writes make those."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    stale = [p for p in folder.rglob(f".*{PARTIAL_SUFFIX}") if p.is_dir() and p.stat().st_mtime < PROCESS_START]
-    removed = []
-    for entry in sorted(stale, key=lambda p: len(p.parts)):
-        if not any(parent in removed for parent in entry.parents):
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry)
-    return removed
-
-
-def install_outputs(partial: str | Path, folder: str | Path, names: tuple[str, ...]) -> None:
-    """Move the finished outputs `names` from the `partial` folder into `folder`, replacing older ones (which
-    the caller's earlier run wrote), then remove `partial`."""
-    partial, folder = Path(partial), Path(folder)
-    for name in names:
-        source, target = partial / name, folder / name
-        if not source.exists():
-            continue
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
-        os.replace(source, target)
-    shutil.rmtree(partial, ignore_errors=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 from core.errors import InputError
 
+PARTIAL_SUFFIX = ".partial"  # a folder being built (new_partial)
 # A zip archive starts with a local file header, or (when empty) with its end-of-directory record.
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 
@@ -70,6 +71,27 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
+def new_partial(parent: str | Path, name: str) -> Path:
+    """A new hidden folder `.<name>.XXXXXXXX.partial` in `parent` to build something in: the one spelling of
+    GRADE's partial folders, which core.outputs removes as stale once their writer is gone."""
+    parent = Path(parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=PARTIAL_SUFFIX, dir=parent))
+    tmp.chmod(DIRECTORY_MODE)
+    return tmp
+
+
+@contextmanager
+def partial_folder(parent: str | Path, name: str) -> Iterator[Path]:
+    """A new partial folder (`new_partial`) for the `with` block, removed when it ends: what the block moved
+    out of it is kept, whatever is still in it is not, on success or failure."""
+    tmp = new_partial(parent, name)
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 @contextmanager
 def atomic_directory(path: str | Path) -> Iterator[Path]:
     """Build a directory under a temporary name and move it into place only on success.
@@ -78,10 +100,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     and `path` is left as it was.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
-    try:
-        tmp.chmod(DIRECTORY_MODE)
+    with partial_folder(path.parent, path.name) as tmp:
         yield tmp
         if path.exists():
             trash = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
@@ -90,9 +109,6 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
             shutil.rmtree(trash, ignore_errors=True)
         else:
             os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 # ---------------------------------------------------------------- hashing

@@ -46,7 +46,7 @@ def slam_command(
       grade evaluate slam --gt runs/demo --est slam/demo/trajectory.tum --out slam/demo
       grade evaluate slam --gt recorded.bag --est estimate.tum --sim3
     """
-    from core.outputs import output_lock
+    from core.stage import output_folder
     from evaluation.metrics import slam_evaluation
     from evaluation.plots import write_evaluation
     from evaluation.trajectory import load_trajectory
@@ -69,7 +69,7 @@ def slam_command(
     width = max(len(name) for name, _ in rows)
     typer.echo("\n".join(f"{name:<{width}}  {value}" for name, value in rows))
     if out is not None:
-        with output_lock(out, what="evaluation folder") as folder:
+        with output_folder(out, what="evaluation folder") as folder:
             written = write_evaluation(folder, reference, metrics, absolute, f"{est.name} vs {gt.name}")
         for path in written:
             typer.echo(str(path))
@@ -114,7 +114,7 @@ def run_command(
       grade benchmark run kiss-icp runs/demo-tiago --out slam/tiago
     """
     from core.errors import ConfigError
-    from core.outputs import output_lock
+    from core.stage import output_folder
 
     if method not in SLAM_METHODS:
         raise ConfigError(f"unknown method {method!r}; choose one of {', '.join(SLAM_METHODS)}", None, "METHOD")
@@ -123,7 +123,7 @@ def run_command(
     if method == "external" and command is None:
         raise ConfigError("the external method needs --command TEMPLATE (with {sequence} and {out})", None,
                           "--command")
-    with output_lock(out, what="SLAM run folder") as folder:
+    with output_folder(out, what="SLAM run folder") as folder:
         if method == "orbslam3":
             from evaluation.orbslam import VOCABULARY_FILE, run_orbslam3, vocabulary_from_run
 

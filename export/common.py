@@ -26,14 +26,15 @@ from core.formats.export import (
     read_export_document,
     write_export_document,
 )
-from core.outputs import output_lock
+from core.formats.images import DEPTH_NOISY, INSTANCE_BLUR, RGB_BLUR
 from core.recording import Camera, Frame, Recording
 from core.rundir import DIRECTORY_MODE, atomic_write_bytes
 from core.seeding import generator
+from core.stage import output_folder
 
 SPLITS = ("train", "val", "test")
 # The `grade postprocess` output each image kind is replaced by with `processed`, and the flag that makes it.
-PROCESSED = {"rgb": "rgb_blur", "depth": "depth_noisy", "instance": "instance_blur"}
+PROCESSED = {"rgb": RGB_BLUR, "depth": DEPTH_NOISY, "instance": INSTANCE_BLUR}
 POSTPROCESS_FLAG = {"rgb": "--blur", "depth": "--depth MODEL", "instance": "--blur"}
 DEFAULT_SPLIT = {"train": 0.8, "val": 0.2}  # GRADE's 80/20
 
@@ -154,7 +155,7 @@ def export_folder(out: Path, fmt: str, options: dict[str, Any], sequences: list[
     """Lock `out` (one writer), refuse a folder holding another export, record the job, yield the folder.
     The caller writes its files and calls `finish`; an interrupted export is resumed by the same command."""
     document = ExportDocument(format=fmt, options=options, sequences=[s.entry() for s in sequences])
-    with output_lock(out, what="export folder") as root:
+    with output_folder(out, what="export folder") as root:
         if (root / EXPORT_FILE).is_file():
             previous = read_export_document(root)
             if not previous.same_job(document):

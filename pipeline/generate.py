@@ -1,7 +1,7 @@
 """`grade generate`: one experiment end to end — prepare (convert, place, compose; cached), simulate
 with the configured backend, robot and planner, and record bags, ground truth and the state log.
 
-The recording is built in RUN/.record.partial and moved into RUN when complete; MANIFEST.json (stage
+The recording is built in a partial folder in RUN and moved into RUN when complete (core.stage); MANIFEST.json (stage
 "record", listing the recording's files) is written last. run.json says "running" meanwhile, and
 "failed" / "interrupted" when a run stops early, so a killed run never looks complete: the next
 `grade generate` finds no valid manifest and records again (prepared assets and scene are reused, and
@@ -10,25 +10,22 @@ the same config and seed give the same recording).
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import ExperimentConfig
 from core.errors import InputError
 from core.formats.class_map import read_class_map
-from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
+from core.formats.manifest import MANIFEST
 from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info, write_run_info
-from core.outputs import install_outputs, output_lock, remove_stale_partials
 from core.progress import console, get_logger, make_progress
 from core.recording import RECORD_OUTPUTS
 from core.rundir import Stopwatch, content_hash, sha256_file
 from core.seeding import derived_seeds
+from core.stage import Stage, keep_first_error, output_folder, record_failure
 
 log = get_logger("generate")
 
-PARTIAL = ".record.partial"
 RECORD_VERSION = "record/3"  # 2: semantic ids from the global class map; 3: exposure, sky, lights, /tf_static, UAV limits
 PROGRESS_EVERY = 24  # physics steps between progress updates
 # The named random streams of a run (core.seeding), listed with their seeds in run.json; the lights'
@@ -67,8 +64,7 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
     """Prepare and record one experiment into `out` (default: its output_dir), holding the folder's writer
     lock throughout: a second writer fails at once (or queues with `wait`)."""
     run = Path(out or config.output_dir)
-    with output_lock(run, wait=wait, what="run folder"):
-        remove_stale_partials(run)
+    with output_folder(run, what="run folder", wait=wait):
         result = _generate_locked(config, run, cache, force)
         if config.postprocess.enabled:
             from postprocess.process_run import process_run
@@ -77,17 +73,18 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
         return result
 
 
-def _recorded(run: Path, input_hash: str) -> RunInfo | None:
-    """The run's info when its recording is complete for `input_hash` and run.json agrees; None otherwise."""
-    if stage_status(run, input_hash) is not StageStatus.COMPLETE:
+def _recorded(stage: Stage) -> RunInfo | None:
+    """The run's info when its recording is done (Stage.done) and run.json agrees; None otherwise."""
+    if not stage.done():
         return None
     try:
-        info = read_run_info(run)
+        info = read_run_info(stage.folder)
     except InputError as exc:
         log.warning("%s; recording again", exc)
         return None
     if info.status != COMPLETE or info.sim_time_end is None:
-        log.warning("%s says %r although its manifest is complete; recording again", run / RUN_FILE, info.status)
+        log.warning("%s says %r although its manifest is complete; recording again", stage.folder / RUN_FILE,
+                    info.status)
         return None
     return info
 
@@ -98,44 +95,23 @@ def _generate_locked(config: ExperimentConfig, run: Path, cache: Path | None, fo
     total = Stopwatch()
     prepared = prepare(config, run, cache)
     prepare_seconds = total.seconds()
-    input_hash = record_hash(config, prepared.scene)
-    done = None if force else _recorded(run, input_hash)
+    stage = Stage(run, "record", record_hash(config, prepared.scene), RECORD_OUTPUTS, force=force)
+    done = _recorded(stage)
     if done is not None:
         log.info("recording up to date: %s (use --force to record again)", run)
         return GenerateResult(run, done, skipped=True)
 
-    invalidate(run)
     info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
                    derived_seeds=derived_seeds(config.seed, run_streams(config)), config=config.model_dump(mode="json"),
                    asset_hashes=_asset_hashes(prepared))
-    write_run_info(run, info)
-    partial = run / PARTIAL
-    shutil.rmtree(partial, ignore_errors=True)  # left by a killed run: we hold the lock, so nobody writes it
-    partial.mkdir(parents=True)
-    try:
+    with stage.build(on_failure=lambda exc: record_failure(run, info, exc)) as partial:
+        write_run_info(run, info)
         simulate_seconds, mission, counts, end_time = _simulate(config, prepared, partial)
-    except BaseException as exc:
-        shutil.rmtree(partial, ignore_errors=True)
-        info.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-        info.error = None if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
-        _keep_first_error(write_run_info, run, info)
-        raise
-    install_outputs(partial, run, RECORD_OUTPUTS)
-    info.status, info.sim_time_end, info.frame_counts, info.mission = COMPLETE, end_time, counts, mission
-    info.wall_seconds = {"prepare": round(prepare_seconds, 3), "simulate_and_record": round(simulate_seconds, 3),
-                         "total": round(total.seconds(), 3)}
-    write_run_info(run, info)
-    write_manifest(run, "record", input_hash, include=RECORD_OUTPUTS)
+        info.status, info.sim_time_end, info.frame_counts, info.mission = COMPLETE, end_time, counts, mission
+        info.wall_seconds = {"prepare": round(prepare_seconds, 3), "simulate_and_record": round(simulate_seconds, 3),
+                             "total": round(total.seconds(), 3)}
+        write_run_info(run, info)
     return GenerateResult(run, info, skipped=False)
-
-
-def _keep_first_error(cleanup: Callable[..., object], *args: object) -> None:
-    """Run a cleanup step after a failure; if it fails too (a full disk fails both), log it and let the
-    original error be the one reported."""
-    try:
-        cleanup(*args)
-    except Exception as exc:  # noqa: BLE001 - any cleanup failure is secondary to the error being raised
-        log.warning("cleaning up after the failure also failed: %s", exc)
 
 
 def _asset_hashes(prepared) -> dict[str, str]:
@@ -151,13 +127,13 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, 
     counts and the final simulation time."""
     from rich.progress import TextColumn
 
-    from simulation.backend import load_backend
+    from simulation.backend import load_world
     from simulation.mission import run_mission
     from simulation.recording.recorder import Recorder
 
     watch = Stopwatch()
-    backend = load_backend(config, prepared.scene)
-    recorder = Recorder(backend, config, folder)
+    world = load_world(config, prepared.scene)
+    recorder = Recorder(world, config, folder)
     steps = recorder.schedule.total_steps
     prefix = f"{config.robot_names[0]}/" if config.multi_robot else ""
     main_camera = next((f"{prefix}camera/{c.name}" for c in config.robot.sensors.cameras), None)
@@ -175,13 +151,13 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, 
                                 info=f"sim {b.time:6.2f} s  frames {frames}  {rtf:5.2f}x real time")
 
         try:
-            recorder.sample(backend)
-            mission = run_mission(backend, config, prepared.environment, on_step)
+            recorder.sample(world)
+            mission = run_mission(world, config, prepared.environment, on_step)
             recorder.close()
         except BaseException:
-            _keep_first_error(recorder.abort)
+            keep_first_error(recorder.abort)
             raise
     seconds = watch.seconds()
-    console.print(f"recorded {backend.time:.2f} s of simulation in {seconds:.1f} s "
-                  f"({backend.time / max(seconds, 1e-9):.2f}x real time)")
-    return seconds, mission.summary(), dict(recorder.counts.counts), backend.time
+    console.print(f"recorded {world.time:.2f} s of simulation in {seconds:.1f} s "
+                  f"({world.time / max(seconds, 1e-9):.2f}x real time)")
+    return seconds, mission.summary(), dict(recorder.counts.counts), world.time

@@ -15,14 +15,15 @@ from asset_converters.batch import BatchResult, Job, run_jobs
 from core.config import ExperimentConfig
 from core.errors import GradeError
 from core.formats.asset_meta import load_meta
-from core.formats.manifest import MANIFEST, StageStatus, stage_status, write_manifest
+from core.formats.manifest import MANIFEST
 from core.formats.placement import PLACEMENT_FILE, load_placement
 from core.formats.scene_layout import SCENE_FILE
 from core.outputs import check_output_folder
 from core.progress import get_logger
 from core.recording import ASSETS_DIR, SCENE_DIR
-from core.rundir import atomic_directory, content_hash
+from core.rundir import content_hash
 from core.seeding import generator
+from core.stage import Stage
 
 log = get_logger("prepare")
 
@@ -34,7 +35,10 @@ PROCEDURAL_ANIMAL_VARIETY = (2, 4)  # two at least, so both motions (walk, graze
 
 
 @dataclass
-class PreparedScene:
+class PreparedInputs:
+    """Where `prepare` put a run's inputs: the asset packages, and the scene folder's placement and scene.usda
+    (which the simulation loads as its `Scene`)."""
+
     environment: Path
     humans: list[Path]
     objects: list[Path]
@@ -202,32 +206,31 @@ def place_and_compose(config: ExperimentConfig, environment: Path, humans: list[
 
     animals = animals or []
     folder = out / SCENE_DIR
-    input_hash = content_hash(
+    stage = Stage(folder, "place", content_hash(
         "place/1", config.seed, config.humans.model_dump(mode="json"), config.flying_objects.model_dump(mode="json"),
         config.robot.model_dump(mode="json"), config.simulation.duration + config.simulation.bootstrap,
         [_manifest_hash(p) for p in (environment, *humans, *objects)],
         *([[r.model_dump(mode="json") for r in config.robots]] if config.multi_robot else []),
         *([config.animals.model_dump(mode="json"), config.environment.region, [_manifest_hash(p) for p in animals]]
           if animals or config.environment.region else []),
-    )
-    if stage_status(folder, input_hash) is not StageStatus.COMPLETE:
+    ))
+    if not stage.done():
         fleet = [(name, robot) for name, _, robot, _ in config.robot_entries()] if config.multi_robot else []
         scene = place_scene(environment, humans, objects, config.humans, config.flying_objects, config.robot,
                             config.seed, fleet=fleet, animal_packages=animals, animals=config.animals,
                             region=config.environment.region)
-        with atomic_directory(folder) as tmp:
-            # The temporary folder is a sibling of the final one, so the relative package paths written
+        with stage.build() as tmp:
+            # The partial folder is a sibling of the final one, so the relative package paths written
             # into placement.json and scene.usda stay valid after the rename.
             write_outputs(scene, tmp / PLACEMENT_FILE, (tmp / PLACEMENT_FILE).with_suffix(".png"))
             duration = config.simulation.duration + config.simulation.bootstrap
             compose_scene(load_placement(tmp / PLACEMENT_FILE), tmp / SCENE_FILE, duration)
-            write_manifest(tmp, "place", input_hash)
     else:
         log.info("placement up to date: %s", folder)
     return folder / PLACEMENT_FILE, folder / SCENE_FILE
 
 
-def prepare(config: ExperimentConfig, out: Path | None = None, cache: Path | None = None) -> PreparedScene:
+def prepare(config: ExperimentConfig, out: Path | None = None, cache: Path | None = None) -> PreparedInputs:
     """Convert, place and compose for one experiment; returns where everything is."""
     out = Path(out or config.output_dir)
     cache = Path(cache or config.assets_dir or out / ASSETS_DIR)
@@ -238,4 +241,4 @@ def prepare(config: ExperimentConfig, out: Path | None = None, cache: Path | Non
     animals = convert_animals(config, cache)
     load_meta(environment, "environment")
     placement, scene = place_and_compose(config, environment, humans, objects, out, animals)
-    return PreparedScene(environment, humans, objects, placement, scene, animals)
+    return PreparedInputs(environment, humans, objects, placement, scene, animals)

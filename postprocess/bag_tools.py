@@ -10,7 +10,7 @@ Times: `BagOptions` names topics by their source names and gives times in source
 The output window is [start, start + duration). With `shift_to_zero` every bag timestamp and every
 std_msgs/Header stamp (and rosgraph_msgs/Clock) has the window start subtracted; a header stamp that
 would become negative (a latched /tf_static stamped before the window, an unset stamp) is written as 0.
-ROS 1 output files a message at 0 ns under 1 ns, as simulation.recording.bags does (ROS 1 tools reject
+ROS 1 output files a message at 0 ns under 1 ns, as core.formats.bags.writer does (ROS 1 tools reject
 record time 0); its header stamp stays 0.
 """
 
@@ -19,8 +19,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,25 +39,25 @@ from rosbags.rosbag1.reader import RecordType, decompressors, read_bytes, read_u
 from rosbags.rosbag2 import Writer as Ros2Writer
 from rosbags.typesys.msg import normalize_msgtype
 
-from core.bag_topics import EXPERIMENT_MARKER, TF_STATIC
 from core.errors import InputError
-from core.formats.images import MM_PER_M
-from simulation.recording import bag_messages as m
-from simulation.recording.bag_reader import image_array, open_bag, stamp_ns
-from simulation.recording.bags import (
+from core.formats.bags import messages as m
+from core.formats.bags.layout import ACTIVE_SUFFIX, ROS1_SUFFIX
+from core.formats.bags.reader import image_array, open_bag, stamp_ns
+from core.formats.bags.topics import EXPERIMENT_MARKER, TF_STATIC
+from core.formats.bags.writer import (
     BAG_FORMATS,
-    ROS1_SUFFIX,
     ROS1_TIME_MIN_NS,
     ROS2_BAG_VERSION,
     ROS2_STORAGES,
     BagFormat,
     Ros2Storage,
 )
+from core.formats.images import MM_PER_M
+from core.rundir import partial_folder
 
 NS_PER_S = 1_000_000_000
 HEADER = "std_msgs/msg/Header"
 # Suffix of the bag a killed `rosbag record` leaves behind.
-ACTIVE_SUFFIX = ".active"
 ROS1_MAGIC = b"#ROSBAG V2.0\n"
 # Rates are kept as exact fractions so that tick times do not drift over long bags.
 RATE_DENOMINATOR_LIMIT = 1_000_000
@@ -141,16 +139,12 @@ class ReindexReport:
 def _atomic_output(dst: Path) -> Iterator[Path]:
     """Yield a path to build `dst` at (in a hidden folder beside it); on success rename it to `dst`,
     which must still not exist; on any error remove what was built."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".partial", dir=dst.parent))
-    try:
+    with partial_folder(dst.parent, dst.name) as tmp:
         built = tmp / dst.name
         yield built
         if dst.exists() or dst.is_symlink():
             raise InputError("output already exists; not overwriting", dst)
         os.rename(built, dst)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _check_new_output(src: Path, dst: Path) -> None:

@@ -151,8 +151,8 @@ def postprocess_command(
       grade postprocess recorded.bag --crop --duration 60 --imu
     """
     from core.errors import ConfigError
-    from core.outputs import output_lock
     from core.recording import Recording
+    from core.stage import output_folder
     from postprocess.process_run import PRESETS, process_run
 
     if preset is not None and preset not in PRESETS:
@@ -167,7 +167,7 @@ def postprocess_command(
     recording = Recording.open(path)
     settings = postprocess_settings(recording.config.get("postprocess") or {}, preset, imu, depth, blur,
                                     rolling_shutter, set_ or [])
-    with output_lock(path, what="run folder"):
+    with output_folder(path, what="run folder"):
         result = process_run(path, settings, force=force)
     state = "up to date" if result.skipped else "done"
     console.print(f"post-processing {state}: {path / 'gt'}; cameras {', '.join(result.record.cameras) or 'none'}"

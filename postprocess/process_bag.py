@@ -14,8 +14,6 @@ the image is blurred with the homography model's plane at blur.plane_distance in
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -24,15 +22,17 @@ import numpy as np
 
 from core.config import PostprocessConfig
 from core.errors import InputError
+from core.formats.bags.layout import ROS1_SUFFIX
+from core.formats.bags.messages import DEPTH_ENCODINGS, MessageBuilder
+from core.formats.bags.reader import image_array, open_bag, stamp_ns
 from core.formats.images import MM_PER_M, depth_millimetres
+from core.rundir import partial_folder
 from core.seeding import generator
 from postprocess.bag_motion import CAMERA_IMU_TOPIC, ODOMETRY_TOPIC, BagMotion, CameraMotion
 from postprocess.bag_tools import BagOptions, BagReport, transform_bag
 from postprocess.blur import blur_and_shutter, sequence_timing
 from postprocess.depth_noise import apply_depth_noise
 from postprocess.imu_noise import apply_imu_noise
-from simulation.recording.bag_messages import DEPTH_ENCODINGS, MessageBuilder
-from simulation.recording.bag_reader import image_array, open_bag, stamp_ns
 
 IMU_TYPE = "sensor_msgs/msg/Imu"
 RGB_ENCODINGS = ("rgb8", "bgr8")
@@ -187,16 +187,14 @@ def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagO
     """`src` cropped/retimed/renamed by `options`, with the noise `settings` name, written to the new bag `dst`;
     blur integrates the camera IMU `imu_topic` and the odometry `odom_topic` (names in the output bag)."""
     moving = settings.blur is not None or settings.rolling_shutter is not None
-    ros1_out = options.output_format == "ros1" or (options.output_format is None and src.suffix == ".bag")
-    if ros1_out != (dst.suffix == ".bag"):  # readers tell the formats apart by the suffix
+    ros1_out = options.output_format == "ros1" or (options.output_format is None and src.suffix == ROS1_SUFFIX)
+    if ros1_out != (dst.suffix == ROS1_SUFFIX):  # readers tell the formats apart by the suffix
         raise InputError(f"a {'ROS 1' if ros1_out else 'ROS 2'} bag is written to "
                          f"{'a NAME.bag file' if ros1_out else 'a folder not named .bag'}", dst, "--out")
     if settings.imu is None and settings.depth is None and not moving:
         return transform_bag(src, dst, options)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".partial", dir=dst.parent))
-    try:
-        staged = work / (dst.name if dst.suffix == ".bag" else "staged")
+    with partial_folder(dst.parent, dst.name) as work:
+        staged = work / (dst.name if dst.suffix == ROS1_SUFFIX else "staged")
         report = transform_bag(src, staged, options)
         imu_rows = _imu_noise(staged, settings, seed) if settings.imu is not None else {}
         intrinsics = _intrinsics(staged) if settings.depth is not None or moving else {}
@@ -207,5 +205,4 @@ def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagO
                 hook.blur = _Blur(reader, motion, intrinsics, settings, seed, hook.builder)
             transform_bag(staged, dst, BagOptions(), hook)
         return replace(report, dst=dst)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+

@@ -20,9 +20,9 @@ from core.errors import GradeError, InputError
 from core.formats.frames import FRAMES_FILE
 from core.formats.imu import IMU_FILE
 from core.formats.states import STATES_FILE, RobotPath
-from core.outputs import output_lock
 from core.recording import GT_DIR, Camera, Recording
 from core.rundir import atomic_write_bytes
+from core.stage import output_folder
 from postprocess import DEFAULT_FRAMES
 from postprocess.backdrop import read_map_backdrop
 
@@ -137,7 +137,7 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
         else:
             result.warnings.append(f"{recording.path / GT_DIR / IMU_FILE}: no IMU readings, so no imu{tag}.png")
 
-    with output_lock(out, what="view folder"):
+    with output_folder(out, what="view folder"):
         result.written += [atomic_write_bytes(path, data) for path, data in pictures.items()]
 
     if rerun is not None:

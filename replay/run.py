@@ -12,7 +12,6 @@ inputs finds it complete and returns.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,25 +23,23 @@ from asset_converters.mesh import MESH_SUFFIXES, MeshOptions, mesh_jobs
 from core.assets.layout import META_FILE
 from core.errors import ConfigError, InputError
 from core.formats.asset_meta import load_meta
-from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
+from core.formats.manifest import MANIFEST
 from core.formats.placement import PLACEMENT_FILE, FlyingMotion
 from core.formats.replay_report import REPLAY_FILE, ReplayReport, read_replay_report, write_replay_report
 from core.formats.run_info import COMPLETE, RunInfo, write_run_info
-from core.formats.scene_layout import SCENE_FILE, append_object, copy_scene
+from core.formats.scene_layout import SCENE_FILE, append_object, copy_scene, read_scene_layout
 from core.formats.states import STATES_FILE
-from core.outputs import install_outputs, output_lock, remove_stale_partials
 from core.progress import get_logger, make_progress
 from core.recording import ASSETS_DIR, RECORD_OUTPUTS, SCENE_DIR, Recording
 from core.rundir import Stopwatch, atomic_write_bytes, content_hash
+from core.stage import Stage, keep_first_error, output_folder, record_failure
 from replay.deviation import deviation_report
 from replay.driver import MODES, replay_physics, replay_teleport, window_steps
 from replay.overrides import AddedObject, ReplayOverrides, hidden_prims, replay_config
-from simulation.backend import load_backend
-from simulation.embedded.scene_file import read_scene_file
+from simulation.backend import load_world
 from simulation.recording.recorder import Recorder
 
 REPLAY_VERSION = "replay/1"
-PARTIAL = ".replay.partial"
 STAGE = "replay"
 log = get_logger("replay")
 
@@ -69,8 +66,8 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
         raise ConfigError("a replay never writes into the run it replays; choose another --out", out)
     config = replay_config(parent.config, overrides, source, robot)
     scene_file = parent.path / SCENE_DIR / SCENE_FILE
-    scene = read_scene_file(scene_file)
-    hidden = hidden_prims(overrides, scene.humans, scene.objects, source)
+    scene = read_scene_layout(scene_file)
+    hidden = hidden_prims(overrides, scene.humans + scene.animals, scene.objects, source)  # animals play as humans
     for obj in overrides.add_objects:
         _check_added(obj, source)
     states = parent.states()
@@ -82,58 +79,43 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
         replay_of["robot"] = robot
     input_hash = content_hash(REPLAY_VERSION, (parent.path / MANIFEST).read_text(), config.model_dump(mode="json"),
                               replay_of)
-    with output_lock(out, wait=wait, what="replay folder"):
-        remove_stale_partials(out)
-        if stage_status(out, input_hash) is StageStatus.COMPLETE and (out / REPLAY_FILE).is_file():
+    with output_folder(out, what="replay folder", wait=wait):
+        stage = Stage(out, STAGE, input_hash, (*RECORD_OUTPUTS, REPLAY_FILE))
+        if stage.done():
             log.info("replay up to date: %s", out)
             return ReplayResult(out, read_replay_report(out), skipped=True)
-        invalidate(out)
         watch = Stopwatch()
-        copy_run_scene(parent.path / SCENE_DIR, out / SCENE_DIR)
-        for obj, (package, asset_id) in zip(overrides.add_objects, _object_packages(overrides, out / ASSETS_DIR),
-                                            strict=True):
-            append_object(out / SCENE_DIR / SCENE_FILE, package, asset_id, static_motion(obj.position, obj.yaw_deg))
         info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
                        derived_seeds=parent.info.derived_seeds, config=config.model_dump(mode="json"),
                        asset_hashes=parent.info.asset_hashes, replay_of=replay_of, sim_time_start=times[0])
-        write_run_info(out, info)
-        partial = out / PARTIAL
-        shutil.rmtree(partial, ignore_errors=True)  # left by a killed replay: we hold the lock
-        partial.mkdir(parents=True)
-        try:
-            backend = load_backend(config, out / SCENE_DIR / SCENE_FILE, hidden)
-            recorder = Recorder(backend, config, partial)
+        with stage.build(on_failure=lambda exc: record_failure(out, info, exc)) as partial:
+            copy_run_scene(parent.path / SCENE_DIR, out / SCENE_DIR)
+            for obj, (package, asset_id) in zip(overrides.add_objects, _object_packages(overrides, out / ASSETS_DIR),
+                                                strict=True):
+                append_object(out / SCENE_DIR / SCENE_FILE, package, asset_id,
+                              static_motion(obj.position, obj.yaw_deg))
+            write_run_info(out, info)
+            world = load_world(config, out / SCENE_DIR / SCENE_FILE, hidden)
+            recorder = Recorder(world, config, partial)
             drive = replay_teleport if mode == "teleport" else replay_physics
             with make_progress(TextColumn("{task.fields[info]}")) as progress:
                 task = progress.add_task(f"replaying ({mode})", total=window.last - window.first + 1, info="")
                 try:
-                    drive(backend, recorder, states, window, overrides.lights, str(parent.path / STATES_FILE),
+                    drive(world, recorder, states, window, overrides.lights, str(parent.path / STATES_FILE),
                           lambda step: progress.update(task, completed=step - window.first + 1,
-                                                       info=f"sim {step * backend.timestep:6.2f} s"))
+                                                       info=f"sim {step * world.timestep:6.2f} s"))
                     recorder.close()
                 except BaseException:
-                    recorder.abort()
+                    keep_first_error(recorder.abort)
                     raise
-        except BaseException as exc:
-            shutil.rmtree(partial, ignore_errors=True)
-            record_failure(out, info, exc)
-            raise
-        install_outputs(partial, out, RECORD_OUTPUTS)
-        info.status, info.sim_time_end = COMPLETE, times[1]
-        info.frame_counts = dict(recorder.counts.counts)
-        info.wall_seconds = {"replay": round(watch.seconds(), 3)}
-        write_run_info(out, info)
-        report = deviation_report(parent, Recording(out, info, robot), mode, times)
-        write_replay_report(out, report)
-        write_manifest(out, STAGE, input_hash, include=(*RECORD_OUTPUTS, REPLAY_FILE))
+            info.status, info.sim_time_end = COMPLETE, times[1]
+            info.frame_counts = dict(recorder.counts.counts)
+            info.wall_seconds = {"replay": round(watch.seconds(), 3)}
+            write_run_info(out, info)
+            # The report reads the replay's recording where it is built (it names the parent only).
+            report = deviation_report(parent, Recording(partial, info, robot), mode, times)
+            write_replay_report(partial, report)
     return ReplayResult(out, report, skipped=False)
-
-
-def record_failure(out: Path, info: RunInfo, exc: BaseException) -> None:
-    """run.json of a replay that stopped: interrupted (Ctrl-C) or failed, with the error."""
-    info.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-    info.error = None if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
-    write_run_info(out, info)
 
 
 def copy_run_scene(source: Path, target: Path) -> None:

@@ -1,7 +1,7 @@
 """`grade replay RUN --out OUT --every N | --frames LIST | --sample K [--set render.KEY=VALUE]`: some camera frames
 of a run rendered again (photoreal with `--set render.rgb=cycles`), with the run's own labels.
 
-Only the chosen frames are rendered: the backend is put in each frame's logged step (teleport, replay.driver)
+Only the chosen frames are rendered: the world is put in each frame's logged step (teleport, replay.driver)
 and renders the camera there, once; its RGB image is what is new. The labels of those frames are the
 parent's, copied byte for byte: depth, instance and semantic images (and float depth, normals, flow where
 recorded), the frame's frames.jsonl line with its boxes, its poses.tum line and instances.json, since the
@@ -13,7 +13,7 @@ render settings applied; replay_of names the rule and each camera's frames), MAN
 chosen frames under the parent's frame numbers and times, and the parent's states.npz, humans/ (the people's
 skeletons, for keypoints) and scene/. It has no bags, IMU log or LiDAR sweeps: a few frames are no sequence to
 play back. Rendered images are kept in RESUME as they finish, so a rerun of an interrupted replay renders only
-the frames still missing; the recording is assembled in a partial folder and installed when complete.
+the frames still missing; the recording is assembled in a partial folder and installed when complete (core.stage).
 """
 
 from __future__ import annotations
@@ -34,26 +34,25 @@ from core.formats.frames import FRAMES_FILE
 from core.formats.humans import HUMANS_DIR
 from core.formats.images import frame_file
 from core.formats.instances import INSTANCES_FILE
-from core.formats.manifest import MANIFEST, StageStatus, invalidate, stage_status, write_manifest
+from core.formats.manifest import MANIFEST
 from core.formats.png import encode_png
 from core.formats.replay_report import REPLAY_FILE
 from core.formats.run_info import COMPLETE, RunInfo, write_run_info
 from core.formats.scene_layout import SCENE_FILE
 from core.formats.states import STATES_FILE
 from core.formats.tum import TUM_FILE
-from core.outputs import install_outputs, output_lock, remove_stale_partials
 from core.progress import get_logger, make_progress
 from core.recording import BAGS_DIR, RECORD_OUTPUTS, SCENE_DIR, Frame, Recording
 from core.rundir import Stopwatch, atomic_write_bytes, atomic_write_text, content_hash
+from core.stage import Stage, output_folder, record_failure
 from replay.driver import Teleport
 from replay.overrides import ReplayOverrides, replay_config
-from replay.run import STAGE, copy_run_scene, record_failure
+from replay.run import STAGE, copy_run_scene
 from replay.subset import FrameRule, choose_frames
-from simulation.backend import Backend, load_backend
+from simulation.backend import World, load_world
 
 SUBSET_VERSION = "replay-subset/1"
 MODE = "subset"  # replay_of.mode
-PARTIAL = ".subset.partial"
 RESUME = ".replay.frames"  # the frames rendered so far (not a `.partial`: stale partials are removed on start)
 RESUME_INPUTS = "inputs"  # in RESUME: the input hash its frames were rendered for
 POSE_TOLERANCE = 1e-9  # the rendering's camera pose against the recorded one (same state, same arithmetic)
@@ -107,29 +106,28 @@ def replay_subset(run: str | Path, out: str | Path, rule: FrameRule, render: dic
     docstring)."""
     out = Path(out)
     plan = _plan(run, out, rule, render or {}, cameras, robot)
-    with output_lock(out, wait=wait, what="replay folder"):
-        remove_stale_partials(out)
-        if stage_status(out, plan.input_hash) is StageStatus.COMPLETE:
+    with output_folder(out, what="replay folder", wait=wait):
+        stage = Stage(out, STAGE, plan.input_hash, RECORD_OUTPUTS)
+        if stage.done():
             log.info("replay up to date: %s", out)
             return SubsetResult(out, plan.chosen, 0, skipped=True)
-        invalidate(out)
         watch = Stopwatch()
-        copy_run_scene(plan.parent.path / SCENE_DIR, out / SCENE_DIR)
         info = RunInfo(name=plan.config.name, backend=plan.config.simulation.backend, master_seed=plan.config.seed,
                        derived_seeds=plan.parent.info.derived_seeds, config=plan.config.model_dump(mode="json"),
                        asset_hashes=plan.parent.info.asset_hashes, replay_of=plan.replay_of,
                        sim_time_start=plan.parent.info.sim_time_start)
-        write_run_info(out, info)
-        resume = _resume_folder(out / RESUME, plan.input_hash)
-        try:
-            backend = load_backend(plan.config, out / SCENE_DIR / SCENE_FILE)
-            rendered = _render(backend, robot, plan, resume)
-            _assemble(plan.parent, plan.subsets, resume, out / PARTIAL)
-        except BaseException as exc:
-            shutil.rmtree(out / PARTIAL, ignore_errors=True)
-            record_failure(out, info, exc)
-            raise
-        _install(plan, out, info, watch)
+        with stage.build(on_failure=lambda exc: record_failure(out, info, exc)) as partial:
+            copy_run_scene(plan.parent.path / SCENE_DIR, out / SCENE_DIR)
+            write_run_info(out, info)
+            resume = _resume_folder(out / RESUME, plan.input_hash)
+            world = load_world(plan.config, out / SCENE_DIR / SCENE_FILE)
+            rendered = _render(world, robot, plan, resume)
+            _assemble(plan.parent, plan.subsets, resume, partial)
+            for name in (BAGS_DIR, REPLAY_FILE):  # an earlier full replay's into this folder
+                _remove(out / name)
+            _finish(plan, info, watch)
+            write_run_info(out, info)
+        shutil.rmtree(out / RESUME)
     return SubsetResult(out, plan.chosen, rendered, skipped=False)
 
 
@@ -153,18 +151,12 @@ def _plan(run: str | Path, out: Path, rule: FrameRule, render: dict[str, Any], c
     return _Plan(parent, config, subsets, states, rows, replay_of, input_hash)
 
 
-def _install(plan: _Plan, out: Path, info: RunInfo, watch: Stopwatch) -> None:
-    """The assembled recording into `out`, in place of an earlier replay's; run.json and the manifest last."""
-    for name in (BAGS_DIR, REPLAY_FILE):  # an earlier full replay's into this folder
-        _remove(out / name)
-    install_outputs(out / PARTIAL, out, RECORD_OUTPUTS)
-    shutil.rmtree(out / RESUME)
+def _finish(plan: _Plan, info: RunInfo, watch: Stopwatch) -> None:
+    """run.json's record of the complete replay."""
     prefix = f"{plan.parent.robot_name}/" if len(plan.parent.robots) > 1 else ""
     info.status, info.sim_time_end = COMPLETE, plan.parent.info.sim_time_end
     info.frame_counts = {f"{prefix}camera/{name}": len(numbers) for name, numbers in plan.chosen.items()}
     info.wall_seconds = {"replay": round(watch.seconds(), 3)}
-    write_run_info(out, info)
-    write_manifest(out, STAGE, plan.input_hash, include=RECORD_OUTPUTS)
 
 
 def _subsets(parent: Recording, rule: FrameRule, cameras: list[str] | None) -> list[CameraSubset]:
@@ -213,15 +205,15 @@ def _resume_folder(folder: Path, input_hash: str) -> Path:
     return folder
 
 
-def _render(backend: Backend, robot: str | None, plan: _Plan, resume: Path) -> int:
+def _render(world: World, robot: str | None, plan: _Plan, resume: Path) -> int:
     """Render every chosen frame not in `resume` yet, in time order, one teleport per logged step; returns how
     many it rendered."""
     parent, rows = plan.parent.path, plan.rows
     jobs = sorted((rows[(s.name, f.index)], s.name, f, resume / s.relative(parent) / frame_file("rgb", f.index))
                   for s in plan.subsets for f in s.frames)
     todo = [job for job in jobs if not job[3].is_file()]
-    teleport = Teleport(backend, plan.states, None, str(parent / STATES_FILE))
-    view = backend.robot(robot)
+    teleport = Teleport(world, plan.states, None, str(parent / STATES_FILE))
+    view = world.robot(robot)
     with make_progress(TextColumn("{task.fields[info]}")) as progress:
         task = progress.add_task(f"rendering frames ({plan.config.render.rgb})", total=len(jobs),
                                  completed=len(jobs) - len(todo), info="")
@@ -246,7 +238,6 @@ def _check_pose(pose: np.ndarray, frame: Frame, camera: str, parent: Path) -> No
 def _assemble(parent: Recording, subsets: list[CameraSubset], resume: Path, partial: Path) -> None:
     """The replay's recording in `partial`: per camera the rendered RGB and the parent's labels of the chosen
     frames; the parent's state log and humans."""
-    shutil.rmtree(partial, ignore_errors=True)
     for subset in subsets:
         relative = subset.relative(parent.path)
         source, target = subset.folder, partial / relative

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from asset_converters.procedural.demo import ENVIRONMENT_ID
+from core.errors import ExitCode
 from core.formats.batch_state import read_batch_state
 from core.formats.manifest import StageStatus, stage_status
 from core.outputs import package_lock
@@ -139,7 +140,7 @@ def test_a_failing_sequence_is_retried_then_reported(tmp_path):
                      {"name": "broken", "set": {"environment.source": "front3d",
                                                 "environment.path": str(tmp_path / "broken.json")}}]}))
     result = run_grade("batch", str(batch))
-    assert result.returncode == 2 and "1 of 2 jobs failed: broken-seed1 after 2 attempts" in result.stderr
+    assert result.returncode == ExitCode.BATCH_FAILURES and "1 of 2 jobs failed: broken-seed1 after 2 attempts" in result.stderr
     assert "logs/broken-seed1.log" in result.stderr and "Traceback" not in result.stderr
     state = read_batch_state(tmp_path / "out")
     assert state.jobs["good-seed1"].status == "done" and state.jobs["broken-seed1"].status == "failed"

@@ -21,13 +21,12 @@ from scipy.spatial.transform import Rotation
 from asset_converters.class_materials import LOOKS
 from asset_converters.front3d import convert_house
 from core.assets.usd_read import get_semantic_label, read_meshes
-from core.errors import InputError
+from core.errors import ExitCode, InputError
 from core.formats.asset_meta import load_meta
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, RobotStart, RobotVolume
 from placement.compose import compose_scene
-from simulation.embedded.scene_file import read_scene_file
-from simulation.embedded.scene_loader import load_scene
+from simulation.embedded.scene import load_scene
 from simulation.render import Camera, RenderOptions, look_at, render_frame
 from simulation.render.shading import srgb_to_linear
 
@@ -254,7 +253,7 @@ def house_scene(package: Path, folder: Path):
         robot=RobotStart(kind="uav", x=0, y=0, z=1.2, yaw=0, volume=RobotVolume(shape="box", extents=(0.6, 0.6, 0.3)),
                          heading_clearance=1.0, tries=1),
     )
-    return load_scene(read_scene_file(compose_scene(placement, folder / "scene.usda")))
+    return load_scene(compose_scene(placement, folder / "scene.usda"))
 
 
 LUMINANCE = np.array([0.2126, 0.7152, 0.0722])  # Rec. 709 weights of linear sRGB
@@ -269,12 +268,13 @@ LIT_RATIO = 3.0
 @pytest.mark.slow
 def test_real_house_frame_is_lit(house_pkg, house_data, tmp_path):
     scene = house_scene(house_pkg, tmp_path)
+    render = scene.render_scene()
     floor_ids = [i for i, info in scene.instances.items() if info.semantic_class == "floor"]
     camera = Camera(64, 48, 32.0, 32.0, 32.0, 24.0)  # 90 deg across
 
     def luminance(pose, lights):  # of the surfaces seen (not the sky through windows), and which are floor
-        scene.render.lights = lights
-        frame = render_frame(scene.render, camera, pose, options=RenderOptions(boxes=False))
+        render.lights = lights
+        frame = render_frame(render, camera, pose, options=RenderOptions(boxes=False))
         seen = frame.instance > 0
         return (srgb_to_linear(frame.rgb) @ LUMINANCE)[seen], np.isin(frame.instance, floor_ids)[seen]
 
@@ -521,19 +521,19 @@ def test_folder_batch_via_cli_reports_failure_and_skips_done(tmp_path):
     out = tmp_path / "packages"
 
     first = run_grade("convert", "front3d", str(houses), "--out", str(out))
-    assert first.returncode == 1, first.stderr
+    assert first.returncode == ExitCode.CONVERT_FAILURES, first.stderr
     assert "converted 1, skipped 0" in first.stderr and "failed 1" in first.stderr
     assert "broken.json" in first.stderr and "mesh[0].xyz" in first.stderr
     assert stage_status(out / "good") is StageStatus.COMPLETE and not (out / "broken").exists()
     manifest = (out / "good" / "MANIFEST.json").read_bytes()
 
     second = run_grade("convert", "front3d", str(houses), "--out", str(out))
-    assert second.returncode == 1
+    assert second.returncode == ExitCode.CONVERT_FAILURES
     assert "converted 0, skipped 1" in second.stderr
     assert (out / "good" / "MANIFEST.json").read_bytes() == manifest
 
     missing = run_grade("convert", "front3d", str(tmp_path / "nowhere"), "--out", str(out))
-    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+    assert missing.returncode == ExitCode.BAD_INPUT and "no such file or folder" in missing.stderr
 
 
 def test_same_input_in_one_go_is_deterministic(tmp_path):

@@ -1,5 +1,5 @@
 """`grade generate` end to end on tiny runs: bags read back with rosbags' AnyReader (through
-simulation.recording.bag_reader), ground truth, the state log, determinism and interrupted runs."""
+core.formats.bags.reader), ground truth, the state log, determinism and interrupted runs."""
 
 from __future__ import annotations
 
@@ -15,13 +15,7 @@ from rosbags.interfaces import QosDurability, QosHistory
 from scipy.spatial.transform import Rotation
 
 from core.config_io import load_experiment
-from core.formats.manifest import StageStatus, read_manifest, stage_status
-from core.formats.run_info import read_run_info
-from core.formats.states import load_states
-from core.recording import Recording
-from core.seeding import derived_seed
-from pipeline.generate import generate
-from simulation.recording.bag_reader import (
+from core.formats.bags.reader import (
     bag_summary,
     camera_matrix,
     image_array,
@@ -31,6 +25,12 @@ from simulation.recording.bag_reader import (
     stamp_ns,
     transform_matrix,
 )
+from core.formats.manifest import StageStatus, read_manifest, stage_status
+from core.formats.run_info import read_run_info
+from core.formats.states import load_states
+from core.recording import Recording
+from core.seeding import derived_seed
+from pipeline.generate import generate
 from simulation.robots.uav_model import CAMERA_OFFSET
 from tests.conftest import CONFIGS, run_grade
 
@@ -293,7 +293,7 @@ def test_run_json_and_manifest(uav_run):
     assert manifest.stage == "record"
     assert any(f.startswith("gt/camera/rgb/") for f in manifest.files)
     assert not any(f.startswith(("assets/", "scene/")) for f in manifest.files)
-    assert not (uav_run / ".record.partial").exists()
+    assert not any(uav_run.glob(".*.partial"))
 
 
 def test_same_seed_gives_identical_ground_truth_and_a_rerun_is_skipped(uav_run, assets, tmp_path):
@@ -312,11 +312,11 @@ def test_a_failed_run_is_marked_and_never_looks_complete(assets, tmp_path, monke
     calls = {"n": 0}
     original = recorder.Recorder.sample
 
-    def failing(self, backend):
+    def failing(self, world):
         calls["n"] += 1
         if calls["n"] == 100:
             raise RuntimeError("disk full")
-        original(self, backend)
+        original(self, world)
 
     monkeypatch.setattr(recorder.Recorder, "sample", failing)
     run = tmp_path / "run"
@@ -326,7 +326,7 @@ def test_a_failed_run_is_marked_and_never_looks_complete(assets, tmp_path, monke
     info = read_run_info(run)
     assert info.status == "failed" and "disk full" in info.error
     assert stage_status(run) is StageStatus.INCOMPLETE
-    assert not (run / ".record.partial").exists() and not (run / "gt").exists()
+    assert not any(run.glob(".*.partial")) and not (run / "gt").exists()
     monkeypatch.undo()
     result = generate(_config(TINY + ["robot.sensors.cameras.0.width=48", "robot.sensors.cameras.0.height=36"]),
                       run, cache=assets)

@@ -21,7 +21,7 @@ from asset_converters.smpl.body_model import SMPL_JOINT_NAMES, find_body_model
 from asset_converters.smpl.sequences import MotionSequence, detected_up, resample
 from core.assets.usd_read import get_semantic_label, read_meshes
 from core.config import ClipWindowConfig
-from core.errors import InputError
+from core.errors import ExitCode, InputError
 from core.formats.asset_meta import load_meta
 from core.formats.manifest import StageStatus, stage_status
 from core.geometry import Y_UP_TO_Z_UP
@@ -316,7 +316,7 @@ def test_cli_batch_reports_bad_files_converts_the_rest_and_skips_on_rerun(tmp_pa
     np.savez(folder / "shape.npz", betas=np.zeros(16))  # AMASS subject shape file: not a sequence
     args = ("convert", "smpl", str(folder), "--body-model", str(model_dir), "--out", str(tmp_path / "out"))
     first = run_grade(*args)
-    assert first.returncode == 1, first.stderr
+    assert first.returncode == ExitCode.CONVERT_FAILURES, first.stderr
     assert "converted 1" in first.stderr and "failed 1" in first.stderr
     assert "bad.npz" in first.stderr and "poses" in first.stderr
     assert stage_status(tmp_path / "out" / "good") is StageStatus.COMPLETE
