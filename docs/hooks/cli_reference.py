@@ -1,7 +1,8 @@
 """mkdocs hook: the command-line reference, rendered from the `grade` typer app itself.
 
-A page holding the marker below gets, in its place, every command's `--help` as `grade COMMAND --help` prints
-it, in the order `grade --help` lists them, so the reference cannot drift from the code.
+A page holding MARKER gets, in its place, every command's `--help` as `grade COMMAND --help` prints it, in the
+order `grade --help` lists them; EXIT_CODES_MARKER becomes the table of exit codes (core.errors). Neither can drift
+from the code.
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 import typer.main
 from typer.testing import CliRunner
 
+from core.errors import EXIT_CODE_MEANINGS
 from pipeline.cli import app
 
 MARKER = "<!-- grade-cli-reference -->"
+EXIT_CODES_MARKER = "<!-- grade-exit-codes -->"
 PROG = "grade"
 # A fixed terminal: the same page on every machine, lines as wide as the site's code blocks.
 HELP_ENV = {"COLUMNS": "110", "NO_COLOR": "1", "TERM": "dumb"}
@@ -45,5 +48,12 @@ def cli_reference() -> str:
     return "\n".join(sections)
 
 
+def exit_code_table() -> str:
+    rows = [f"| {int(code)} | `{code.name}` | {meaning} |" for code, meaning in EXIT_CODE_MEANINGS.items()]
+    return "\n".join(["| code | name (`core.errors.ExitCode`) | meaning |", "|---|---|---|", *rows])
+
+
 def on_page_markdown(markdown: str, **_: object) -> str:
-    return markdown.replace(MARKER, cli_reference()) if MARKER in markdown else markdown
+    if MARKER in markdown:
+        markdown = markdown.replace(MARKER, cli_reference())
+    return markdown.replace(EXIT_CODES_MARKER, exit_code_table())
