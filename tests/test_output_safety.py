@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -44,6 +45,25 @@ def env() -> dict[str, str]:
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=cwd, env=env(), capture_output=True, text=True, timeout=600)
+
+
+@contextmanager
+def stopped(process: subprocess.Popen) -> Iterator[None]:
+    """`process` paused (SIGSTOP) for the block: a writer that holds its lock however long the test takes."""
+    process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        process.send_signal(signal.SIGCONT)
+
+
+def wait_for_lock_waiter(process: subprocess.Popen) -> None:
+    """Until `process` is blocked waiting for a flock (a `->` line of /proc/locks names the waiters)."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S  # only bounds a failing run
+    while not any(line.split()[1] == "->" and line.split()[5] == str(process.pid)
+                  for line in Path("/proc/locks").read_text().splitlines()):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +101,9 @@ def test_two_writers_one_records_the_other_exits_2_at_once(tmp_path, assets):
     first = subprocess.Popen(grade_args(run_dir, assets, LONGER), cwd=tmp_path, env=env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     wait_for_lock_holder(run_dir, first)
-    started = time.monotonic()
-    second = run(grade_args(run_dir, assets, LONGER), tmp_path)
+    with stopped(first):  # the lock stays held: a second writer that waited for it would never return
+        second = run(grade_args(run_dir, assets, LONGER), tmp_path)
     assert second.returncode == 2, second.stderr
-    assert time.monotonic() - started < 30  # refused at once, not after recording
     assert "being written by process" in second.stderr and str(first.pid) in second.stderr
     assert "--wait" in second.stderr and "Traceback" not in second.stderr
     _, err = first.communicate(timeout=600)
@@ -97,11 +116,15 @@ def test_wait_queues_behind_the_writer_then_finds_the_run_done(tmp_path, assets)
     first = subprocess.Popen(grade_args(run_dir, assets, LONGER), cwd=tmp_path, env=env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     wait_for_lock_holder(run_dir, first)
-    second = run(grade_args(run_dir, assets, LONGER, "--wait"), tmp_path)
+    with stopped(first):  # still recording while the second queues behind it
+        second = subprocess.Popen(grade_args(run_dir, assets, LONGER, "--wait"), cwd=tmp_path, env=env(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_lock_waiter(second)
     _, err = first.communicate(timeout=600)
     assert first.returncode == 0, err
-    assert second.returncode == 0, second.stderr
-    assert "up to date" in second.stdout + second.stderr
+    out, err = second.communicate(timeout=600)
+    assert second.returncode == 0, err
+    assert "up to date" in out + err
     assert_complete_and_valid(run_dir)
 
 
