@@ -1,4 +1,4 @@
-"""Frames per second and physics real-time factor of the embedded backend on the demo scene, side by side
+"""Frames per second and physics real-time factor of the embedded world on the demo scene, side by side
 with MuJoCo's own renderer.
 
 The demo config with 10 humans is prepared (converted, placed, composed; cached under --out) once for
@@ -14,13 +14,13 @@ the UAV and once for the TIAGo++ Omni physical model. Then:
   so that both see the same load; the ratio is MuJoCo's mean time per set over ours. Its depth and
   segmentation are checked against ours (share of pixels whose depth agrees within DEPTH_AGREEMENT and
   whose MuJoCo geom is our instance), which shows that both rendered the same scene from the same view;
-- physics: simulated seconds per wall-clock second of `backend.step` at 240 Hz while the robot drives,
+- physics: simulated seconds per wall-clock second of `world.step` at 240 Hz while the robot drives,
   humans' capsules and flying objects following their schedules.
 Frame times vary a lot when other processes share the cores, so the median beside the mean, the CPU
 seconds per frame over all threads (our tile workers and llvmpipe's threads run in parallel) and the load
 average (1 min) before and after each measurement are printed too.
 
-    .venv/bin/python benchmarks/backend.py [--frames 10] [--seconds 5] [--out runs/bench/backend] [--no-mujoco]
+    .venv/bin/python benchmarks/world.py [--frames 10] [--seconds 5] [--out runs/bench/world] [--no-mujoco]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import numpy as np
 
 from core.config_io import load_experiment
 from pipeline.prepare import prepare
-from simulation.embedded import EmbeddedBackend
+from simulation.embedded import EmbeddedWorld
 from simulation.render import MeshState
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,15 +76,15 @@ def config_for(robot: str, width: int, height: int):
 
 
 class MujocoView:
-    """The backend's render scene as a MuJoCo model rendered by `mujoco.Renderer` (OpenGL: MUJOCO_GL, EGL with
+    """The world's render scene as a MuJoCo model rendered by `mujoco.Renderer` (OpenGL: MUJOCO_GL, EGL with
     llvmpipe here): every render mesh as a visual-only mesh geom (static meshes in the world frame, each
     dynamic mesh on a mocap body), base colours as geom colours (textures left out: less work for MuJoCo),
     the ray caster's lights as MuJoCo lights casting shadows, and one camera with our intrinsics and clipping
     range. Deforming meshes (the humans) get this frame's vertices re-uploaded to the GPU context (normals
     left as compiled: again less work for MuJoCo). A set is RGB + depth + segmentation from one scene update."""
 
-    def __init__(self, backend: EmbeddedBackend, camera_name: str):
-        scene, camera = backend.scene.render, backend.camera(camera_name).camera
+    def __init__(self, world: EmbeddedWorld, camera_name: str):
+        scene, camera = world.render_scene, world.robot().camera(camera_name).camera
         spec = mujoco.MjSpec()
         spec.visual.global_.offwidth, spec.visual.global_.offheight = camera.width, camera.height
         headlight = spec.visual.headlight  # MuJoCo's ambient term: the headlight without its own light
@@ -157,10 +157,10 @@ class MujocoView:
         return rgb, depth, segmentation
 
 
-def keep_nearest_light(backend: EmbeddedBackend) -> None:
-    eye = backend.camera_pose("camera")[:3, 3]
-    lights = backend.scene.render.lights
-    backend.scene.render.lights = [min(lights, key=lambda light: np.linalg.norm(np.asarray(light.position) - eye))]
+def keep_nearest_light(world: EmbeddedWorld) -> None:
+    eye = world.robot().camera_pose("camera")[:3, 3]
+    lights = world.render_scene.lights
+    world.render_scene.lights = [min(lights, key=lambda light: np.linalg.norm(np.asarray(light.position) - eye))]
 
 
 @dataclass
@@ -193,38 +193,38 @@ def agreement(frame, mujoco_frame: tuple[np.ndarray, np.ndarray, np.ndarray], vi
     return float(close.mean()) if both.any() else 0.0, float((instance == frame.instance).mean())
 
 
-def measure_render(backend: EmbeddedBackend, robot: str, frames: int, view: MujocoView | None):
+def measure_render(world: EmbeddedWorld, robot: str, frames: int, view: MujocoView | None):
     """Our and MuJoCo's timings of each rendered frame after one warm-up frame each, alternating frame by
     frame, our last frame and the agreement of MuJoCo's last set with it."""
-    backend.set_robot_command(ROBOTS[robot]["command"])
+    world.robot().set_command(ROBOTS[robot]["command"])
     ours, theirs = Timings(), Timings()
     mujoco_render = None
     if view is not None:
         def mujoco_render():
-            return view.render(backend.scene.states(backend.time), backend.camera_pose("camera"))
+            return view.render(world.scene.states(world.time), world.robot().camera_pose("camera"))
         mujoco_render()
-    backend.render("camera")
+    world.robot().render("camera")
     for _ in range(frames):
-        backend.step(FRAME_STEPS)
-        frame = ours.time(backend.render, "camera")
+        world.step(FRAME_STEPS)
+        frame = ours.time(world.render, "camera")
         if view is not None:
             mujoco_frame = theirs.time(mujoco_render)
     return ours, theirs, frame, agreement(frame, mujoco_frame, view) if view is not None else None
 
 
-def measure_physics(backend: EmbeddedBackend, robot: str, seconds: float) -> float:
-    backend.set_robot_command(ROBOTS[robot]["command"])
+def measure_physics(world: EmbeddedWorld, robot: str, seconds: float) -> float:
+    world.robot().set_command(ROBOTS[robot]["command"])
     steps = round(seconds * PHYSICS_HZ)
     started = time.perf_counter()
-    backend.step(steps)
-    return steps * backend.timestep / (time.perf_counter() - started)
+    world.step(steps)
+    return steps * world.timestep / (time.perf_counter() - started)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=10, help="frames at 640x480 (a quarter of them at 1080p)")
     parser.add_argument("--seconds", type=float, default=5.0, help="simulated seconds per physics measurement")
-    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "backend")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "world")
     parser.add_argument("--no-mujoco", action="store_true", help="leave MuJoCo's renderer out")
     args = parser.parse_args()
     print(f"MuJoCo {mujoco.__version__}, MUJOCO_GL={os.environ['MUJOCO_GL']}; {os.cpu_count()} cores")
@@ -235,18 +235,18 @@ def main() -> None:
         print(f"== {robot}: {prepared.scene}")
         for width, height in RESOLUTIONS:
             started = time.perf_counter()
-            backend = EmbeddedBackend(config_for(robot, width, height), prepared.scene)
-            keep_nearest_light(backend)
+            world = EmbeddedWorld(config_for(robot, width, height), prepared.scene)
+            keep_nearest_light(world)
             loaded = time.perf_counter() - started
-            view = None if args.no_mujoco else MujocoView(backend, "camera")
-            table = backend.scene.render
+            view = None if args.no_mujoco else MujocoView(world, "camera")
+            table = world.render_scene
             frames = args.frames if width == RESOLUTIONS[0][0] else max(1, args.frames // 4)
             load_before = os.getloadavg()[0]
-            ours, theirs, frame, agree = measure_render(backend, robot, frames, view)
-            persons = sum(backend.instances()[int(i)].kind == "human" for i in frame.instance_ids)
+            ours, theirs, frame, agree = measure_render(world, robot, frames, view)
+            persons = sum(world.instances()[int(i)].kind == "human" for i in frame.instance_ids)
             print(f"{width}x{height}: ours {ours.summary()} over {frames} frames; load "
-                  f"{load_before:.2f} -> {os.getloadavg()[0]:.2f}; {len(backend.scene.humans)} humans, "
-                  f"{len(backend.scene.objects)} flying objects, {len(backend.instances())} instances, "
+                  f"{load_before:.2f} -> {os.getloadavg()[0]:.2f}; {len(world.scene.humans)} humans, "
+                  f"{len(world.scene.objects)} flying objects, {len(world.instances())} instances, "
                   f"{len(table.table.faces)} triangles, {len(table.lights)} shadowed light; {len(frame.instance_ids)} "
                   f"boxes ({persons} persons) in the last frame; scene loaded in {loaded:.2f} s")
             if view is not None:
@@ -256,9 +256,9 @@ def main() -> None:
                 print(f"{width}x{height}: MuJoCo RGB + depth + segmentation {theirs.summary()}; ratio ours/MuJoCo "
                       f"{ratio:.2f}x by wall time, {cpu_ratio:.2f}x by CPU time; MuJoCo's depth agrees with ours on "
                       f"{agree[0]:.1%} of pixels, its segmentation on {agree[1]:.1%}")
-        backend = EmbeddedBackend(config_for(robot, *RESOLUTIONS[0]), prepared.scene)
-        print(f"physics at {PHYSICS_HZ} Hz: real-time factor {measure_physics(backend, robot, args.seconds):.1f}x "
-              f"({args.seconds:g} s simulated, {backend.physics.model.ngeom} geoms)")
+        world = EmbeddedWorld(config_for(robot, *RESOLUTIONS[0]), prepared.scene)
+        print(f"physics at {PHYSICS_HZ} Hz: real-time factor {measure_physics(world, robot, args.seconds):.1f}x "
+              f"({args.seconds:g} s simulated, {world.physics.model.ngeom} geoms)")
     if ratios:
         print("speed ratio against MuJoCo's renderer (mean time per set, theirs / ours; target >= 2 at 640x480):")
         for robot, width, height, ratio, cpu_ratio in ratios:

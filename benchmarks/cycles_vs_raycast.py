@@ -1,7 +1,7 @@
 """Seconds per 640x480 frame of Cycles RGB (render.rgb: cycles) against the ray-cast renderer, same frame.
 
 The demo scene (configs/demo.yaml: procedural flat, textured walls and floors, humans, flying objects, its
-lights) is prepared once (cached under --out) and loaded into the embedded backend; the robot's camera at
+lights) is prepared once (cached under --out) and loaded into the embedded world; the robot's camera at
 its start pose is rendered
 - by the ray caster: the full frame a run records (RGB with shadows, depth, ids, boxes with occlusion),
   the median of --frames renders after a warm-up one;
@@ -33,7 +33,7 @@ from PIL import Image
 from core.config_io import load_experiment
 from pipeline.prepare import prepare
 from simulation.cycles import CyclesRenderer, CyclesSettings, bpy_missing
-from simulation.embedded import EmbeddedBackend
+from simulation.embedded import EmbeddedWorld
 from simulation.render import render_frame
 from simulation.render.raycast import RAY_THREADS
 
@@ -58,11 +58,11 @@ def main() -> None:
     config = load_experiment(ROOT / "configs" / "demo.yaml", [f"robot.sensors.cameras.0.width={WIDTH}",
                                                               f"robot.sensors.cameras.0.height={HEIGHT}"])
     prepared = prepare(config, args.out / "scene", cache=args.out / "assets")
-    backend = EmbeddedBackend(config, prepared.scene)
-    sensor = backend.camera(CAMERA)
-    pose, states = backend.camera_pose(CAMERA), backend.scene.states(backend.time)
-    scene = backend.scene.render
-    print(f"scene: {prepared.scene}: {len(scene.table.faces)} triangles, {len(backend.instances())} instances, "
+    world = EmbeddedWorld(config, prepared.scene)
+    sensor = world.robot().camera(CAMERA)
+    pose, states = world.robot().camera_pose(CAMERA), world.scene.states(world.time)
+    scene = world.render_scene
+    print(f"scene: {prepared.scene}: {len(scene.table.faces)} triangles, {len(world.instances())} instances, "
           f"{len(scene.lights)} lights; {RAY_THREADS} render threads")
 
     render_frame(scene, sensor.camera, pose, states, sensor.options)

@@ -30,7 +30,7 @@ from core.config_io import load_experiment
 from core.formats.occupancy import read_occupancy, read_voxels
 from core.formats.placement import load_placement
 from pipeline.prepare import prepare
-from simulation.embedded import EmbeddedBackend
+from simulation.embedded import EmbeddedWorld
 from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, Explorer, ExplorerParams, Grid2D
 from simulation.exploration.metrics import box_overlap, coverage, reachable_free, robot_contacts
 from simulation.physics.kinematic import HUMAN_RADIUS
@@ -59,16 +59,16 @@ def run(name: str, args: argparse.Namespace, work: Path) -> None:
         overrides += [f"flying_objects.count.min={args.objects[0]}", f"flying_objects.count.max={args.objects[1]}"]
     config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
     prepared = prepare(config, work / kind)
-    backend = EmbeddedBackend(config, prepared.scene)
+    world = EmbeddedWorld(config, prepared.scene)
     occupancy = read_occupancy(prepared.environment / OCCUPANCY_FILE)
     map2d, origin, res = occupancy.grid, occupancy.origin, occupancy.resolution
     voxels, voxels_origin, voxel_size = read_voxels(prepared.environment / OCCUPANCY_FILE)
     radius = UAV_RADIUS if kind == "uav" else TIAGO_RADIUS
-    start = backend.robot_pose()[:2, 3]
+    start = world.robot().pose()[:2, 3]
     people = [(h.x, h.y, HUMAN_RADIUS) for h in load_placement(prepared.placement).humans]
     truth = reachable_free(map2d, origin, res, start, radius)
     truth_people = reachable_free(map2d, origin, res, start, radius, people)
-    print(f"\n{name}: {len(people)} people, {len(backend.scene.objects)} flying objects, reachable free space "
+    print(f"\n{name}: {len(people)} people, {len(world.scene.objects)} flying objects, reachable free space "
           f"{truth.sum() * res**2:.1f} m^2 ({truth_people.sum() * res**2:.1f} m^2 around the people)")
     print(f"{'sim s':>7} {'coverage':>9} {'w/ people':>10} {'explored':>9} {'wall s':>7}")
 
@@ -77,11 +77,11 @@ def run(name: str, args: argparse.Namespace, work: Path) -> None:
     next_print = [0.0]
     wall_start = time.perf_counter()
 
-    def on_step(b: EmbeddedBackend) -> None:
+    def on_step(b: EmbeddedWorld) -> None:
         for key, count in robot_contacts(b.physics).items():
             contacts[key] += count
         if round(b.time / b.timestep) % CHECK_EVERY == 0:
-            pose = b.robot_pose()
+            pose = b.robot().pose()
             if kind == "uav":
                 inside[0] += box_overlap(voxels, voxels_origin, voxel_size, pose, np.array(FRAME_HALF_SIZE))
             else:
@@ -99,10 +99,10 @@ def run(name: str, args: argparse.Namespace, work: Path) -> None:
 
     area = ExplorationArea.from_package(prepared.environment)
     params = ExplorerParams.from_config(config, budget=args.budget)
-    explorer = Explorer(backend, config.robot, params, area)
+    explorer = Explorer(world.robot(), config.robot, params, area)
     result = explorer.run(on_step, on_map)
     wall = time.perf_counter() - wall_start
-    report(backend.time, result.grid, result.explored_fraction)
+    report(world.time, result.grid, result.explored_fraction)
     print(f"end: {result.reason} after {result.time:.1f} s; coverage {coverage(result.grid, truth, origin, res):.3f} "
           f"({coverage(result.grid, truth_people, origin, res):.3f} w/ people); contacts {contacts}; "
           f"occupied cells inside the body {inside[0]}; goals {result.goals_reached} reached, "

@@ -25,7 +25,7 @@ from generate import paper_overrides
 
 from core.config_io import load_experiment
 from pipeline.prepare import convert_assets, place_and_compose
-from simulation.embedded import EmbeddedBackend
+from simulation.embedded import EmbeddedWorld
 from simulation.embedded.sensors import BODY_TO_OPTICAL
 from simulation.render import kernels
 from simulation.render.annotations import AloneCoverage, PixelStats, frame_boxes, layer_view
@@ -58,14 +58,14 @@ def scene_file(config, out: Path) -> Path:
     return place_and_compose(config, environment, humans, objects, out)[1]
 
 
-def frame(backend: EmbeddedBackend, name: str, phases: Phases) -> None:
+def frame(world: EmbeddedWorld, name: str, phases: Phases) -> None:
     """One frame of camera `name`, rendered phase by phase on this thread."""
-    slot = backend._first.slot
-    sensor = slot.camera(name)
-    camera, options, scene = sensor.camera, sensor.options, backend.scene.render
+    robot = world.robot()
+    sensor = robot.camera(name)
+    camera, options, scene = sensor.camera, sensor.options, world.render_scene
     exposure = options.exposure
-    pose = slot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
-    states = backend._states(slot, backend.time)
+    pose = robot.handle.sensor_pose(name) @ BODY_TO_OPTICAL
+    states = world._states(robot, world.time)
     dynamic = phases.time("posing meshes (BVH update)", scene.set_frame, states, False, 0)
     embree = scene.embree_of(0)
     geometry = phases.time("vertex normals and frame geometry", scene.frame_geometry, dynamic, False)
@@ -102,17 +102,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "frame_phases")
     args = parser.parse_args()
     config = load_experiment(ROOT / "configs" / "demo.yaml", paper_overrides() if args.setup == "paper" else [])
-    backend = EmbeddedBackend(config, scene_file(config, args.out / args.setup))
-    backend.set_robot_command(COMMAND)
-    frame(backend, args.camera, Phases())  # loads the compiled kernels
+    world = EmbeddedWorld(config, scene_file(config, args.out / args.setup))
+    world.robot().set_command(COMMAND)
+    frame(world, args.camera, Phases())  # loads the compiled kernels
     phases = Phases()
     print(f"load average (1 min): {os.getloadavg()[0]:.2f}")
     for _ in range(args.frames):
-        backend.step(PHYSICS_STEPS_PER_FRAME)
-        frame(backend, args.camera, phases)
-    camera = backend._first.slot.camera(args.camera).camera
+        world.step(PHYSICS_STEPS_PER_FRAME)
+        frame(world, args.camera, phases)
+    camera = world.robot().camera(args.camera).camera
     pixels = args.frames * camera.width * camera.height
-    print(f"{args.setup}: camera {args.camera} {camera.width}x{camera.height}, {len(backend.scene.render.lights)} "
+    print(f"{args.setup}: camera {args.camera} {camera.width}x{camera.height}, {len(world.render_scene.lights)} "
           f"lights, {args.frames} frames, one thread")
     print(f"{'phase':40s} {'ms/frame':>9s} {'ns/pixel':>9s}")
     for name, seconds in phases.seconds.items():

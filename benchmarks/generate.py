@@ -42,8 +42,8 @@ from typing import ClassVar, Self
 from core.config_io import load_experiment, read_yaml
 from pipeline.generate import generate
 from pipeline.prepare import convert_assets, place_and_compose
-from simulation.embedded import EmbeddedBackend
-from simulation.embedded.backend import RobotView
+from simulation.embedded import EmbeddedWorld
+from simulation.embedded.robot import EmbeddedRobot
 from simulation.mission import RobotMission
 from simulation.recording.recorder import Recorder
 from simulation.recording.writes import OrderedWrites
@@ -140,19 +140,20 @@ class Stages:
 
 def instrument(stages: Stages) -> None:
     """Wraps the main thread's entry points (module docstring), once per process."""
-    EmbeddedBackend.step = stages.wrap("physics steps", EmbeddedBackend.step)
+    EmbeddedWorld.step = stages.wrap("physics steps", EmbeddedWorld.step)
     RobotMission.tick = stages.wrap("mission (exploration, control)", RobotMission.tick)
     Recorder.sample = stages.wrap("recorder (TF, IMU, states, hand-offs)", Recorder.sample)
-    RobotView.depth = stages.wrap("waiting for the depth the explorer maps", RobotView.depth)
-    EmbeddedBackend._next_buffer = stages.wrap("waiting for the frame before last to finish", EmbeddedBackend._next_buffer)
-    EmbeddedBackend.finish_rendering = stages.wrap("waiting for the frame before last to finish",
-                                                   EmbeddedBackend.finish_rendering)
+    EmbeddedRobot.depth = stages.wrap("waiting for the depth the explorer maps", EmbeddedRobot.depth)
+    EmbeddedWorld._next_buffer = stages.wrap("waiting for the frame before last to finish", EmbeddedWorld._next_buffer)
+    EmbeddedWorld.finish_rendering = stages.wrap("waiting for the frame before last to finish",
+                                                 EmbeddedWorld.finish_rendering)
     OrderedWrites.flush = stages.wrap("waiting for the writer to catch up", OrderedWrites.flush)
 
 
 def instrument_functions(functions: Stages) -> None:
     """`--cpu-by-function`: wraps the functions each thread spends its CPU in (module docstring's threads)."""
-    from simulation.recording import bags, ground_truth, recorder
+    from core.formats.bags import writer as bags
+    from simulation.recording import ground_truth, recorder
     from simulation.render import renderer, scene
     for owner, attribute, name, key in [
         (renderer, "_truth_job", "tile workers: ground truth (camera rays, normals, ids)", None),
@@ -167,7 +168,7 @@ def instrument_functions(functions: Stages) -> None:
         *[(bags.BagWriter, method, f"recorder writer: bag {method}", None)
           for method in ("tf", "imu", "odometry", "pose", "joint_states", "clock")],
         (ground_truth, "_encode_and_write", "image writer:", lambda path, kind, image: kind),
-        (EmbeddedBackend, "step", "main thread: physics steps", None),
+        (EmbeddedWorld, "step", "main thread: physics steps", None),
         (RobotMission, "tick", "main thread: mission", None),
         (Recorder, "sample", "main thread: recorder sampling", None),
     ]:

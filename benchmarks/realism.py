@@ -55,7 +55,7 @@ from core.rundir import atomic_write_bytes, content_hash
 from pipeline.prepare import prepare
 from simulation.cycles import CyclesRenderer, CyclesSettings, bpy_missing, expose
 from simulation.cycles.blender import bpy
-from simulation.embedded import EmbeddedBackend
+from simulation.embedded import EmbeddedWorld
 from simulation.render import Camera, MeshState, RenderOptions, RenderScene, look_at, render_frame
 from simulation.render.quality import QUALITIES, preset
 from simulation.render.shading import linear_to_srgb8, srgb_to_linear
@@ -155,11 +155,11 @@ def world_vertices(scene: RenderScene, states: dict[str, MeshState]) -> dict[str
     return placed
 
 
-def floors(backend: EmbeddedBackend, placed: dict[str, np.ndarray]) -> list[shapely.Polygon]:
+def floors(world: EmbeddedWorld, placed: dict[str, np.ndarray]) -> list[shapely.Polygon]:
     """Each floor mesh (one per room) as the union of its triangles in the xy plane."""
-    instances = backend.instances()
+    instances = world.instances()
     rooms = []
-    for mesh in backend.scene.render.static_table.meshes:
+    for mesh in world.render_scene.static_table.meshes:
         if instances[mesh.instance_id].semantic_class == "floor":
             corners = placed[mesh.name][mesh.faces][..., :2]
             rooms.append(shapely.union_all([shapely.Polygon(triangle) for triangle in corners]))
@@ -175,13 +175,13 @@ def corner_view(room: shapely.Polygon, target: np.ndarray, height: float = EYE_H
     return look_at(np.array([*eye, height]), target)
 
 
-def demo_views(backend: EmbeddedBackend) -> dict[str, tuple[np.ndarray, dict[str, MeshState]]]:
+def demo_views(world: EmbeddedWorld) -> dict[str, tuple[np.ndarray, dict[str, MeshState]]]:
     """The demo flat's views (module docstring): name -> (camera pose, mesh states)."""
-    render, states = backend.scene.render, backend.scene.states(backend.time)
+    render, states = world.render_scene, world.scene.states(world.time)
     placed = world_vertices(render, states)
-    rooms = floors(backend, placed)
+    rooms = floors(world, placed)
     lights = np.array([light.position for light in render.lights])
-    views = {"lit_room": (backend.camera_pose(CAMERA), states)}
+    views = {"lit_room": (world.robot().camera_pose(CAMERA), states)}
 
     corners = [(room, np.asarray(room.exterior.coords)[:-1]) for room in rooms]
     darkness = [np.linalg.norm(points[:, None, :2] - lights[None, :, :2], axis=2).min(axis=1) for _, points in corners]
@@ -191,7 +191,7 @@ def demo_views(backend: EmbeddedBackend) -> dict[str, tuple[np.ndarray, dict[str
     eye = np.array([*room.centroid.coords[0], EYE_HEIGHT])
     views["dim_corner"] = (look_at(eye, np.array([*corner, CORNER_HEIGHT])), states)
 
-    instances = backend.instances()
+    instances = world.instances()
     humans = np.array([placed[mesh.name].mean(axis=0) for mesh in render.dynamic_table.meshes
                        if instances[mesh.instance_id].kind == "human"])
     near = np.linalg.norm(humans[:, None, :2] - humans[None, :, :2], axis=2) < PEOPLE_RADIUS
@@ -202,26 +202,26 @@ def demo_views(backend: EmbeddedBackend) -> dict[str, tuple[np.ndarray, dict[str
     return views
 
 
-def house_views(backend: EmbeddedBackend) -> dict[str, tuple[np.ndarray, dict[str, MeshState]]]:
+def house_views(world: EmbeddedWorld) -> dict[str, tuple[np.ndarray, dict[str, MeshState]]]:
     """The 3D-Front house's view: across its largest room from the corner of its bounds."""
-    states = backend.scene.states(backend.time)
-    room = max(floors(backend, world_vertices(backend.scene.render, states)), key=lambda polygon: polygon.area)
+    states = world.scene.states(world.time)
+    room = max(floors(world, world_vertices(world.render_scene, states)), key=lambda polygon: polygon.area)
     lo_x, lo_y, hi_x, hi_y = room.bounds
     eye = np.array([lo_x + INSET, lo_y + INSET, EYE_HEIGHT])
     return {"house": (look_at(eye, np.array([(lo_x + hi_x) / 2, (lo_y + hi_y) / 2, 0.0])), states)}
 
 
 def load_views(out: Path, which: Iterable[str], overrides: list[str],
-               views_of: Callable[[EmbeddedBackend], dict]) -> list[View]:
+               views_of: Callable[[EmbeddedWorld], dict]) -> list[View]:
     """The views named in `which` of the demo config with `overrides` (prepared and cached under `out`)."""
     config = load_experiment(ROOT / "configs" / "demo.yaml", [f"robot.sensors.cameras.0.width={WIDTH}",
                                                               f"robot.sensors.cameras.0.height={HEIGHT}",
                                                               *overrides])
     prepared = prepare(config, out / "scene", cache=out / "assets")
-    backend = EmbeddedBackend(config, prepared.scene)
-    sensor = backend.camera(CAMERA)
-    return [View(name, backend.scene.render, sensor.camera, pose, states, sensor.options)
-            for name, (pose, states) in views_of(backend).items() if name in which]
+    world = EmbeddedWorld(config, prepared.scene)
+    sensor = world.robot().camera(CAMERA)
+    return [View(name, world.render_scene, sensor.camera, pose, states, sensor.options)
+            for name, (pose, states) in views_of(world).items() if name in which]
 
 
 # ------------------------------------------------------------------ renderers

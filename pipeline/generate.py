@@ -18,8 +18,8 @@ from core.errors import InputError
 from core.formats.class_map import read_class_map
 from core.formats.manifest import MANIFEST
 from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info, write_run_info
+from core.formats.run_layout import RECORD_OUTPUTS
 from core.progress import console, get_logger, make_progress
-from core.recording import RECORD_OUTPUTS
 from core.rundir import Stopwatch, content_hash, sha256_file
 from core.seeding import derived_seeds
 from core.stage import Stage, keep_first_error, output_folder, record_failure

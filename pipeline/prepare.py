@@ -17,10 +17,10 @@ from core.errors import GradeError
 from core.formats.asset_meta import load_meta
 from core.formats.manifest import MANIFEST
 from core.formats.placement import PLACEMENT_FILE, load_placement
+from core.formats.run_layout import ASSETS_DIR, SCENE_DIR
 from core.formats.scene_layout import SCENE_FILE
 from core.outputs import check_output_folder
 from core.progress import get_logger
-from core.recording import ASSETS_DIR, SCENE_DIR
 from core.rundir import content_hash
 from core.seeding import generator
 from core.stage import Stage

@@ -23,7 +23,9 @@ from placement.world import World, load_world
 
 
 @dataclass
-class PlacedScene:
+class PlacementResult:
+    """A placement with what it was made in: the environment's world and the crowd's traces (for the preview)."""
+
     placement: Placement
     world: World
     crowd: Crowd
@@ -62,7 +64,7 @@ def place_scene(environment: str | Path, human_packages: list[Path], object_pack
                 humans: HumansConfig, flying: FlyingObjectsConfig, robot: RobotConfig, seed: int,
                 human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD,
                 fleet: Sequence[tuple[str, RobotConfig]] = (), animal_packages: Sequence[Path] = (),
-                animals: AnimalsConfig | None = None, region: list[tuple[float, float]] | None = None) -> PlacedScene:
+                animals: AnimalsConfig | None = None, region: list[tuple[float, float]] | None = None) -> PlacementResult:
     """Place the robot start (or the starts of a multi-robot run's named robots, `fleet`, instead), then humans
     clear of them, then `animals` clear of both, then flying objects, all within `region` (default the floor
     polygon); deterministic from `seed`."""
@@ -87,10 +89,10 @@ def place_scene(environment: str | Path, human_packages: list[Path], object_pack
         rejected_flying_objects=flying_rejected, robot=starts[0], robots=starts if fleet else [],
         animals=animals_placed, rejected_animals=animals_rejected, animal_candidates=animal_candidates,
     )
-    return PlacedScene(placement, world, crowd)
+    return PlacementResult(placement, world, crowd)
 
 
-def write_outputs(scene: PlacedScene, out: str | Path, preview: str | Path | None = None) -> Path:
+def write_outputs(scene: PlacementResult, out: str | Path, preview: str | Path | None = None) -> Path:
     """Write the preview PNG (when asked), then `placement.json` last, both atomically."""
     if preview is not None:
         write_preview(preview, render_preview(scene.world, scene.placement, scene.trace_triangles()))

@@ -19,8 +19,9 @@ import numpy as np
 from core.errors import GradeError, InputError
 from core.formats.frames import FRAMES_FILE
 from core.formats.imu import IMU_FILE
+from core.formats.run_layout import GT_DIR
 from core.formats.states import STATES_FILE, RobotPath
-from core.recording import GT_DIR, Camera, Recording
+from core.recording import Camera, Recording
 from core.rundir import atomic_write_bytes
 from core.stage import output_folder
 from postprocess import DEFAULT_FRAMES

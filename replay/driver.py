@@ -22,7 +22,7 @@ import numpy as np
 from core.errors import InputError
 from core.formats.states import CHECKPOINT_PREFIX, STEP_PREFIX, robot_key, robot_names
 from replay.overrides import LightOverride
-from simulation.backend import Backend
+from simulation.backend import Robot, World
 from simulation.recording.recorder import Recorder
 
 MODES = ("teleport", "physics")
@@ -46,13 +46,12 @@ def window_steps(time: np.ndarray, start: float | None, end: float | None, sourc
     return Window(first, last)
 
 
-def _commands(backend: Backend, states: dict[str, np.ndarray]) -> list[tuple[Backend, np.ndarray]]:
-    """Each robot (a backend view of it) with its logged commands (N, C): the one robot's, or each of a
-    multi-robot log's."""
+def _commands(world: World, states: dict[str, np.ndarray]) -> list[tuple[Robot, np.ndarray]]:
+    """Each robot with its logged commands (N, C): the one robot's, or each of a multi-robot log's."""
     names = robot_names(states)
     if names is None:
-        return [(backend, states["command"])]
-    return [(backend.robot(name), states[robot_key("command", name)]) for name in names]
+        return [(world.robot(), states["command"])]
+    return [(world.robot(name), states[robot_key("command", name)]) for name in names]
 
 
 def _lights(states: dict[str, np.ndarray], step: int, change: LightOverride | None) -> tuple[np.ndarray, np.ndarray]:
@@ -64,63 +63,63 @@ def _lights(states: dict[str, np.ndarray], step: int, change: LightOverride | No
     return intensity, color
 
 
-def replay_teleport(backend: Backend, recorder: Recorder, states: dict[str, np.ndarray], window: Window,
+def replay_teleport(world: World, recorder: Recorder, states: dict[str, np.ndarray], window: Window,
                     lights: LightOverride | None, source: str, on_step: Callable[[int], None]) -> None:
     """Put the scene in each logged step of `window` and sample it (module docstring)."""
-    teleport = Teleport(backend, states, lights, source)
+    teleport = Teleport(world, states, lights, source)
     for step in range(window.first, window.last + 1):
         teleport.to(step)
-        recorder.sample(backend)
+        recorder.sample(world)
         on_step(step)
 
 
 class Teleport:
-    """Puts the backend in any logged step of `states`, in any order (module docstring): a teleport replay's
+    """Puts the world in any logged step of `states`, in any order (module docstring): a teleport replay's
     every step, or only the steps of the frames a subset replay renders."""
 
-    def __init__(self, backend: Backend, states: dict[str, np.ndarray], lights: LightOverride | None, source: str):
+    def __init__(self, world: World, states: dict[str, np.ndarray], lights: LightOverride | None, source: str):
         self.rows = {key[len(STEP_PREFIX):]: value for key, value in states.items() if key.startswith(STEP_PREFIX)}
         if not self.rows:
             raise InputError("the state log has no per-step states (step.*): the run was recorded by an older GRADE; "
                              "replay it with --mode physics", source)
-        self.backend, self.states, self.lights, self.source = backend, states, lights, source
-        self.commands = _commands(backend, states)
+        self.world, self.states, self.lights, self.source = world, states, lights, source
+        self.commands = _commands(world, states)
 
     def to(self, index: int) -> None:
         """The scene as it was at the log's row `index`, with the commands and lights of that step."""
         state = {key: value[index] for key, value in self.rows.items()}
         previous = {key: value[index - 1] for key, value in self.rows.items()} if index > 0 else None
         for robot, logged in self.commands:
-            robot.set_robot_command(logged[index])  # logged again as the command of this step
+            robot.set_command(logged[index])  # logged again as the command of this step
         # The physics step of the row's time: the row's index, unless the log starts later (a window's replay).
-        step = round(float(self.states["time"][index]) / self.backend.timestep)
-        self.backend.teleport(step, state, previous, self.source)
-        self.backend.set_lights(*_lights(self.states, index, self.lights))
+        step = round(float(self.states["time"][index]) / self.world.timestep)
+        self.world.teleport(step, state, previous, self.source)
+        self.world.set_lights(*_lights(self.states, index, self.lights))
 
 
-def replay_physics(backend: Backend, recorder: Recorder, states: dict[str, np.ndarray], window: Window,
+def replay_physics(world: World, recorder: Recorder, states: dict[str, np.ndarray], window: Window,
                    lights: LightOverride | None, source: str, on_step: Callable[[int], None]) -> None:
     """From the checkpoint at or before the window, apply the logged commands again (module docstring)."""
     steps = states["checkpoint_steps"]
     index = int(np.searchsorted(steps, window.first, side="right")) - 1
     if index < 0:
         raise InputError(f"no checkpoint at or before step {window.first}", source, "checkpoint_steps")
-    backend.set_state({key[len(CHECKPOINT_PREFIX):]: value[index] for key, value in states.items()
+    world.set_state({key[len(CHECKPOINT_PREFIX):]: value[index] for key, value in states.items()
                        if key.startswith(CHECKPOINT_PREFIX)}, source)
-    commands = _commands(backend, states)
+    commands = _commands(world, states)
     step = int(steps[index])
     if lights is not None:
-        backend.set_lights(*_lights(states, step, lights))
+        world.set_lights(*_lights(states, step, lights))
     if step == window.first:
-        recorder.sample(backend)
+        recorder.sample(world)
         on_step(step)
     while step < window.last:
         step += 1
         for robot, logged in commands:
-            robot.set_robot_command(logged[step])  # the command the step ran with (setting it again is a no-op)
-        backend.step()
+            robot.set_command(logged[step])  # the command the step ran with (setting it again is a no-op)
+        world.step()
         if lights is not None:
-            backend.set_lights(*_lights(states, step, lights))
+            world.set_lights(*_lights(states, step, lights))
         if step >= window.first:
-            recorder.sample(backend)
+            recorder.sample(world)
             on_step(step)

@@ -27,10 +27,11 @@ from core.formats.manifest import MANIFEST
 from core.formats.placement import PLACEMENT_FILE, FlyingMotion
 from core.formats.replay_report import REPLAY_FILE, ReplayReport, read_replay_report, write_replay_report
 from core.formats.run_info import COMPLETE, RunInfo, write_run_info
+from core.formats.run_layout import ASSETS_DIR, RECORD_OUTPUTS, SCENE_DIR
 from core.formats.scene_layout import SCENE_FILE, append_object, copy_scene, read_scene_layout
 from core.formats.states import STATES_FILE
 from core.progress import get_logger, make_progress
-from core.recording import ASSETS_DIR, RECORD_OUTPUTS, SCENE_DIR, Recording
+from core.recording import Recording
 from core.rundir import Stopwatch, atomic_write_bytes, content_hash
 from core.stage import Stage, keep_first_error, output_folder, record_failure
 from replay.deviation import deviation_report

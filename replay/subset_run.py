@@ -38,11 +38,12 @@ from core.formats.manifest import MANIFEST
 from core.formats.png import encode_png
 from core.formats.replay_report import REPLAY_FILE
 from core.formats.run_info import COMPLETE, RunInfo, write_run_info
+from core.formats.run_layout import BAGS_DIR, RECORD_OUTPUTS, SCENE_DIR
 from core.formats.scene_layout import SCENE_FILE
 from core.formats.states import STATES_FILE
 from core.formats.tum import TUM_FILE
 from core.progress import get_logger, make_progress
-from core.recording import BAGS_DIR, RECORD_OUTPUTS, SCENE_DIR, Frame, Recording
+from core.recording import Frame, Recording
 from core.rundir import Stopwatch, atomic_write_bytes, atomic_write_text, content_hash
 from core.stage import Stage, output_folder, record_failure
 from replay.driver import Teleport

@@ -1,10 +1,12 @@
 """The backend protocol (DESIGN.md §5): what the recorder and replay ask of a simulator.
 
 A backend loads a composed scene (`scene.usda` and the asset packages it references) for one
-experiment config, steps physics at `simulation.physics_hz`, takes robot commands (per robot in a multi-robot
-run, through `robot(name)`: the others are obstacles its cameras see), renders the robot's cameras into `simulation.render.Frame`s, reads IMUs and the LiDAR, and gets/sets its complete state so
-a recorded run can be replayed. The embedded backend (MuJoCo + the Embree ray caster) implements it;
-an Isaac Sim backend implements the same calls.
+experiment config as a `World`, which steps physics at `simulation.physics_hz`, moves the humans and flying
+objects, and gets/sets its complete state so a recorded run can be replayed; each of its robots is a `Robot`
+(`world.robot(name)`), which takes the robot's commands, renders its cameras into `simulation.render.Frame`s
+and reads its IMUs and LiDAR (in a multi-robot run the other robots are obstacles its sensors see). The
+embedded backend (MuJoCo + the Embree ray caster) implements both; an Isaac Sim backend implements the same
+calls.
 
 Frames: camera poses are world <- optical frame (ROS: z forward, x right, y down); IMU readings and
 LiDAR points are in their sensor's own frame (the mount's x forward, y left, z up).
@@ -94,37 +96,27 @@ class ActorStates:
 
 
 @runtime_checkable
-class Backend(Protocol):
-    """A loaded scene with a robot, stepped and sensed. See the module notes for frames and units."""
+class Robot(Protocol):
+    """One robot of a `World`: its body, sensors and drive. See the module notes for frames and units."""
 
     @property
-    def time(self) -> float:
-        """Simulation time of the current state, s (a whole number of physics steps)."""
+    def name(self) -> str:
+        """Its name in a multi-robot run (config order), the robot kind's default name otherwise."""
 
     @property
-    def timestep(self) -> float:
-        """Physics step, s."""
+    def world(self) -> World:
+        """The world it lives in (time, stepping, humans, state)."""
 
-    def step(self, n: int = 1) -> None:
-        """Advance n physics steps (humans, flying objects and scheduled light changes follow)."""
-
-    def robot_names(self) -> list[str]:
-        """The robots of the run, in config order (one, or several in a multi-robot run)."""
-
-    def robot(self, name: str | None = None) -> Backend:
-        """Robot `name` (default: the first) as a backend whose robot calls act on it; the calls below without a
-        robot in their name act on the first robot."""
-
-    def set_robot_command(self, command: np.ndarray) -> None:
+    def set_command(self, command: np.ndarray) -> None:
         """UAV: six joint velocities (x, y, z m/s; roll, pitch, yaw rad/s). TIAGo: base twist (vx, vy, wz)."""
 
-    def robot_command(self) -> np.ndarray:
+    def command(self) -> np.ndarray:
         """The command last set (zeros before any), applied by the next steps."""
 
-    def robot_pose(self) -> np.ndarray:
+    def pose(self) -> np.ndarray:
         """World <- base_link 4x4 transform."""
 
-    def robot_velocity(self) -> tuple[np.ndarray, np.ndarray]:
+    def velocity(self) -> tuple[np.ndarray, np.ndarray]:
         """(linear m/s, angular rad/s) velocity of base_link in its own frame (the odometry twist)."""
 
     def link_tree(self) -> list[LinkEdge]:
@@ -166,6 +158,29 @@ class Backend(Protocol):
     def lidar(self) -> LidarScan:
         """A sweep of the configured LiDAR (all beams at the current time)."""
 
+
+@runtime_checkable
+class World(Protocol):
+    """A loaded scene with its robots, stepped: physics, time, the humans and flying objects, the lights, and the
+    complete state. Each robot's own calls are on its `Robot`."""
+
+    @property
+    def time(self) -> float:
+        """Simulation time of the current state, s (a whole number of physics steps)."""
+
+    @property
+    def timestep(self) -> float:
+        """Physics step, s."""
+
+    def step(self, n: int = 1) -> None:
+        """Advance n physics steps (robots, humans, flying objects and scheduled light changes follow)."""
+
+    def robot_names(self) -> list[str]:
+        """The robots of the run, in config order (one, or several in a multi-robot run)."""
+
+    def robot(self, name: str | None = None) -> Robot:
+        """Robot `name` (default: the first); in a multi-robot run the others are obstacles its sensors see."""
+
     def humans(self) -> list[HumanInfo]: ...
 
     def human_joints(self) -> dict[str, np.ndarray]:
@@ -196,7 +211,7 @@ class Backend(Protocol):
 
     def teleport(self, step: int, state: dict[str, np.ndarray], previous: dict[str, np.ndarray] | None = None,
                  source: str = "state") -> None:
-        """Put the scene at step `step` of a log: the robot in `state` (a step_state), humans and objects where
+        """Put the scene at step `step` of a log: the robots in `state` (a step_state), humans and objects where
         they are at that time, lights as the randomization sets them then. With `previous` (step - 1's
         state) the IMUs are evaluated for the step that led here first, so imu() reads what was recorded."""
 
@@ -204,13 +219,13 @@ class Backend(Protocol):
         """Render the lights, in scene order, with these intensities (L,) and linear RGB colours (L, 3)."""
 
 
-def load_backend(config: ExperimentConfig, scene: str | Path, hidden: frozenset[str] = frozenset()) -> Backend:
-    """The backend named by `config.simulation.backend`, with `scene` (scene.usda) loaded, without the
-    humans and flying objects whose prim paths are `hidden`."""
+def load_world(config: ExperimentConfig, scene: str | Path, hidden: frozenset[str] = frozenset()) -> World:
+    """The world of the backend named by `config.simulation.backend`, with `scene` (scene.usda) loaded, without
+    the humans and flying objects whose prim paths are `hidden`."""
     kind = config.simulation.backend
     if kind == "embedded":
-        from simulation.embedded import EmbeddedBackend
+        from simulation.embedded import EmbeddedWorld
 
-        return EmbeddedBackend(config, scene, hidden)
+        return EmbeddedWorld(config, scene, hidden)
     raise ConfigError(f"backend {kind!r} is not available in this installation (use 'embedded')",
                       field="simulation.backend")

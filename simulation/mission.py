@@ -1,7 +1,7 @@
 """What the robots do during a run: hold still through the bootstrap, then explore (frontier planner),
 follow waypoints or stay put (each robot its own planner), and hold until the experiment's time is up.
 
-`run_mission` steps the backend for exactly bootstrap + duration seconds and calls `on_step(backend)`
+`run_mission` steps the world for exactly bootstrap + duration seconds and calls `on_step(world)`
 after every physics step, so a recorder sees each state once.
 """
 
@@ -14,13 +14,13 @@ from pathlib import Path
 import shapely
 
 from core.config import ExperimentConfig, RobotConfig
-from simulation.backend import Backend
+from simulation.backend import Robot, World
 from simulation.exploration import ExplorationArea, ExplorationResult, Explorer, ExplorerParams, make_driver
 from simulation.exploration.waypoints import WaypointFollower, WaypointResult
 
 HOLD_CONTROL_HZ = 60.0
 
-OnStep = Callable[[Backend], None]
+OnStep = Callable[[World], None]
 
 
 @dataclass
@@ -44,15 +44,15 @@ class MissionResult:
 class _Hold:
     """Keep the robot where it is (UAV: position hold; TIAGo: brake) until simulation time `until`."""
 
-    def __init__(self, backend: Backend, robot: RobotConfig, until: float):
-        self.backend, self.until = backend, until
-        self._every = max(round(1.0 / (HOLD_CONTROL_HZ * backend.timestep)), 1)
-        self.driver = make_driver(backend, robot, self._every * backend.timestep)
+    def __init__(self, robot: Robot, config: RobotConfig, until: float):
+        self.robot, self.until = robot, until
+        self._every = max(round(1.0 / (HOLD_CONTROL_HZ * robot.world.timestep)), 1)
+        self.driver = make_driver(robot, config, self._every * robot.world.timestep)
         self._step = 0
 
     def tick(self) -> bool:
         """This step's command; False (the robot stopped) once `until` is reached."""
-        if self.backend.time >= self.until - 1e-9:
+        if self.robot.world.time >= self.until - 1e-9:
             self.driver.stop()
             return False
         if self._step % self._every == 0:
@@ -67,25 +67,25 @@ class RobotMission:
     """One robot's mission, a physics step at a time: hold through the bootstrap, its planner (its own
     `exploration`), then hold until `end`. `tick` does a step's work before the step; False when all is done."""
 
-    def __init__(self, backend: Backend, config: ExperimentConfig, environment: Path, bootstrap_end: float,
+    def __init__(self, robot: Robot, config: ExperimentConfig, environment: Path, bootstrap_end: float,
                  end: float):
-        self.backend, self.config, self.environment = backend, config, environment
+        self.robot, self.config, self.environment = robot, config, environment
         self.result = MissionResult(config.exploration.planner)
-        self._stages = iter((lambda: _Hold(backend, config.robot, bootstrap_end), self._planner,
-                             lambda: _Hold(backend, config.robot, end)))
+        self._stages = iter((lambda: _Hold(robot, config.robot, bootstrap_end), self._planner,
+                             lambda: _Hold(robot, config.robot, end)))
         self._stage: _Hold | Explorer | WaypointFollower | None = None
 
     def _planner(self) -> Explorer | WaypointFollower | None:
-        config, backend = self.config, self.backend
+        config, robot = self.config, self.robot
         planner = config.exploration.planner
         if planner == "frontier":
             params = ExplorerParams.from_config(config)
             # The explorer's region: the configured one (environment.region), else the whole map box.
             region = shapely.Polygon(config.environment.region) if config.environment.region else None
-            return Explorer(backend, config.robot, params, ExplorationArea.from_package(self.environment, region))
+            return Explorer(robot, config.robot, params, ExplorationArea.from_package(self.environment, region))
         if planner == "waypoints":
             exploration = config.exploration
-            return WaypointFollower(backend, config.robot, exploration.waypoints, config.simulation.duration,
+            return WaypointFollower(robot, config.robot, exploration.waypoints, config.simulation.duration,
                                     exploration.stop_distance)
         return None
 
@@ -119,18 +119,18 @@ class FleetResult:
         return {name: result.summary() for name, result in self.robots.items()}
 
 
-def run_mission(backend: Backend, config: ExperimentConfig, environment: Path, on_step: OnStep) -> FleetResult:
+def run_mission(world: World, config: ExperimentConfig, environment: Path, on_step: OnStep) -> FleetResult:
     """Every robot's mission (bootstrap, its planner for `simulation.duration` s, then hold to the end), stepped
     together: each physics step, each robot in config order does its step's work, then the world steps."""
     simulation = config.simulation
-    bootstrap_end = backend.time + simulation.bootstrap
+    bootstrap_end = world.time + simulation.bootstrap
     end = bootstrap_end + simulation.duration
-    missions = {name: RobotMission(backend.robot(name), config.for_robot(name), environment, bootstrap_end, end)
+    missions = {name: RobotMission(world.robot(name), config.for_robot(name), environment, bootstrap_end, end)
                 for name in config.robot_names}
     while True:
         active = [mission.tick() for mission in missions.values()]
         if not any(active):
             break
-        backend.step()
-        on_step(backend)
+        world.step()
+        on_step(world)
     return FleetResult({name: mission.result for name, mission in missions.items()})

@@ -1,8 +1,9 @@
-"""The embedded backend on the demo scene and on an analytic box room: loading, sensors, moving humans and
+"""The embedded world on the demo scene and on an analytic box room: loading, sensors, moving humans and
 objects, randomization, state round trips, determinism and bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -34,11 +35,12 @@ from core.geometry import quat_wxyz_to_matrix
 from core.seeding import generator
 from pipeline.prepare import prepare
 from placement.compose import compose_scene
-from simulation.backend import Backend, load_backend
-from simulation.embedded import EmbeddedBackend, kelvin_to_rgb
+from simulation.backend import Robot, World, load_world
+from simulation.embedded import EmbeddedWorld, kelvin_to_rgb, load_scene
 from simulation.embedded.merge import Part, merge_parts
 from simulation.embedded.randomization import LUMINANCE, XYZ_TO_LINEAR_SRGB
 from simulation.embedded.sensors import predicted_pose
+from simulation.physics import StartPose
 from simulation.render import (
     Camera,
     PointLight,
@@ -132,12 +134,12 @@ def transform(rotation: np.ndarray, translation) -> np.ndarray:
     return pose
 
 
-def teleport_uav(backend: EmbeddedBackend, x: float, y: float, z: float, yaw: float) -> None:
-    state = backend.get_state()
-    model = backend.physics.model
+def teleport_uav(world: EmbeddedWorld, x: float, y: float, z: float, yaw: float) -> None:
+    state = world.get_state()
+    model = world.physics.model
     for joint, value in zip(("uav_x", "uav_y", "uav_z", "uav_yaw"), (x, y, z, yaw)):
         state["physics.qpos"][model.joint(joint).qposadr[0]] = value
-    backend.set_state(state)
+    world.set_state(state)
 
 
 def human_frame(package, schedule, t: float) -> int:
@@ -156,16 +158,16 @@ def posed_human(human, t: float) -> trimesh.Trimesh:
                            np.concatenate([f + off for (_, f), off in zip(meshes, offsets)]), process=False)
 
 
-def find_person_view(backend: EmbeddedBackend):
+def find_person_view(world: EmbeddedWorld):
     """Teleport the UAV around each human until the camera shows it; returns (human, instance id, frame)."""
-    ids = {info.prim_path: i for i, info in backend.instances().items()}
-    for human in backend.scene.humans:
+    ids = {info.prim_path: i for i, info in world.instances().items()}
+    for human in world.scene.humans:
         centre = human.prim.pose[:3, 3]
         for k in range(DIRECTIONS):
             angle = 2 * np.pi * k / DIRECTIONS
             eye = centre + VIEW_DISTANCE * np.array([np.cos(angle), np.sin(angle), 0.0])
-            teleport_uav(backend, eye[0], eye[1], VIEW_HEIGHT, angle + np.pi)
-            frame = backend.render("camera")
+            teleport_uav(world, eye[0], eye[1], VIEW_HEIGHT, angle + np.pi)
+            frame = world.robot().render("camera")
             if np.count_nonzero(frame.instance == ids[human.name]) >= MIN_PERSON_PIXELS:
                 return human, ids[human.name], frame
     raise AssertionError("no viewpoint shows a human")
@@ -184,21 +186,21 @@ def test_importing_physics_does_not_load_the_renderer():
 @pytest.mark.slow
 def test_demo_scene_loads_with_instances_from_the_placement(demo):
     config, prepared = demo
-    backend = load_backend(config, prepared.scene)
-    assert isinstance(backend, Backend) and isinstance(backend, EmbeddedBackend)
+    world = load_world(config, prepared.scene)
+    assert isinstance(world, World) and isinstance(world, EmbeddedWorld) and isinstance(world.robot(), Robot)
     placement = load_placement(prepared.placement)
-    instances = backend.instances()
+    instances = world.instances()
     assert sorted(instances) == list(range(1, len(instances) + 1))
     humans = [info for info in instances.values() if info.kind == "human"]
     objects = [info for info in instances.values() if info.kind == "object"]
     assert [h.asset_id for h in humans] == [h.asset_id for h in placement.humans]
     assert [o.asset_id for o in objects] == [o.asset_id for o in placement.flying_objects]
-    classes = backend.semantic_classes()
+    classes = world.semantic_classes()
     assert {h.semantic_class for h in humans} == {"person"}
     assert all(info.semantic_id == classes.get(info.semantic_class, 0) for info in instances.values())
     assert {"wall", "floor"} <= {info.semantic_class for info in instances.values() if info.kind == "environment"}
     assert all(info.prim_path.startswith("/World/") for info in instances.values())
-    robot = backend.robot_pose()
+    robot = world.robot().pose()
     np.testing.assert_allclose(robot[:3, 3], [placement.robot.x, placement.robot.y, placement.robot.z], atol=1e-9)
 
 
@@ -211,18 +213,18 @@ def test_camera_pose_is_link_pose_times_mount_in_the_optical_frame(demo):
     config = config.model_copy(deep=True)
     mount = config.robot.sensors.cameras[0].mount
     mount.translation, mount.rpy_deg = (0.12, -0.03, 0.05), (5.0, 10.0, -20.0)
-    backend = EmbeddedBackend(config, prepared.scene)
-    backend.set_robot_command(np.array([0.2, -0.1, 0.05, 0.1, -0.05, 0.3]))
-    backend.step(24)
+    world = EmbeddedWorld(config, prepared.scene)
+    world.robot().set_command(np.array([0.2, -0.1, 0.05, 0.1, -0.05, 0.3]))
+    world.step(24)
     mount_rotation = Rotation.from_euler("xyz", mount.rpy_deg, degrees=True).as_matrix()
-    expected = backend.physics.link_pose(mount.link) @ transform(mount_rotation, mount.translation)
-    pose = backend.camera_pose("camera")
+    expected = world.physics.link_pose(mount.link) @ transform(mount_rotation, mount.translation)
+    pose = world.robot().camera_pose("camera")
     # Optical frame: z along the mount's x (forward), x along its -y (right), y along its -z (down).
     np.testing.assert_allclose(pose[:3, 3], expected[:3, 3], atol=1e-12)
     np.testing.assert_allclose(pose[:3, 2], expected[:3, 0], atol=1e-12)
     np.testing.assert_allclose(pose[:3, 0], -expected[:3, 1], atol=1e-12)
     np.testing.assert_allclose(pose[:3, 1], -expected[:3, 2], atol=1e-12)
-    frame = backend.render("camera")
+    frame = world.robot().render("camera")
     assert np.array_equal(frame.camera.pose, pose) and frame.rgb.shape == (H, W, 3)
 
 
@@ -232,13 +234,13 @@ def test_a_person_in_view_carries_its_id_and_deforms_over_time(demo):
     config = config.model_copy(deep=True)
     config.robot.sensors.lidar = LidarConfig(name="lidar", channels=5, vertical_fov_deg={"min": -20, "max": 20},
                                              horizontal_fov_deg=40.0, horizontal_resolution_deg=2.0)
-    backend = EmbeddedBackend(config, prepared.scene)
-    human, person_id, frame = find_person_view(backend)
+    world = EmbeddedWorld(config, prepared.scene)
+    human, person_id, frame = find_person_view(world)
     mask = frame.instance == person_id
-    assert np.all(frame.semantic[mask] == backend.semantic_classes()["person"])
+    assert np.all(frame.semantic[mask] == world.semantic_classes()["person"])
     # The person's tight box lies inside the projection of its posed vertices (numpy skinning).
-    person = posed_human(human, backend.time)
-    camera, pose = backend.camera("camera").camera, frame.camera.pose
+    person = posed_human(human, world.time)
+    camera, pose = world.robot().camera("camera").camera, frame.camera.pose
     local = (person.vertices - pose[:3, 3]) @ pose[:3, :3]
     pixels = (camera.K @ (local / local[:, 2:3]).T)[:2].T
     row = int(np.flatnonzero(frame.instance_ids == person_id)[0])
@@ -247,7 +249,7 @@ def test_a_person_in_view_carries_its_id_and_deforms_over_time(demo):
     assert pixels[:, 1].min() - 1 <= box["y_min"] and box["y_max"] <= pixels[:, 1].max() + 1
 
     # LiDAR beams that meet the posed person (trimesh's own ray test) return its distance.
-    scan = backend.lidar()
+    scan = world.robot().lidar()
     e, a = np.meshgrid(scan.elevations, scan.azimuths, indexing="ij")
     beams = np.stack([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)], axis=-1).reshape(-1, 3)
     beams = beams @ scan.pose[:3, :3].T
@@ -259,32 +261,32 @@ def test_a_person_in_view_carries_its_id_and_deforms_over_time(demo):
     assert np.all(ranges <= person_range + 1e-4)
     assert np.count_nonzero(np.abs(ranges - person_range) < 1e-4) >= len(rays) // 2
 
-    start = backend.scene.states(0.0)[human.name].vertices
-    backend.step(240)  # one second of hovering in place
-    assert backend.time == pytest.approx(1.0)
-    later = backend.scene.states(backend.time)[human.name].vertices
+    start = world.scene.states(0.0)[human.name].vertices
+    world.step(240)  # one second of hovering in place
+    assert world.time == pytest.approx(1.0)
+    later = world.scene.states(world.time)[human.name].vertices
     pose0 = human.prim.pose
     for t, vertices in ((0.0, start), (1.0, later)):
         np.testing.assert_allclose(vertices @ pose0[:3, :3].T + pose0[:3, 3], posed_human(human, t).vertices,
                                    atol=1e-9)
     assert np.abs(later - start).max() > 0.01
-    assert not np.array_equal(backend.render("camera").instance == person_id, mask)
+    assert not np.array_equal(world.robot().render("camera").instance == person_id, mask)
 
 
 @pytest.mark.slow
 def test_flying_objects_move_as_flying_pose_predicts(demo):
     config, prepared = demo
-    backend = EmbeddedBackend(config, prepared.scene)
-    assert backend.scene.objects
-    backend.step(60)
-    t = backend.time
-    for obj in backend.scene.objects:
+    world = EmbeddedWorld(config, prepared.scene)
+    assert world.scene.objects
+    world.step(60)
+    t = world.time
+    for obj in world.scene.objects:
         positions, quats = flying_pose(obj.prim.motion, t)
         rotation = quat_wxyz_to_matrix(quats[0])
-        body = backend.physics.body_pose(obj.body.body_name)
+        body = world.physics.body_pose(obj.body.body_name)
         np.testing.assert_allclose(body[:3, 3], positions[0], atol=1e-9)
         np.testing.assert_allclose(body[:3, :3], rotation, atol=1e-9)
-        state = backend.scene.states(t)[obj.name]
+        state = world.scene.states(t)[obj.name]
         np.testing.assert_allclose(state.pose, transform(rotation, positions[0]), atol=1e-9)
         start, _ = flying_pose(obj.prim.motion, 0.0)
         assert np.linalg.norm(positions[0] - start[0]) > 1e-3
@@ -293,13 +295,13 @@ def test_flying_objects_move_as_flying_pose_predicts(demo):
 @pytest.mark.slow
 def test_hovering_uav_imu_reads_gravity_and_no_rotation(demo):
     config, prepared = demo
-    backend = EmbeddedBackend(config, prepared.scene)
-    backend.step(24)
+    world = EmbeddedWorld(config, prepared.scene)
+    world.step(24)
     for name in ("imu_body", "imu_camera"):
-        reading = backend.imu(name)
+        reading = world.robot().imu(name)
         np.testing.assert_allclose(reading.linear_acceleration, [0.0, 0.0, GRAVITY], atol=1e-6)
         np.testing.assert_allclose(reading.angular_velocity, 0.0, atol=1e-9)
-        assert reading.time == pytest.approx(23 * backend.timestep)
+        assert reading.time == pytest.approx(23 * world.timestep)
 
 
 SETTLE_TIME_CONSTANTS = 20  # the velocity servos' residual acceleration falls as exp(-t / tau)
@@ -308,13 +310,13 @@ SETTLE_TIME_CONSTANTS = 20  # the velocity servos' residual acceleration falls a
 @pytest.mark.slow
 def test_predicted_camera_pose_matches_the_pose_one_frame_later(demo):
     config, prepared = demo
-    backend = EmbeddedBackend(config, prepared.scene)
-    backend.set_robot_command(np.array([0.3, -0.2, 0.1, 0.0, 0.0, 0.0]))
-    backend.step(round(SETTLE_TIME_CONSTANTS * SERVO_TIME_CONSTANT / backend.timestep))  # the servos settle
+    world = EmbeddedWorld(config, prepared.scene)
+    world.robot().set_command(np.array([0.3, -0.2, 0.1, 0.0, 0.0, 0.0]))
+    world.step(round(SETTLE_TIME_CONSTANTS * SERVO_TIME_CONSTANT / world.timestep))  # the servos settle
     steps = 8  # one 30 Hz frame at 240 Hz
-    predicted = predicted_pose(backend.physics, "camera", steps * backend.timestep)
-    backend.step(steps)
-    np.testing.assert_allclose(backend.physics.sensor_pose("camera"), predicted, atol=1e-6)
+    predicted = predicted_pose(world.physics, "camera", steps * world.timestep)
+    world.step(steps)
+    np.testing.assert_allclose(world.physics.sensor_pose("camera"), predicted, atol=1e-6)
 
 
 # ---------------------------------------------------------------- LiDAR and randomization in the box room
@@ -329,8 +331,8 @@ def room_distance(origin: np.ndarray, directions: np.ndarray) -> np.ndarray:
 
 
 def test_lidar_ranges_equal_the_analytic_wall_distances(box_scene):
-    backend = EmbeddedBackend(box_config(), box_scene)
-    scan = backend.lidar()
+    world = EmbeddedWorld(box_config(), box_scene)
+    scan = world.robot().lidar()
     x, y, z, yaw = UAV_START
     base = transform(Rotation.from_euler("z", yaw).as_matrix(), (x, y, z))
     mount = transform(Rotation.from_euler("xyz", LIDAR_MOUNT["rpy_deg"], degrees=True).as_matrix(),
@@ -367,23 +369,23 @@ def test_kelvin_colours_sit_on_the_planckian_locus():
 def test_light_randomization_stays_in_range_and_follows_the_seed(box_scene):
     scale = {"min": 0.5, "max": 0.7}
     ranges = {"light_intensity_scale": scale, "during_run": True, "period": 0.05}
-    backend = EmbeddedBackend(box_config(seed=3, **ranges), box_scene)
-    authored = backend.scene.lights[0]
+    world = EmbeddedWorld(box_config(seed=3, **ranges), box_scene)
+    authored = world.scene.lights[0]
     assert authored.intensity == pytest.approx(np.pi * ROOM_LIGHT.radius**2 * ROOM_LIGHT.intensity * 0.03)
-    first = backend.lights()[0]
+    first = world.lights()[0]
     assert scale["min"] <= first.intensity / authored.intensity <= scale["max"]
-    twin = EmbeddedBackend(box_config(seed=3, **ranges), box_scene)
-    other = EmbeddedBackend(box_config(seed=4, **ranges), box_scene)
-    assert twin.lights() == backend.lights() and other.lights() != backend.lights()
+    twin = EmbeddedWorld(box_config(seed=3, **ranges), box_scene)
+    other = EmbeddedWorld(box_config(seed=4, **ranges), box_scene)
+    assert twin.lights() == world.lights() and other.lights() != world.lights()
 
-    saved = backend.get_state()
-    backend.step(13)  # past t = 0.05 s: a new draw of the lights
-    second = backend.lights()[0]
+    saved = world.get_state()
+    world.step(13)  # past t = 0.05 s: a new draw of the lights
+    second = world.lights()[0]
     assert second != first and scale["min"] <= second.intensity / authored.intensity <= scale["max"]
     twin.step(13)
-    assert twin.lights() == backend.lights()
-    backend.set_state(saved)
-    assert backend.lights()[0] == first
+    assert twin.lights() == world.lights()
+    world.set_state(saved)
+    assert world.lights()[0] == first
 
 
 # ---------------------------------------------------------------- replay and determinism
@@ -395,8 +397,8 @@ def frame_bytes(frame) -> list[bytes]:
     return [np.ascontiguousarray(a).tobytes() for a in arrays]
 
 
-def imu_bytes(backend: EmbeddedBackend) -> list[bytes]:
-    readings = [backend.imu(name) for name in ("imu_body", "imu_camera")]
+def imu_bytes(world: EmbeddedWorld) -> list[bytes]:
+    readings = [world.robot().imu(name) for name in ("imu_body", "imu_camera")]
     return [np.array([r.time, *r.linear_acceleration, *r.angular_velocity]).tobytes() for r in readings]
 
 
@@ -406,18 +408,18 @@ COMMAND = np.array([0.3, 0.1, 0.05, 0.1, -0.1, 0.4])
 @pytest.mark.slow
 def test_get_set_state_reproduces_frames_and_imu_readings(demo):
     config, prepared = demo
-    backend = EmbeddedBackend(config, prepared.scene)
-    backend.set_robot_command(COMMAND)
-    backend.step(10)
-    saved = backend.get_state()
-    at_save = frame_bytes(backend.render("camera")), imu_bytes(backend)
-    backend.step(5)
-    later = frame_bytes(backend.render("camera")), imu_bytes(backend)
+    world = EmbeddedWorld(config, prepared.scene)
+    world.robot().set_command(COMMAND)
+    world.step(10)
+    saved = world.get_state()
+    at_save = frame_bytes(world.robot().render("camera")), imu_bytes(world)
+    world.step(5)
+    later = frame_bytes(world.robot().render("camera")), imu_bytes(world)
     assert later != at_save
-    backend.set_state(saved)
-    assert (frame_bytes(backend.render("camera")), imu_bytes(backend)) == at_save
-    backend.step(5)
-    assert (frame_bytes(backend.render("camera")), imu_bytes(backend)) == later
+    world.set_state(saved)
+    assert (frame_bytes(world.robot().render("camera")), imu_bytes(world)) == at_save
+    world.step(5)
+    assert (frame_bytes(world.robot().render("camera")), imu_bytes(world)) == later
 
 
 @pytest.mark.slow
@@ -427,14 +429,14 @@ def test_two_backends_from_the_same_inputs_are_byte_identical(demo):
     config.robot.sensors.cameras[0].outputs = [*config.robot.sensors.cameras[0].outputs, "flow"]
     runs = []
     for _ in range(2):
-        backend = EmbeddedBackend(config, prepared.scene)
-        backend.set_robot_command(COMMAND)
+        world = EmbeddedWorld(config, prepared.scene)
+        world.robot().set_command(COMMAND)
         stream = []
         for _ in range(3):
-            backend.step(8)
-            frame = backend.render("camera")
+            world.step(8)
+            frame = world.robot().render("camera")
             assert frame.flow is not None and np.isfinite(frame.flow).any()
-            stream.append((frame_bytes(frame), frame.flow.tobytes(), imu_bytes(backend)))
+            stream.append((frame_bytes(frame), frame.flow.tobytes(), imu_bytes(world)))
         runs.append(stream)
     assert runs[0] == runs[1]
 
@@ -469,6 +471,24 @@ def test_a_merged_human_renders_like_its_separate_parts():
 # ---------------------------------------------------------------- bad input
 
 
+def test_a_scene_breaking_its_invariants_is_refused_naming_the_file(box_scene):
+    scene = load_scene(box_scene)
+    first, second = scene.static_meshes[:2]
+    assert set(scene.instances) == {m.instance_id for m in scene.static_meshes} and scene.robots[0].kind == "uav"
+    broken = {
+        "mesh names must be unique": {"static_meshes": (first, dataclasses.replace(second, name=first.name))},
+        "have no mesh or no instance entry": {"instances": {**scene.instances, 99: scene.instances[first.instance_id]}},
+        "does not match its mesh": {"instances": {**scene.instances,
+                                                  first.instance_id: scene.instances[second.instance_id]}},
+        "robot names must be unique": {"robots": scene.robots * 2},
+        "is not finite": {"robots": (dataclasses.replace(scene.robots[0], start=StartPose(np.nan, 0.0, 1.0, 0.0)),)},
+    }
+    for message, change in broken.items():
+        with pytest.raises(InputError, match=message) as info:
+            dataclasses.replace(scene, **change)
+        assert info.value.file == str(box_scene)
+
+
 @pytest.mark.slow
 def test_a_scene_referencing_a_missing_package_is_refused(demo):
     config, prepared = demo
@@ -478,7 +498,7 @@ def test_a_scene_referencing_a_missing_package_is_refused(demo):
     broken = prepared.scene.with_name("broken.usda")
     broken.write_text(missing)
     with pytest.raises(InputError) as info:
-        EmbeddedBackend(config, broken)
+        EmbeddedWorld(config, broken)
     message = str(info.value)
     assert "broken.usda" in message and "/World/humans/human_00_" in message and "no_such_human" in message
 
@@ -494,7 +514,7 @@ def test_cameras_with_no_field_of_view_or_bad_intrinsics_are_refused(demo):
     camera = bad.robot.sensors.cameras[0]
     bad.robot.sensors.cameras = [camera.model_copy(update={"intrinsics": (0.0, 80.0, 47.5, 35.5)})]
     with pytest.raises(ConfigError, match=r"robot.sensors.cameras.0.*'camera'.*focal"):
-        EmbeddedBackend(bad, prepared.scene)
+        EmbeddedWorld(bad, prepared.scene)
 
 
 @pytest.mark.slow
@@ -503,5 +523,5 @@ def test_a_sensor_on_a_missing_link_is_refused(demo):
     bad = config.model_copy(deep=True)
     bad.robot.sensors.cameras[0].mount.link = "gripper_link"
     with pytest.raises(ConfigError, match="'gripper_link'") as info:
-        EmbeddedBackend(bad, prepared.scene)
+        EmbeddedWorld(bad, prepared.scene)
     assert "base_link" in str(info.value) and "camera_link" in str(info.value)

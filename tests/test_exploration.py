@@ -12,7 +12,7 @@ from conftest import CONFIGS
 from core.config_io import load_experiment
 from core.errors import ConfigError, InputError
 from pipeline.prepare import prepare
-from simulation.embedded import EmbeddedBackend
+from simulation.embedded import EmbeddedWorld
 from simulation.exploration import (
     FREE,
     OCCUPIED,
@@ -297,7 +297,7 @@ def test_bad_exploration_settings_name_the_field(tmp_path):
     assert "no_such_camera" in error.value.message
     area = ExplorationArea(np.zeros(3), np.ones(3), 0.0)
     with pytest.raises(ConfigError) as error:
-        explore(None, config, area)  # refused before the backend is touched
+        explore(None, config, area)  # refused before the world is touched
     assert error.value.field == "exploration.planner"
     with pytest.raises(InputError):
         ExplorationArea.from_package(tmp_path / "missing")
@@ -331,30 +331,30 @@ def test_robot_explores_the_demo_house_without_touching_anything(kind, assets, t
     config = load_experiment(CONFIGS / "demo.yaml", EXPLORE_OVERRIDES + ROBOT_OVERRIDES[kind]
                              + [f"assets_dir={assets}"])
     prepared = prepare(config, tmp_path)
-    backend = EmbeddedBackend(config, prepared.scene)
+    world = EmbeddedWorld(config, prepared.scene)
     occupancy = np.load(prepared.environment / "occupancy.npz")
     map2d, origin2d = occupancy["map2d"], occupancy["map2d_origin"]
     res2d = float(occupancy["map2d_resolution"])
-    start = backend.robot_pose()[:3, 3]
+    start = world.robot().pose()[:3, 3]
     truth = reachable_free(map2d, origin2d, res2d, start[:2], UAV_RADIUS if kind == "uav" else TIAGO_RADIUS)
     assert truth.sum() * res2d**2 > 30.0  # the three rooms, not just the start room
 
     contacts = {"environment": 0, "human": 0, "object": 0}
     inside, people = [], set()
-    model = backend.physics.model
+    model = world.physics.model
     human_geoms = [g for g in range(model.ngeom) if model.body(model.geom_bodyid[g]).name.startswith("human/")]
 
-    def on_step(b: EmbeddedBackend) -> None:
+    def on_step(b: EmbeddedWorld) -> None:
         # A person walking into the robot from behind is no fault of the robot's: count contacts with moving
         # bodies only while the robot moves towards them.
-        pose = b.robot_pose()
-        for key, count in robot_contacts(b.physics, (pose[:3, 3], pose[:3, :3] @ b.robot_velocity()[0])).items():
+        pose = b.robot().pose()
+        for key, count in robot_contacts(b.physics, (pose[:3, 3], pose[:3, :3] @ b.robot().velocity()[0])).items():
             contacts[key] += count
         if round(b.time / b.timestep) % CHECK_EVERY == 0:
             for g in human_geoms:  # where people were, in map cells, with their capsule's radius
                 x, y = b.physics.data.geom_xpos[g][:2]
                 people.add((round(x / res2d), round(y / res2d), float(model.geom_size[g][0])))
-            pose = b.robot_pose()
+            pose = b.robot().pose()
             if kind == "uav":  # the frame box against the 3D voxels (10 cm)
                 inside.append(box_overlap(occupancy["voxels"], occupancy["voxels_origin"],
                                           float(occupancy["voxel_size"]), pose, np.array(FRAME_HALF_SIZE)))
@@ -363,7 +363,7 @@ def test_robot_explores_the_demo_house_without_touching_anything(kind, assets, t
 
     area = ExplorationArea.from_package(prepared.environment)
     params = ExplorerParams.from_config(config, budget=BUDGET)
-    explorer = Explorer(backend, config.robot, params, area)
+    explorer = Explorer(world.robot(), config.robot, params, area)
     result = explorer.run(on_step)
     # People standing in a doorway close the rooms behind it: the floor to cover is the floor reachable
     # without passing where a person was during the run.

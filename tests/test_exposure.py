@@ -19,7 +19,7 @@ from core.config_io import load_experiment
 from core.errors import InputError
 from core.seeding import generator
 from pipeline.prepare import prepare
-from simulation.embedded import EmbeddedBackend
+from simulation.embedded import EmbeddedWorld
 from simulation.render import (
     NO_HIT_DEPTH,
     Camera,
@@ -212,12 +212,12 @@ def test_fixed_exposure_scales_by_two_to_the_ev_and_filmic_rolls_highlights_off(
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """The demo's backend with an environment image (8 columns of distinct colours, rows alike)."""
+    """The demo's world with an environment image (8 columns of distinct colours, rows alike)."""
     folder = tmp_path_factory.mktemp("demo")
     columns = generator(1, "tests/environment-columns").integers(0, 256, (1, 8, 3), dtype=np.uint8)
     Image.fromarray(np.repeat(columns, 4, axis=0)).save(folder / "sky.png")
     config = with_environment(folder / "sky.png")
-    return EmbeddedBackend(config, prepare(config, folder / "run").scene), columns[0]
+    return EmbeddedWorld(config, prepare(config, folder / "run").scene), columns[0]
 
 
 def with_environment(image: Path) -> ExperimentConfig:
@@ -225,40 +225,40 @@ def with_environment(image: Path) -> ExperimentConfig:
     return config.model_copy(update={"render": config.render.model_copy(update={"environment": image})})
 
 
-def room_views(backend: EmbeddedBackend) -> list[np.ndarray]:
+def room_views(world: EmbeddedWorld) -> list[np.ndarray]:
     """From the middle of every room (under its ceiling light), looking around level and up at the light."""
     poses = []
-    for light in backend.lights():
+    for light in world.lights():
         eye = np.array([light.position[0], light.position[1], EYE_HEIGHT])
         for yaw in np.radians([0.0, 90.0, 180.0, 270.0]):
             poses += [look_at(eye, eye + [math.cos(yaw), math.sin(yaw), math.tan(p)]) for p in PITCHES]
     return poses
 
 
-def demo_frames(backend: EmbeddedBackend, options: RenderOptions) -> list[np.ndarray]:
-    sensor = backend.camera("camera")
-    return [render_frame(backend.scene.render, sensor.camera, pose, backend.scene.states(0.0), options).rgb
-            for pose in room_views(backend)]
+def demo_frames(world: EmbeddedWorld, options: RenderOptions) -> list[np.ndarray]:
+    sensor = world.robot().camera("camera")
+    return [render_frame(world.render_scene, sensor.camera, pose, world.scene.states(0.0), options).rgb
+            for pose in room_views(world)]
 
 
 @pytest.mark.slow  # the demo scene is prepared once for these (~5 s)
 def test_demo_frames_are_exposed_without_clipping_and_dark_rooms_are_not_black(demo):
-    backend, _ = demo
-    options = dataclasses.replace(backend.camera("camera").options, boxes=False)
+    world, _ = demo
+    options = dataclasses.replace(world.robot().camera("camera").options, boxes=False)
     assert options.exposure == Exposure("auto", 0.0, "filmic")  # render.exposure's defaults reach the camera
-    assert len(backend.lights()) >= 2
-    for rgb in demo_frames(backend, options):
+    assert len(world.lights()) >= 2
+    for rgb in demo_frames(world, options):
         assert LUMA_RANGE[0] < luma(rgb).mean() < LUMA_RANGE[1]
         assert np.all(rgb == 255, axis=-1).mean() <= MAX_CLIPPED
 
-    render, lights, ambient = backend.scene.render, backend.scene.render.lights, backend.scene.render.ambient
+    render, lights, ambient = world.render_scene, world.render_scene.lights, world.render_scene.ambient
     try:  # the flat at 1% of its light: auto exposure still shows it, a fixed exposure would not
         render.lights = [dataclasses.replace(light, intensity=light.intensity * DIMMED) for light in lights]
         render.ambient = ambient * np.float32(DIMMED)
-        for rgb in demo_frames(backend, options):
+        for rgb in demo_frames(world, options):
             assert LUMA_RANGE[0] < luma(rgb).mean() < LUMA_RANGE[1]
         fixed = dataclasses.replace(options, exposure=Exposure())
-        assert max(luma(rgb).mean() for rgb in demo_frames(backend, fixed)) < LUMA_RANGE[0] / 2
+        assert max(luma(rgb).mean() for rgb in demo_frames(world, fixed)) < LUMA_RANGE[0] / 2
     finally:
         render.lights, render.ambient = lights, ambient
 
@@ -266,24 +266,24 @@ def test_demo_frames_are_exposed_without_clipping_and_dark_rooms_are_not_black(d
 @pytest.mark.slow  # the demo scene is prepared once for these (~5 s)
 def test_the_backend_shows_the_configured_environment_outside_the_flat(demo):
     """Seen from 20 m outside the flat looking away from it, every ray leaves the scene."""
-    backend, columns = demo
-    vertices = backend.scene.render.static.world_vertices
+    world, columns = demo
+    vertices = world.render_scene.static.world_vertices
     low, high = vertices.min(axis=0), vertices.max(axis=0)
     eye = np.array([high[0] + 20.0, (low[1] + high[1]) / 2, EYE_HEIGHT])
     level = [texel_direction(i, 1, 8, 4) * [1, 1, 0] for i in (2, 3, 4, 5)]  # columns facing +X, level
     identity = RenderOptions(exposure=Exposure())
-    seen = centre_pixels(backend.scene.render, [d / np.linalg.norm(d) for d in level], identity, eye)
+    seen = centre_pixels(world.render_scene, [d / np.linalg.norm(d) for d in level], identity, eye)
     assert np.abs(seen.astype(int) - srgb8(0.5 * srgb_decode(columns[2:6]))).max() <= 1
-    frame = render_frame(backend.scene.render, backend.camera("camera").camera, look_along(np.array([1.0, 0, 0]), eye))
+    frame = render_frame(world.render_scene, world.robot().camera("camera").camera, look_along(np.array([1.0, 0, 0]), eye))
     assert np.all(frame.depth == NO_HIT_DEPTH) and np.all(frame.instance == 0)
 
 
 @pytest.mark.slow  # the demo scene is prepared once for these (~5 s)
 def test_an_unreadable_environment_image_names_the_file_and_key(demo, tmp_path):
-    backend, _ = demo
+    world, _ = demo
     (tmp_path / "sky.png").write_text("not an image")
     with pytest.raises(InputError, match="render.environment") as error:
-        EmbeddedBackend(with_environment(tmp_path / "sky.png"), backend.scene.file.path)
+        EmbeddedWorld(with_environment(tmp_path / "sky.png"), world.scene.path)
     assert "sky.png" in str(error.value)
 
 

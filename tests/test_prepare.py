@@ -77,7 +77,7 @@ def test_every_config_source_has_a_converter():
 
 def test_front3d_houses_take_the_experiments_seed_and_light_intensity(realdata, tmp_path):
     from asset_converters.batch import run_jobs
-    from simulation.embedded.scene_loader import read_lights
+    from simulation.embedded.scene import read_lights
 
     house = next((realdata / "front3d").glob("*.json"))
     packages = {}

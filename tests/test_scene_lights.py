@@ -15,8 +15,7 @@ from core.formats.asset_meta import SourceInfo
 from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, RobotStart, RobotVolume
 from placement.compose import compose_scene
 from simulation.embedded.randomization import LUMINANCE, Randomizer, kelvin_to_rgb
-from simulation.embedded.scene_file import read_scene_file
-from simulation.embedded.scene_loader import load_scene
+from simulation.embedded.scene import load_scene
 from simulation.render import light_from_part
 from simulation.render.scene import DEFAULT_EXPOSURE
 from simulation.render.shading import srgb_to_linear
@@ -89,15 +88,15 @@ def scene_of(tmp_path, lights: list[Light], config: RandomizationConfig | None, 
         robot=RobotStart(kind="uav", x=2, y=1.5, z=1.2, yaw=0, volume=RobotVolume(shape="box", extents=(0.6, 0.6, 0.3)),
                          heading_clearance=1.0, tries=1),
     )
-    scene_file = read_scene_file(compose_scene(placement, tmp_path / "scene" / "scene.usda"))
-    return load_scene(scene_file, Randomizer(config, seed) if config is not None else None), texture
+    scene = compose_scene(placement, tmp_path / "scene" / "scene.usda")
+    return load_scene(scene, Randomizer(config, seed) if config is not None else None), texture
 
 
 def test_material_colour_and_roughness_randomization(tmp_path):
     lamp = Light("lamp", (2.0, 1.5, 2.3))
     options = {"material_color": {"min": 0.2, "max": 1.0}, "roughness": GRADE["roughness"]}
     scene, texture = scene_of(tmp_path, [lamp], RandomizationConfig.model_validate(options))
-    floor_a, floor_b, ceiling = (m.material for m in scene.render.static_table.meshes)
+    floor_a, floor_b, ceiling = (m.material for m in scene.static_meshes)
     # One factor per material: the two floors share theirs, and it stays within the range.
     assert floor_a.base_color == floor_b.base_color
     factor = np.asarray(floor_a.base_color) / (0.5, 0.4, 0.3)
@@ -109,7 +108,7 @@ def test_material_colour_and_roughness_randomization(tmp_path):
     for c in range(3):
         ratio = tinted[..., c][bright[..., c]] / source[..., c][bright[..., c]]
         assert 0.2 - 0.03 <= ratio.min() and ratio.max() <= 1.0 + 0.03 and np.ptp(ratio) < 0.06
-    roughness = [m.material.roughness for m in scene.render.static_table.meshes]
+    roughness = [m.material.roughness for m in scene.static_meshes]
     assert all(0.1 <= r <= 0.9 for r in roughness) and len(set(roughness)) == 3
 
 

@@ -1,6 +1,6 @@
-"""The TIAGo++ Omni's base commands go through the learned S-curve inside the backend (as on the real
+"""The TIAGo++ Omni's base commands go through the learned S-curve inside the world (as on the real
 robot), unless `robot.tiago.velocity_profile` is `direct`; the transition under way is part of the
-backend's state, so a restored state continues exactly."""
+world's state, so a restored state continues exactly."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from core.config_io import load_experiment
 from pipeline.prepare import prepare
-from simulation.embedded import EmbeddedBackend
+from simulation.embedded import EmbeddedWorld
 from simulation.robots.scurve import follower_for
 from tests.conftest import CONFIGS
 
@@ -27,22 +27,22 @@ def scene(tmp_path_factory):
     return config, prepare(config, tmp_path_factory.mktemp("tiago")).scene
 
 
-def forward_speeds(backend: EmbeddedBackend, steps: int) -> np.ndarray:
+def forward_speeds(world: EmbeddedWorld, steps: int) -> np.ndarray:
     speeds = []
     for _ in range(steps):
-        backend.step()
-        speeds.append(backend.robot_velocity()[0][0])
+        world.step()
+        speeds.append(world.robot().velocity()[0][0])
     return np.array(speeds)
 
 
 def test_base_velocity_follows_the_s_curve(scene):
     config, path = scene
-    backend = EmbeddedBackend(config, path)
-    backend.set_robot_command(COMMAND)
-    speeds = forward_speeds(backend, STEPS)
+    world = EmbeddedWorld(config, path)
+    world.robot().set_command(COMMAND)
+    speeds = forward_speeds(world, STEPS)
     follower = follower_for(config.robot.tiago)
     follower.command(COMMAND)
-    expected = np.array([follower.advance(backend.timestep)[0] for _ in range(STEPS)])
+    expected = np.array([follower.advance(world.timestep)[0] for _ in range(STEPS)])
     assert np.allclose(speeds, expected, atol=1e-9)  # the lightweight base moves at the commanded twist
     assert speeds[0] < 0.1 * COMMAND[0] and np.all(np.diff(speeds) >= -1e-12)
     assert speeds[-1] == pytest.approx(COMMAND[0], abs=0.01)
@@ -52,22 +52,22 @@ def test_direct_profile_applies_commands_at_once(scene):
     config, path = scene
     config = config.model_copy(deep=True)
     config.robot.tiago.velocity_profile = "direct"
-    backend = EmbeddedBackend(config, path)
-    backend.set_robot_command(COMMAND)
-    assert forward_speeds(backend, 2) == pytest.approx([COMMAND[0]] * 2)
+    world = EmbeddedWorld(config, path)
+    world.robot().set_command(COMMAND)
+    assert forward_speeds(world, 2) == pytest.approx([COMMAND[0]] * 2)
 
 
 def test_restored_state_continues_the_transition_exactly(scene):
     config, path = scene
-    backend = EmbeddedBackend(config, path)
-    backend.set_robot_command(COMMAND)
-    backend.step(30)
-    state = backend.get_state()
-    first = forward_speeds(backend, 60)
-    backend.set_robot_command(np.zeros(3))  # something else happens before the restore
-    backend.step(10)
-    backend.set_state(state)
-    assert np.array_equal(forward_speeds(backend, 60), first)
+    world = EmbeddedWorld(config, path)
+    world.robot().set_command(COMMAND)
+    world.step(30)
+    state = world.get_state()
+    first = forward_speeds(world, 60)
+    world.robot().set_command(np.zeros(3))  # something else happens before the restore
+    world.step(10)
+    world.set_state(state)
+    assert np.array_equal(forward_speeds(world, 60), first)
     del state["velocity_profile.target"]
     with pytest.raises(Exception, match="velocity_profile.target"):
-        backend.set_state(state, "states.npz")
+        world.set_state(state, "states.npz")

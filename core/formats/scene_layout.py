@@ -1,7 +1,7 @@
 """The prim layout of `scene.usda` (DESIGN.md §2 "Scene"): where placed things live and which `grade:*`
 attributes carry what plain USD composition cannot express.
 
-placement/compose.py writes a scene with these helpers and simulation/embedded/scene_file.py reads it
+placement/compose.py writes a scene with these helpers and simulation/embedded/scene.py reads it
 with `read_scene_layout`, so the two cannot drift apart. The layout:
 
     /World                      default prim; grade:seed

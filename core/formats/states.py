@@ -17,11 +17,11 @@ Arrays (N physics steps, state i at time i * dt; written compressed):
     object_quat_wxyz       (N, O, 4)     float64
     light_intensity        (N, L)        float64  as rendered
     light_color            (N, L, 3)     float64
-    step.<key>             (N, ...)      float64  the backend's compact state at every step (Backend.step_state;
+    step.<key>             (N, ...)      float64  the backend's compact state at every step (World.step_state;
                                                   embedded: MuJoCo qpos, qvel, ctrl, act, qacc_warmstart,
                                                   userdata), for teleport replay; absent in older runs
     checkpoint_steps       (K,)          int64    the steps with a checkpoint (every checkpoint_period s)
-    checkpoint.<key>       (K, ...)               the backend's complete state (Backend.get_state) there
+    checkpoint.<key>       (K, ...)               the backend's complete state (World.get_state) there
 
 A run with several robots (config `robots:`) holds the per-robot arrays (robot_position, robot_quat_wxyz,
 joint_names, joint_positions, joint_velocities, command) once per robot under `robots/<name>/` (e.g.

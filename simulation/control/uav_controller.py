@@ -69,7 +69,7 @@ class UavState:
 
     @classmethod
     def from_joint_states(cls, states: dict[str, tuple[float, float]]) -> UavState:
-        """From `PhysicsWorld.joint_states()` / `Backend.joint_states()` of a UAV world."""
+        """From `PhysicsWorld.joint_states()` / `Robot.joint_states()` of a UAV world."""
         missing = [name for name in JOINT_NAMES if name not in states]
         if missing:
             raise KeyError(f"joint states lack the UAV joints {missing}; have {sorted(states)}")

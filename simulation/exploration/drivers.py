@@ -1,7 +1,7 @@
 """How the explorer moves each robot: turn in place, go for a point facing a heading, hold, stop.
 
 Each call computes this control period's command with the robot's controller and sends it to the
-backend: the UAV's 6-DOF PID on position (or, to turn in place, velocity) set points gives six joint
+robot: the UAV's 6-DOF PID on position (or, to turn in place, velocity) set points gives six joint
 velocities; the TIAGo's P controller gives a base twist (vx, vy, wz). `update` is called on every
 physics step between those calls: the UAV's flight controller runs at the physics rate, as a real
 one's inner loop runs faster than its planner, so its acceleration-limited commands change a little
@@ -23,7 +23,7 @@ import numpy as np
 
 from core.config import RobotConfig
 from core.geometry import yaw_of
-from simulation.backend import Backend
+from simulation.backend import Robot
 from simulation.control import PlanarController, UavController, UavState
 from simulation.robots.tiago_model import CHASSIS_HALF_XY
 from simulation.robots.uav_model import FRAME_HALF_SIZE
@@ -36,10 +36,10 @@ UAV_CLEARANCE = 0.15  # m, hard margin beyond the UAV's disc (see above)
 
 
 class UavDriver:
-    def __init__(self, backend: Backend, robot: RobotConfig):
-        self.backend, self.dt = backend, backend.timestep
-        self.controller = UavController.from_config(robot)
-        self.radius, self.clearance, self.speed = UAV_RADIUS, UAV_CLEARANCE, robot.uav.max_speed
+    def __init__(self, robot: Robot, config: RobotConfig):
+        self.robot, self.dt = robot, robot.world.timestep
+        self.controller = UavController.from_config(config)
+        self.radius, self.clearance, self.speed = UAV_RADIUS, UAV_CLEARANCE, config.uav.max_speed
         self._hold: np.ndarray | None = None
 
     def spin(self) -> None:
@@ -57,7 +57,7 @@ class UavDriver:
     def hold(self) -> None:
         """Hover where the UAV was when holding began."""
         if self._hold is None:
-            self._hold = self.backend.robot_pose()[:3, 3].copy()
+            self._hold = self.robot.pose()[:3, 3].copy()
         self.controller.set_position_target(self._hold, None)
         self._send()
 
@@ -66,43 +66,43 @@ class UavDriver:
         self._send()
 
     def stop(self) -> None:
-        self.backend.set_robot_command(np.zeros(6))
+        self.robot.set_command(np.zeros(6))
 
     def _send(self) -> None:
-        state = UavState.from_joint_states(self.backend.joint_states())
-        self.backend.set_robot_command(self.controller.command(state, self.dt))
+        state = UavState.from_joint_states(self.robot.joint_states())
+        self.robot.set_command(self.controller.command(state, self.dt))
 
 
 class BaseDriver:
     """The TIAGo++ Omni's base (either model): twists towards the carrot."""
 
-    def __init__(self, backend: Backend, robot: RobotConfig, dt: float):
-        self.backend, self.dt = backend, dt
-        self.controller = PlanarController.from_config(robot)
-        self.radius, self.clearance, self.speed = TIAGO_RADIUS, 0.0, robot.tiago.max_speed
+    def __init__(self, robot: Robot, config: RobotConfig, dt: float):
+        self.robot, self.dt = robot, dt
+        self.controller = PlanarController.from_config(config)
+        self.radius, self.clearance, self.speed = TIAGO_RADIUS, 0.0, config.tiago.max_speed
 
     def _pose(self) -> tuple[float, float, float]:
-        pose = self.backend.robot_pose()
+        pose = self.robot.pose()
         return float(pose[0, 3]), float(pose[1, 3]), yaw_of(pose)
 
     def spin(self) -> None:
-        self.backend.set_robot_command(self.controller.spin(self.controller.limits.max_yaw_rate, self.dt))
+        self.robot.set_command(self.controller.spin(self.controller.limits.max_yaw_rate, self.dt))
 
     def go(self, target: np.ndarray, heading: float, altitude: float | None = None) -> None:
         """Drive for the point (x, y) turning to `heading`; `altitude` is ignored."""
-        self.backend.set_robot_command(self.controller.command(self._pose(), target, heading, self.dt))
+        self.robot.set_command(self.controller.command(self._pose(), target, heading, self.dt))
 
     def hold(self) -> None:
         """Brake to a stop (within the acceleration limits)."""
-        self.backend.set_robot_command(self.controller.command(self._pose(), None, None, self.dt))
+        self.robot.set_command(self.controller.command(self._pose(), None, None, self.dt))
 
     def update(self) -> None:
         """One physics step on: the twist holds until the next call."""
 
     def stop(self) -> None:
-        self.backend.set_robot_command(np.zeros(3))
+        self.robot.set_command(np.zeros(3))
 
 
-def make_driver(backend: Backend, robot: RobotConfig, dt: float) -> UavDriver | BaseDriver:
+def make_driver(robot: Robot, config: RobotConfig, dt: float) -> UavDriver | BaseDriver:
     """The robot's driver; `dt` is the period of its set-point calls (the UAV's runs every physics step)."""
-    return UavDriver(backend, robot) if robot.kind == "uav" else BaseDriver(backend, robot, dt)
+    return UavDriver(robot, config) if config.kind == "uav" else BaseDriver(robot, config, dt)

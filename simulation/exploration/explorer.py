@@ -1,6 +1,6 @@
 """Frontier-based active exploration on the map the robot builds from its own depth camera.
 
-The loop, in simulation time (physics steps of the backend):
+The loop, in simulation time (physics steps of the world):
 - every 1 / map_hz s: render the depth camera, integrate it into the voxel map, project the 2D map the
   robot plans on (UAV: the slab it flies in; TIAGo: floor seen and nothing in its height band), inflate
   it, and check the explored fraction (known cells of the exploration region) and the current path;
@@ -43,7 +43,7 @@ from scipy import ndimage
 from core.config import ExperimentConfig, RobotConfig
 from core.errors import ConfigError
 from core.geometry import yaw_of
-from simulation.backend import Backend
+from simulation.backend import Robot, World
 from simulation.control import wrap_angle
 from simulation.exploration.drivers import TIAGO_HEIGHT, UAV_HALF_HEIGHT, make_driver
 from simulation.exploration.follower import PathFollower
@@ -76,27 +76,27 @@ PLANNING_PHASES = ("transfer", "explore")
 
 
 class Explorer:
-    """Drives a backend's robot to explore; `run` returns when done or out of time.
+    """Drives a robot to explore; `run` returns when done or out of time.
 
     Phases: "spin" (a turn in place), "transfer" (UAV: to a spot where it can change height),
     "descend" (UAV: to the cruise altitude), "explore".
     """
 
-    def __init__(self, backend: Backend, robot: RobotConfig, params: ExplorerParams, area: ExplorationArea):
-        if params.camera not in backend.camera_names():
-            raise ConfigError(f"no camera named {params.camera!r}; cameras: {backend.camera_names()}",
+    def __init__(self, robot: Robot, config: RobotConfig, params: ExplorerParams, area: ExplorationArea):
+        if params.camera not in robot.camera_names():
+            raise ConfigError(f"no camera named {params.camera!r}; cameras: {robot.camera_names()}",
                               field="robot.sensors.cameras")
-        self.backend, self.params = backend, params
-        self.uav = robot.kind == "uav"
-        dt = backend.timestep
+        self.robot, self.params = robot, params
+        self.uav = config.kind == "uav"
+        dt = robot.world.timestep
         self._map_every = max(round(1.0 / (params.map_hz * dt)), 1)
         self._control_every = max(round(1.0 / (params.control_hz * dt)), 1)
         self._replan_every = max(round(params.replan_period / dt), 1)
-        self.driver = make_driver(backend, robot, self._control_every * dt)
+        self.driver = make_driver(robot, config, self._control_every * dt)
         res = params.map_resolution
         lo, hi = np.array(area.lo, dtype=np.float64), np.array(area.hi, dtype=np.float64)
         if self.uav:
-            band = robot.uav.z_band
+            band = config.uav.z_band
             self.altitude = params.altitude if params.altitude is not None else (band.min + band.max) / 2
             lo[2], hi[2] = area.floor, max(hi[2], area.floor + band.max + UAV_HALF_HEIGHT)
         else:
@@ -131,24 +131,24 @@ class Explorer:
 
     # ------------------------------------------------------------ the loop
 
-    def run(self, on_step: Callable[[Backend], None] | None = None,
+    def run(self, on_step: Callable[[World], None] | None = None,
             on_map: Callable[[float, Grid2D], None] | None = None) -> ExplorationResult:
-        """Explore until done or `params.budget` s have passed; `on_step(backend)` runs after every physics
+        """Explore until done or `params.budget` s have passed; `on_step(world)` runs after every physics
         step, `on_map(time, grid)` after every map update (e.g. for ground-truth measures)."""
-        backend = self.backend
+        world = self.robot.world
         while self.tick(on_map):
-            backend.step()
+            world.step()
             if on_step is not None:
-                on_step(backend)
+                on_step(world)
         return self.result()
 
     def tick(self, on_map: Callable[[float, Grid2D], None] | None = None) -> bool:
         """This physics step's work before the step (perceive, plan, command); False once exploration is over
         (the robot then stopped), so that a loop over several robots steps them together."""
-        backend = self.backend
+        robot = self.robot
         if self._start is None:
-            self._start, self._step = backend.time, 0
-        if self.reason is None and backend.time >= self._start + self.params.budget - 1e-9:
+            self._start, self._step = robot.world.time, 0
+        if self.reason is None and robot.world.time >= self._start + self.params.budget - 1e-9:
             self.reason = "budget"
         if self.reason is not None:
             if not self._stopped:
@@ -159,7 +159,7 @@ class Explorer:
         if step % self._map_every == 0:
             self._perceive()
             if on_map is not None:
-                on_map(backend.time, self.grid)
+                on_map(robot.world.time, self.grid)
         due = self._replan_now or step % self._replan_every == 0
         if self.reason is None and self.phase in PLANNING_PHASES and due:
             self._plan()
@@ -169,39 +169,39 @@ class Explorer:
             self.driver.update()
         self._step += 1
         if self._step % self._map_every == 0:  # the next step perceives: its frame renders its depth first
-            backend.expect_depth(self.params.camera)
+            robot.expect_depth(self.params.camera)
         return True
 
     def result(self) -> ExplorationResult:
         fraction = self.history[-1][1] if self.history else 0.0
-        return ExplorationResult(self.reason, self.backend.time - self._start, fraction, list(self.history),
+        return ExplorationResult(self.reason, self.robot.world.time - self._start, fraction, list(self.history),
                                  self.goals_reached, self.goals_abandoned, self.replans, self.grid)
 
     def _pose(self) -> tuple[np.ndarray, float]:
-        pose = self.backend.robot_pose()
+        pose = self.robot.pose()
         return pose[:3, 3].copy(), yaw_of(pose)
 
     # ------------------------------------------------------------ perception
 
     def _perceive(self) -> None:
-        backend, params = self.backend, self.params
-        frame = backend.depth(params.camera)
+        robot, params = self.robot, self.params
+        frame = robot.depth(params.camera)
         K = frame.camera.K
         stride = mapping_stride(K, params.max_range, self.map.resolution)
         origin, ends, returned = depth_rays(frame.depth, K, frame.camera.pose, params.max_range, stride)
         # A ground robot's floor (the map's lowest layer) is free space, not an obstacle.
         hits = returned if self.uav else returned & (ends[:, 2] >= self.map.lo[2] + self.map.resolution)
-        self.map.integrate(origin, ends, hits, backend.time)
+        self.map.integrate(origin, ends, hits, robot.world.time)
         # Until the UAV reaches its cruise altitude it keeps the margin below, where it has not looked, but
         # not above: it was placed there, clear of the ceiling, which may be close.
         layers = self._layers(self.altitude) if self._flight_z is None else self._layers(self._flight_z, above=0.0)
         self.grid = self._project(layers)
-        self._moved[self.map.dynamic[:, :, layers].any(axis=2)] = backend.time
+        self._moved[self.map.dynamic[:, :, layers].any(axis=2)] = robot.world.time
         self.walkways = self._walkways()
         self.costs = self._cost_map(self.grid)
         known = (self.grid.state != UNKNOWN) & self.region
         fraction = float(np.count_nonzero(known) / np.count_nonzero(self.region))
-        self.history.append((backend.time, fraction))
+        self.history.append((robot.world.time, fraction))
         if fraction >= params.stop_explored_fraction:
             self.reason = "explored"
         elif not self._path_clear():
@@ -215,7 +215,7 @@ class Explorer:
         return self.map.layers(height - UAV_HALF_HEIGHT - below, height + UAV_HALF_HEIGHT + above)
 
     def _project(self, layers: slice) -> Grid2D:
-        blocked = self.map.recently_hit(self.backend.time)
+        blocked = self.map.recently_hit(self.robot.world.time)
         if not self.uav:
             return project_ground(self.map, blocked)
         middles = self.map.lo[2] + (np.array([layers.start, layers.stop - 1]) + 0.5) * self.map.resolution
@@ -223,7 +223,7 @@ class Explorer:
 
     def _walkways(self) -> np.ndarray:
         """Cells within the robot's radius + safety margin of where something moved lately."""
-        moved = self._moved >= self.backend.time - TRAFFIC_MEMORY
+        moved = self._moved >= self.robot.world.time - TRAFFIC_MEMORY
         if not moved.any():
             return moved
         reach = self.driver.radius + self.driver.clearance + self.params.safety_margin
@@ -274,7 +274,7 @@ class Explorer:
                 self._out_of_goals(frontiers.any())
                 return
             self._looked_around = False
-            self._goal_deadline = self.backend.time + GOAL_TIME_FACTOR * goal.cost / self.driver.speed + GOAL_TIME_SLACK
+            self._goal_deadline = self.robot.world.time + GOAL_TIME_FACTOR * goal.cost / self.driver.speed + GOAL_TIME_SLACK
         self.goal = goal
         self._follow(tree, goal.cell)
 
@@ -400,7 +400,7 @@ class Explorer:
         if arrived and abs(float(wrap_angle(facing - yaw))) <= self.params.yaw_tolerance:
             self._give_up_goal(reached=True)
             self.driver.hold()
-        elif self.backend.time > self._goal_deadline:
+        elif self.robot.world.time > self._goal_deadline:
             self._give_up_goal(reached=False)
             self.driver.hold()
         elif arrived or follower.remaining <= self.params.lookahead:
@@ -431,10 +431,10 @@ class Explorer:
         return None if start is None else self.grid.center_of(np.array(start))
 
 
-def explore(backend: Backend, config: ExperimentConfig, area: ExplorationArea, **overrides) -> ExplorationResult:
+def explore(robot: Robot, config: ExperimentConfig, area: ExplorationArea, **overrides) -> ExplorationResult:
     """Explore with the exploration settings of `config` (any ExplorerParams field may be overridden)."""
     if config.exploration.planner != "frontier":
         raise ConfigError(f"explore runs the frontier planner; this config asks for {config.exploration.planner!r}",
                           field="exploration.planner")
     params = ExplorerParams.from_config(config, **overrides)
-    return Explorer(backend, config.robot, params, area).run()
+    return Explorer(robot, config.robot, params, area).run()

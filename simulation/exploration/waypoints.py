@@ -20,7 +20,7 @@ import numpy as np
 from core.config import RobotConfig
 from core.errors import ConfigError
 from core.geometry import yaw_of
-from simulation.backend import Backend
+from simulation.backend import Robot, World
 from simulation.exploration.drivers import TIAGO_HEIGHT, UAV_HALF_HEIGHT, make_driver
 from simulation.exploration.follower import PathFollower
 from simulation.exploration.occupancy import depth_rays
@@ -42,19 +42,19 @@ class WaypointResult:
 
 
 class WaypointFollower:
-    """Drives a backend's robot through `waypoints` (x, y, z) starting from where it stands."""
+    """Drives a robot through `waypoints` (x, y, z) starting from where it stands."""
 
-    def __init__(self, backend: Backend, robot: RobotConfig, waypoints: Sequence[Sequence[float]], budget: float,
+    def __init__(self, robot: Robot, config: RobotConfig, waypoints: Sequence[Sequence[float]], budget: float,
                  stop_distance: float | None = None):
         points = np.asarray(waypoints, dtype=np.float64)
         if points.ndim != 2 or points.shape[1] != 3 or not len(points):
             raise ConfigError(f"waypoints are a list of (x, y, z), got shape {points.shape}",
                               field="exploration.waypoints")
-        self.backend, self.budget = backend, budget
-        self.uav = robot.kind == "uav"
-        self._control_every = max(round(1.0 / (CONTROL_HZ * backend.timestep)), 1)
-        self.driver = make_driver(backend, robot, self._control_every * backend.timestep)
-        start = backend.robot_pose()[:3, 3]
+        self.robot, self.budget = robot, budget
+        self.uav = config.kind == "uav"
+        self._control_every = max(round(1.0 / (CONTROL_HZ * robot.world.timestep)), 1)
+        self.driver = make_driver(robot, config, self._control_every * robot.world.timestep)
+        start = robot.pose()[:3, 3]
         self.points = np.vstack([start, points])
         self.follower = PathFollower(self.points[:, :2], LOOKAHEAD)
         # Arc length at which each waypoint is passed, to know the height to fly at.
@@ -64,38 +64,38 @@ class WaypointFollower:
         self._step, self._done, self._stopped = 0, False, False
         self.stop_distance, self.waiting, self.waited = stop_distance, False, 0.0
         if stop_distance is not None:
-            cameras = robot.sensors.cameras
+            cameras = config.sensors.cameras
             if not cameras:
                 raise ConfigError("exploration.stop_distance looks with the robot's first camera; it has none",
                                   field="exploration.stop_distance")
             self.camera = cameras[0].name
-            look = max(round(1.0 / (cameras[0].rate_hz * backend.timestep)), 1)
+            look = max(round(1.0 / (cameras[0].rate_hz * robot.world.timestep)), 1)
             self._look_every = max(look // self._control_every, 1) * self._control_every
             if self.uav:
                 self._band = (-UAV_HALF_HEIGHT - STOP_VERTICAL_MARGIN, UAV_HALF_HEIGHT + STOP_VERTICAL_MARGIN)
             else:  # from just above the floor (base_link is the axle height above it) to the head
                 self._band = (STOP_FLOOR_MARGIN - WHEEL_RADIUS, TIAGO_HEIGHT - WHEEL_RADIUS)
 
-    def run(self, on_step: Callable[[Backend], None] | None = None) -> WaypointResult:
-        backend = self.backend
+    def run(self, on_step: Callable[[World], None] | None = None) -> WaypointResult:
+        world = self.robot.world
         while self.tick():
-            backend.step()
+            world.step()
             if on_step is not None:
-                on_step(backend)
+                on_step(world)
         return self.result()
 
     def tick(self) -> bool:
         """This physics step's command, before the step; False once the last waypoint is reached or the time
         is up (the robot then stopped), so that a loop over several robots steps them together."""
         if self._start is None:
-            self._start = self.backend.time
-        self._done = self._done or self.backend.time >= self._start + self.budget - 1e-9
+            self._start = self.robot.world.time
+        self._done = self._done or self.robot.world.time >= self._start + self.budget - 1e-9
         if not self._done and self._step % self._control_every == 0:
             if self.stop_distance is not None and self._step % self._look_every == 0:
                 self.waiting = self._blocked()
             if self.waiting:
                 self.driver.hold()
-                self.waited += self._control_every * self.backend.timestep
+                self.waited += self._control_every * self.robot.world.timestep
             else:
                 self.reached = self._done = self._control()
         if self._done:
@@ -108,19 +108,19 @@ class WaypointFollower:
         self._step += 1
         if self.stop_distance is not None and self._step % self._control_every == 0 and (
                 self._step % self._look_every == 0):  # the next step looks ahead: its frame's depth first
-            self.backend.expect_depth(self.camera)
+            self.robot.expect_depth(self.camera)
         return True
 
     def result(self) -> WaypointResult:
         passed = int(np.count_nonzero(self._arcs[1:] <= self.follower.progress + GOAL_TOLERANCE))
-        return WaypointResult(self.reached, self.backend.time - self._start,
+        return WaypointResult(self.reached, self.robot.world.time - self._start,
                               len(self.points) - 1 if self.reached else passed)
 
     def _blocked(self) -> bool:
         """Whether the camera's depth shows something in the robot's way (module notes)."""
-        backend = self.backend
-        frame = backend.depth(self.camera)
-        pose = backend.robot_pose()
+        robot = self.robot
+        frame = robot.depth(self.camera)
+        pose = robot.pose()
         reach = self.driver.radius + self.stop_distance
         camera_offset = float(np.linalg.norm(frame.camera.pose[:3, 3] - pose[:3, 3]))
         _, ends, returned = depth_rays(frame.depth, frame.camera.K, frame.camera.pose, reach + camera_offset,
@@ -132,7 +132,7 @@ class WaypointFollower:
         return bool(ahead.any())
 
     def _control(self) -> bool:
-        pose = self.backend.robot_pose()
+        pose = self.robot.pose()
         position = pose[:3, 3]
         carrot = self.follower.update(position[:2])
         goal = self.points[-1]

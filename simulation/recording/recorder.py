@@ -12,7 +12,7 @@ e.g. TIAGo base_link -> torso_lift_link -> head_1_link -> head_2_link), link -> 
 the sensor: IMUs, the LiDAR, each camera's body frame), camera -> <camera>_optical_frame. Fixed transforms (the
 links no joint moves, the sensor mounts, the optical frames) go once, at the first sample, on the latched
 /tf_static; /tf carries the moving ones at the TF rate. Topic and frame names (namespace included) come from
-core.bag_topics.
+core.formats.bags.topics.
 
 Several robots (a multi-robot run): one /clock, one /tf and /tf_static holding every robot's transforms (each
 robot's frames under its namespace, its name), each robot's topics under its namespace and its ground truth in
@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.bag_topics import EXPERIMENT_MARKER, WORLD_FRAME, BagTopics
 from core.config import ExperimentConfig
+from core.formats.bags.topics import EXPERIMENT_MARKER, WORLD_FRAME, BagTopics
+from core.formats.bags.writer import BagWriter
 from core.formats.humans import (
     HUMANS_DIR,
     HumanEntry,
@@ -39,10 +40,9 @@ from core.formats.humans import (
 )
 from core.formats.imu import IMU_FILE
 from core.formats.lidar import LidarSweep, save_sweep
+from core.formats.run_layout import BAGS_DIR, GT_DIR
 from core.formats.states import STATES_FILE
-from core.recording import GT_DIR
-from simulation.backend import Backend
-from simulation.recording.bags import BagWriter
+from simulation.backend import Robot, World
 from simulation.recording.ground_truth import CameraWriter, ImuLog
 from simulation.recording.schedule import Schedule
 from simulation.recording.states import StateLog
@@ -72,9 +72,9 @@ class _RobotStreams:
     under its topics (`config`: the experiment as this robot sees it, Experiment.for_robot) into `gt` (gt/, or
     gt/<robot>/ in a multi-robot run), counted as `<prefix><stream>`."""
 
-    def __init__(self, backend: Backend, config: ExperimentConfig, gt: Path, prefix: str, pool: ThreadPoolExecutor,
+    def __init__(self, robot: Robot, config: ExperimentConfig, gt: Path, prefix: str, pool: ThreadPoolExecutor,
                  bags: BagWriter | None, writes: OrderedWrites, counts: RecordingCounts):
-        self.backend, self.config, self.gt, self.prefix = backend, config, gt, prefix
+        self.robot, self.config, self.gt, self.prefix = robot, config, gt, prefix
         self.bags, self.writes, self.counts = bags, writes, counts
         self.schedule = Schedule.from_config(config)
         sensors = config.robot.sensors
@@ -82,67 +82,67 @@ class _RobotStreams:
         self.cameras = [c for c in sensors.cameras if c.to_bag or c.to_gt]
         self.imus = [i.name for i in sensors.imus]
         self.lidar = sensors.lidar
-        instances, classes = backend.instances(), backend.semantic_classes()
+        instances, classes = robot.world.instances(), robot.world.semantic_classes()
         self.writers = {c.name: CameraWriter(gt / c.name, list(c.outputs), recording.depth_npy, instances, classes,
                                              pool) for c in self.cameras if c.to_gt}
         self.imu_log = ImuLog(self.imus)
         self.topics = BagTopics(recording.namespace)
-        edges = backend.link_tree()
+        edges = robot.link_tree()
         self._moving_links = [(edge.parent, edge.child) for edge in edges if not edge.fixed]
         self.static = self._fixed_links([(edge.parent, edge.child) for edge in edges if edge.fixed])
         self.static += self._mount_transforms()
 
     def _link_transform(self, parent: str, child: str) -> tuple[str, str, np.ndarray]:
         """(parent frame, child frame, parent <- child) of two robot links, at the current state."""
-        backend, frame = self.backend, self.topics.frame
-        return frame(parent), frame(child), np.linalg.inv(backend.link_pose(parent)) @ backend.link_pose(child)
+        robot, frame = self.robot, self.topics.frame
+        return frame(parent), frame(child), np.linalg.inv(robot.link_pose(parent)) @ robot.link_pose(child)
 
     def _fixed_links(self, edges: list[tuple[str, str]]) -> list[tuple[str, str, np.ndarray]]:
         return [self._link_transform(parent, child) for parent, child in edges]
 
     def _mount_transforms(self) -> list[tuple[str, str, np.ndarray]]:
         """(parent, child, parent <- child) of every sensor frame and camera optical frame: fixed."""
-        backend, sensors, frame = self.backend, self.config.robot.sensors, self.topics.frame
+        robot, sensors, frame = self.robot, self.config.robot.sensors, self.topics.frame
         mounts = [(c.name, c.mount.link) for c in sensors.cameras] + [(i.name, i.mount.link) for i in sensors.imus]
         mounts += [(sensors.lidar.name, sensors.lidar.mount.link)] if sensors.lidar else []
         transforms = []
         for name, link in mounts:
             transforms.append((frame(link), frame(name),
-                               np.linalg.inv(backend.link_pose(link)) @ backend.sensor_pose(name)))
+                               np.linalg.inv(robot.link_pose(link)) @ robot.sensor_pose(name)))
         for camera in sensors.cameras:
-            body = backend.sensor_pose(camera.name)
+            body = robot.sensor_pose(camera.name)
             transforms.append((frame(camera.name), self.topics.optical_frame(camera.name),
-                               np.linalg.inv(body) @ backend.camera_pose(camera.name)))
+                               np.linalg.inv(body) @ robot.camera_pose(camera.name)))
         return transforms
 
     def tf(self) -> list[tuple[str, str, np.ndarray]]:
         """The moving transforms: the robot's pose and its links that joints move."""
         moving = [self._link_transform(parent, child) for parent, child in self._moving_links]
-        return [(WORLD_FRAME, self.topics.base_frame, self.backend.robot_pose()), *moving]
+        return [(WORLD_FRAME, self.topics.base_frame, self.robot.pose()), *moving]
 
     def count(self, stream: str) -> None:
         self.counts.add(self.prefix + stream)
 
     def sample(self, step: int, t: float) -> None:
         """The robot's streams due at `step` (after the shared clock and TF)."""
-        schedule, bags, topics, backend, write = self.schedule, self.bags, self.topics, self.backend, self.writes.call
+        schedule, bags, topics, robot, write = self.schedule, self.bags, self.topics, self.robot, self.writes.call
         if schedule.due("joint_states", step):
             if bags:
-                joints = backend.joint_states()
+                joints = robot.joint_states()
                 names = list(joints)
                 write(bags.joint_states, topics.joint_states, t, names, np.array([joints[n][0] for n in names]),
                       np.array([joints[n][1] for n in names]))
             self.count("joint_states")
         if schedule.due("odom", step):
             if bags:
-                linear, angular = backend.robot_velocity()
-                write(bags.odometry, topics.odometry, t, WORLD_FRAME, topics.base_frame, backend.robot_pose(), linear,
+                linear, angular = robot.velocity()
+                write(bags.odometry, topics.odometry, t, WORLD_FRAME, topics.base_frame, robot.pose(), linear,
                       angular)
             self.count("odom")
         if schedule.due("pose", step):
             for camera in self.cameras:
                 if camera.to_bag and bags:
-                    write(bags.pose, topics.camera_pose(camera.name), t, WORLD_FRAME, backend.camera_pose(camera.name))
+                    write(bags.pose, topics.camera_pose(camera.name), t, WORLD_FRAME, robot.camera_pose(camera.name))
             self.count("pose")
         for camera in self.cameras:
             if schedule.due(f"camera/{camera.name}", step):
@@ -154,7 +154,7 @@ class _RobotStreams:
         for name in self.imus:
             if not self.schedule.due(f"imu/{name}", imu_step):
                 continue
-            reading = self.backend.imu(name)
+            reading = self.robot.imu(name)
             self.imu_log.add(name, reading)
             if self.bags:
                 self.writes.call(self.bags.imu, self.topics.imu(name), self.topics.frame(name), reading.time,
@@ -163,7 +163,7 @@ class _RobotStreams:
 
     def _record_camera(self, camera, t: float) -> None:
         if camera.name in self.writers or camera.to_bag and self.bags:
-            self.writes.call_with_frame(self._write_camera, camera, t, self.backend.render_async(camera.name))
+            self.writes.call_with_frame(self._write_camera, camera, t, self.robot.render_async(camera.name))
         self.count(f"camera/{camera.name}")
 
     def _write_camera(self, camera, t: float, rendering: Future[Frame]) -> None:
@@ -180,7 +180,7 @@ class _RobotStreams:
             bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height)
 
     def _record_lidar(self, t: float) -> None:
-        scan = self.backend.lidar()
+        scan = self.robot.lidar()
         name = self.lidar.name
         folder = self.gt / name
         folder.mkdir(parents=True, exist_ok=True)
@@ -205,15 +205,15 @@ class Recorder:
     """Writes one run into `folder` (a temporary folder the caller moves into place when complete): the shared
     streams (clock, one TF tree, humans, the marker, the state log) and each robot's (`_RobotStreams`)."""
 
-    def __init__(self, backend: Backend, config: ExperimentConfig, folder: Path):
-        self.backend, self.config, self.folder = backend, config, folder
+    def __init__(self, world: World, config: ExperimentConfig, folder: Path):
+        self.world, self.config, self.folder = world, config, folder
         self.schedule = Schedule.from_config(config)
         self.counts = RecordingCounts()
         recording = config.recording
         self._pool = ThreadPoolExecutor(IMAGE_WRITER_THREADS, thread_name_prefix="gt-writer")
         self._writes = OrderedWrites()
         try:
-            self._bags = (self._writes.run(BagWriter, folder / "bags", config.name, recording.bag_formats,
+            self._bags = (self._writes.run(BagWriter, folder / BAGS_DIR, config.name, recording.bag_formats,
                                            recording.ros2_storage, recording.bag_compression)
                           if recording.bag_formats else None)
         except BaseException:
@@ -221,14 +221,14 @@ class Recorder:
             self._pool.shutdown(wait=False)
             raise
         multi = config.multi_robot
-        self._robots = [_RobotStreams(backend.robot(name), config.for_robot(name),
+        self._robots = [_RobotStreams(world.robot(name), config.for_robot(name),
                                       folder / GT_DIR / name if multi else folder / GT_DIR, f"{name}/" if multi else "",
                                       self._pool, self._bags, self._writes, self.counts)
                         for name in config.robot_names]
-        self._states = StateLog(backend, self.schedule.checkpoint_every, config.robot_names if multi else None)
+        self._states = StateLog(world, self.schedule.checkpoint_every, config.robot_names if multi else None)
         self._static = [transform for robot in self._robots for transform in robot.static]
         self._static_sent = False
-        self._humans = backend.humans()
+        self._humans = world.humans()
         self._humans_frames = 0
         if self._humans:
             document = HumansDocument(rate_hz=config.simulation.rates.humans_hz, humans=[
@@ -239,14 +239,14 @@ class Recorder:
 
     # ------------------------------------------------------------ per step
 
-    def sample(self, backend: Backend) -> None:
-        """Record whatever is due at the backend's current step (call at step 0 and after every step)."""
-        step = round(backend.time / backend.timestep)
-        t = step * backend.timestep
+    def sample(self, world: World) -> None:
+        """Record whatever is due at the world's current step (call at step 0 and after every step)."""
+        step = round(world.time / world.timestep)
+        t = step * world.timestep
         if step > 0:
             for robot in self._robots:
                 robot.sample_imus(step - 1)
-        self._states.record(backend, step)
+        self._states.record(world, step)
         schedule, bags, counts, write = self.schedule, self._bags, self.counts, self._writes.call
         if not self._static_sent:  # at the first sample: step 0, or a replay window's first step
             if bags:
@@ -271,8 +271,8 @@ class Recorder:
         self._writes.flush()
 
     def _record_humans(self, t: float) -> None:
-        joints = {_leaf(prim): value for prim, value in self.backend.human_joints().items()}
-        vertices = ({_leaf(prim): value for prim, value in self.backend.human_vertices().items()}
+        joints = {_leaf(prim): value for prim, value in self.world.human_joints().items()}
+        vertices = ({_leaf(prim): value for prim, value in self.world.human_vertices().items()}
                     if self.config.recording.human_vertices else {})
         self._writes.call(save_humans_frame, self.folder / HUMANS_DIR, self._humans_frames, HumansFrame(t, joints, vertices))
         self._humans_frames += 1

@@ -10,19 +10,19 @@ import numpy as np
 
 from core.formats.states import CHECKPOINT_PREFIX, ROBOT_NAMES, STATES_SCHEMA, STEP_PREFIX, robot_key, save_states
 from core.geometry import matrix_to_quat_wxyz
-from simulation.backend import Backend
+from simulation.backend import World
 
 
 class StateLog:
     """The log of a run; `robots` names the robots of a multi-robot run (their arrays under robots/<name>/), None
     for one robot."""
 
-    def __init__(self, backend: Backend, checkpoint_every: int, robots: list[str] | None = None):
+    def __init__(self, world: World, checkpoint_every: int, robots: list[str] | None = None):
         self.checkpoint_every = checkpoint_every
         self.robots = robots
-        self._views = {name: backend.robot(name) for name in robots or [None]}
-        self.joint_names = {name: list(view.joint_states()) for name, view in self._views.items()}
-        actors = backend.actor_states()
+        self._robots = {name: world.robot(name) for name in robots or [None]}
+        self.joint_names = {name: list(robot.joint_states()) for name, robot in self._robots.items()}
+        actors = world.actor_states()
         self.human_names, self.object_names = list(actors.human_names), list(actors.object_names)
         self._rows: dict[str, list[np.ndarray]] = {}
         self._checkpoints: dict[str, list[np.ndarray]] = {}
@@ -31,14 +31,14 @@ class StateLog:
     def _add(self, key: str, value) -> None:
         self._rows.setdefault(key, []).append(np.asarray(value, dtype=np.float64))
 
-    def record(self, backend: Backend, step: int) -> None:
-        """Log the backend's current state as step `step`."""
-        actors = backend.actor_states()
-        self._add("time", backend.time)
-        for name, view in self._views.items():
-            pose = view.robot_pose()
-            joints = view.joint_states()
-            command = view.robot_command()
+    def record(self, world: World, step: int) -> None:
+        """Log the world's current state as step `step`."""
+        actors = world.actor_states()
+        self._add("time", world.time)
+        for name, robot in self._robots.items():
+            pose = robot.pose()
+            joints = robot.joint_states()
+            command = robot.command()
             self._add(robot_key("robot_position", name), pose[:3, 3])
             self._add(robot_key(ROTATION, name), pose[:3, :3])  # to quaternions in one call when saved
             self._add(robot_key("joint_positions", name), [joints[n][0] for n in self.joint_names[name]])
@@ -47,14 +47,14 @@ class StateLog:
         self._add("human_animation_time", actors.animation_time)
         self._add("object_position", actors.object_position)
         self._add("object_quat_wxyz", actors.object_quat_wxyz)
-        intensity, color = backend.light_settings()
+        intensity, color = world.light_settings()
         self._add("light_intensity", intensity)
         self._add("light_color", color)
-        for key, value in backend.step_state().items():
+        for key, value in world.step_state().items():
             self._add(STEP_PREFIX + key, value)
         if step % self.checkpoint_every == 0:
             self._checkpoint_steps.append(step)
-            for key, value in backend.get_state().items():
+            for key, value in world.get_state().items():
                 self._checkpoints.setdefault(key, []).append(np.asarray(value))
 
     def arrays(self) -> dict[str, np.ndarray]:

@@ -1,0 +1,141 @@
+"""One robot of the embedded world: its body (a physics handle), sensors (cameras, LiDAR, IMUs) and drive (the
+command and, for a TIAGo with the S-curve, its velocity profile), behind `simulation.backend.Robot`.
+
+A robot renders and scans through its world, which holds the scene, the render threads and the other robots.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from core.config import RenderConfig, RobotConfig
+from simulation.backend import ImuReading, LidarScan
+from simulation.embedded.robot_meshes import RobotTrack
+from simulation.embedded.sensors import BODY_TO_OPTICAL, CameraSensor, LidarSensor, check_mount_links
+from simulation.physics import SensorMount
+from simulation.physics.robot_handle import RobotHandle
+from simulation.render import DepthImage, Frame
+from simulation.robots import robot_model
+from simulation.robots.mjcf import LinkEdge
+from simulation.robots.scurve import SCurveFollower, follower_for
+from simulation.robots.spec import RobotModel
+
+if TYPE_CHECKING:
+    from simulation.embedded.world import EmbeddedWorld
+
+PROFILE_PREFIX = "velocity_profile."
+
+
+@dataclass(eq=False)
+class EmbeddedRobot:
+    """A robot's config and model, sensors, command and velocity profile; its world, physics handle and (in a
+    multi-robot run) the mesh the others see are attached by the world that builds it."""
+
+    name: str
+    key: str  # its config key: "robot" or "robots.<i>"
+    model: RobotModel
+    cameras: dict[str, CameraSensor]
+    lidar_sensor: LidarSensor | None
+    imu_mounts: list[SensorMount] | None
+    mounts: list[SensorMount]  # the cameras' and the LiDAR's frames
+    profile: SCurveFollower | None
+    profile_prefix: str  # its S-curve's keys in the world's state
+    world: EmbeddedWorld | None = field(default=None, repr=False)
+    handle: RobotHandle | None = field(default=None, repr=False)
+    track: RobotTrack | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._command = np.zeros(6 if self.model.kind == "uav" else 3)
+
+    @classmethod
+    def from_config(cls, name: str, key: str, robot: RobotConfig, render: RenderConfig) -> EmbeddedRobot:
+        """The robot of config section `key`; ConfigError naming the field for unknown mount links or bad cameras."""
+        model = robot_model(robot.kind, robot.tiago.model)
+        sensors = robot.sensors
+        check_mount_links(model, sensors)
+        cameras = {c.name: CameraSensor.from_config(c, i, render) for i, c in enumerate(sensors.cameras)}
+        mounts = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]
+        mounts += [SensorMount.from_config(sensors.lidar.name, sensors.lidar.mount)] if sensors.lidar else []
+        tiago = robot.tiago
+        profile = follower_for(tiago) if robot.kind == "tiago_omni" and tiago.velocity_profile == "s_curve" else None
+        return cls(name, key, model, cameras, LidarSensor.from_config(sensors.lidar) if sensors.lidar else None,
+                   [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None, mounts, profile,
+                   PROFILE_PREFIX if key == "robot" else f"{PROFILE_PREFIX}{name}/")
+
+    # ------------------------------------------------------------ drive and body
+
+    def set_command(self, command: np.ndarray) -> None:
+        if self.model.kind == "uav":
+            self.handle.set_joint_velocities(command)
+        elif self.profile is not None:
+            self.profile.command(command)  # the twist reaches the base through the S-curve, step by step
+        else:
+            self.handle.set_base_twist(command)
+        self._command = np.array(command, dtype=np.float64)
+
+    def command(self) -> np.ndarray:
+        return self._command.copy()
+
+    def pose(self) -> np.ndarray:
+        return self.handle.base_pose()
+
+    def velocity(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.handle.base_velocity()
+
+    def link_tree(self) -> list[LinkEdge]:
+        return self.model.link_edges()
+
+    def link_pose(self, link: str) -> np.ndarray:
+        return self.handle.link_pose(link)
+
+    def sensor_pose(self, name: str) -> np.ndarray:
+        return self.handle.sensor_pose(name)
+
+    def joint_states(self) -> dict[str, tuple[float, float]]:
+        return self.handle.joint_states()
+
+    # ------------------------------------------------------------ sensors
+
+    def camera_names(self) -> list[str]:
+        return list(self.cameras)
+
+    def camera(self, name: str) -> CameraSensor:
+        if name not in self.cameras:
+            raise KeyError(f"no camera named {name!r}; cameras: {list(self.cameras)}")
+        return self.cameras[name]
+
+    def camera_pose(self, name: str) -> np.ndarray:
+        """World <- optical frame (z forward, x right, y down) of a camera."""
+        self.camera(name)
+        return self.handle.sensor_pose(name) @ BODY_TO_OPTICAL
+
+    def render_async(self, name: str) -> Future[Frame]:
+        """The camera's frame at the current time, rendered once per step on a render thread (the explorer and
+        the recorder share the frame; treat it as read-only)."""
+        return self.world.camera_frame(self, name)[0]
+
+    def render(self, name: str) -> Frame:
+        """The camera's frame at the current time, rendered once per step."""
+        return self.render_async(name).result()
+
+    def depth(self, name: str) -> DepthImage:
+        """The camera's depth at the current time, as soon as its frame's ground truth is done."""
+        return self.world.camera_frame(self, name)[1].result()
+
+    def expect_depth(self, name: str) -> None:
+        """The camera's next frame renders its depth first (render_frame's depth_first)."""
+        self.camera(name)
+        self.world.expect_depth(self, name)
+
+    def imu(self, name: str) -> ImuReading:
+        accel, gyro = self.handle.imu(name)
+        return ImuReading(self.world.imu_time, accel, gyro)
+
+    def lidar(self) -> LidarScan:
+        if self.lidar_sensor is None:
+            raise KeyError(f"no LiDAR is configured ({self.key}.sensors.lidar)")
+        return self.world.lidar_scan(self)
