@@ -1,4 +1,4 @@
-"""Source datasets -> USD asset packages (DESIGN.md §2).
+"""Source datasets -> USD asset packages (architecture.md §2).
 
 One module per source or job: the batch job builders per dataset (`front3d`, `gso`, `mesh`, `smpl`,
 `procedural`), the package writers (`environment`, `objects`, `animated`, `package`), the USD writer

@@ -1,4 +1,4 @@
-"""3D-Front houses -> environment packages (DESIGN.md §2), one house or one room at a time.
+"""3D-Front houses -> environment packages (architecture.md §2), one house or one room at a time.
 
 Architecture comes from the house's `mesh` entries, furniture from 3D-FUTURE models when a model
 folder is given, else from boxes of each entry's bbox size. Everything is placed by the rooms'

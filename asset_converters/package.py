@@ -1,4 +1,4 @@
-"""Writing asset packages (DESIGN.md §2) atomically; `meta.json` itself is core.formats.asset_meta.
+"""Writing asset packages (architecture.md §2) atomically; `meta.json` itself is core.formats.asset_meta.
 
 A package is built in a temporary folder and moved into place with its meta.json and, last, its
 `MANIFEST.json`; a folder without a valid manifest is incomplete and never used.

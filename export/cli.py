@@ -88,7 +88,7 @@ def _filters(min_box: int, max_aspect: float, min_visible: float, bad_frames: bo
 
 Categories = Annotated[str, typer.Option(
     "--categories", metavar="coco|nyu40|FILE", help="coco (COCO's 80 classes and ids, person = 1), nyu40 (the global class map) or a YAML "
-                         "file of categories (README 'Exporting training sets').")]
+                         "file of categories (docs/guides/export.md).")]
 Processed = Annotated[bool, typer.Option(
     "--processed", help="Export the post-processed images (rgb_blur with its blur-aware labels) instead of the "
                         "clean ones; needs `grade postprocess RUN --blur` first.")]

@@ -121,7 +121,7 @@ def batch_command(
 
 @benchmark_app.command("slam")
 def benchmark_slam(config: Annotated[Path, typer.Argument(metavar="CONFIG", help="SLAM benchmark YAML "
-                                                          "(README 'Benchmarking SLAM').")]) -> None:
+                                                          "(docs/guides/evaluate.md).")]) -> None:
     """Methods x sequences x repetitions: ATE and missing-time tables (CSV, Markdown), plots.
 
     \b

@@ -1,4 +1,4 @@
-"""Collision-free placement (DESIGN.md §2 "Placement"): humans via their swept traces (python-fcl),
+"""Collision-free placement (architecture.md §2 "Placement"): humans via their swept traces (python-fcl),
 flying objects with smooth random motion, and the robot's start pose.
 
 Modules: `stage` (`place_scene`: config sections in, `PlacementResult` out; `write_outputs`, `list_packages`),

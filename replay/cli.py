@@ -20,7 +20,7 @@ def replay_command(
     = None,
     with_: Annotated[Path | None, typer.Option(
         "--with", metavar="OVERRIDES.yaml", help="Cameras, IMUs, LiDAR, lights and hidden actors to change "
-                                                 "(README 'Replaying a run').")] = None,
+                                                 "(docs/guides/replay.md).")] = None,
     mode: Annotated[str, typer.Option("--mode", metavar="teleport|physics", help="teleport (the logged state at every step: exact) or "
                                                      "physics (the logged commands from a checkpoint).")]
     = "teleport",

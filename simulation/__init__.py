@@ -1,4 +1,4 @@
-"""Simulation backends (DESIGN.md §5): the backend protocol (simulation.backend), the embedded backend
+"""Simulation backends (architecture.md §5): the backend protocol (simulation.backend), the embedded backend
 (simulation.embedded), physics (simulation.physics), robots (simulation.robots), the ray-cast renderer
 (simulation.render) and recording (simulation.recording).
 

@@ -1,4 +1,4 @@
-"""The backend protocol (DESIGN.md §5): what the recorder and replay ask of a simulator.
+"""The backend protocol (architecture.md §5): what the recorder and replay ask of a simulator.
 
 A backend loads a composed scene (`scene.usda` and the asset packages it references) for one
 experiment config as a `World`, which steps physics at `simulation.physics_hz`, moves the humans and flying

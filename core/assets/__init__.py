@@ -1,4 +1,4 @@
-"""Asset packages at run time (DESIGN.md §2 "Asset package"): what placement, the simulation and the
+"""Asset packages at run time (architecture.md §2 "Asset package"): what placement, the simulation and the
 converters share, below the formats that reference packages.
 
 One module per job: `layout` (the package's file names and default prim), `parts` (the in-memory meshes,

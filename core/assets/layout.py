@@ -1,4 +1,4 @@
-"""The layout of an asset package (DESIGN.md §2): the file names every package holds and the default prim
+"""The layout of an asset package (architecture.md §2): the file names every package holds and the default prim
 of its USD stage. Converters write these files; placement, the scene composer and the simulation read them.
 """
 

@@ -1,6 +1,6 @@
 """In-memory pieces every converter produces and every package writer consumes.
 
-Arrays use the world convention of DESIGN.md §3 (Z up, metres). Transforms are 4x4 matrices acting
+Arrays use the world convention of architecture.md §3 (Z up, metres). Transforms are 4x4 matrices acting
 on column vectors (p' = M @ p); the USD writer transposes them to USD's row-vector convention.
 """
 

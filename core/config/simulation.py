@@ -14,7 +14,7 @@ MAX_DURATION_S = 3600.0
 
 
 class RatesConfig(Strict):
-    """Recording rates (DESIGN.md §4); camera rates live on each camera."""
+    """Recording rates (architecture.md §4); camera rates live on each camera."""
 
     clock_hz: PositiveFloat = 240.0
     tf_hz: PositiveFloat = 120.0

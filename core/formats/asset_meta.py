@@ -1,4 +1,4 @@
-"""An asset package's `meta.json` (schema "grade.asset/1", DESIGN.md §2): model, writer and reader.
+"""An asset package's `meta.json` (schema "grade.asset/1", architecture.md §2): model, writer and reader.
 
 A package is one folder (its file names are core.assets.layout): `asset.usdc`, `meta.json`,
 `collision.stl` (environments, objects) or `trace.stl` + `animation.npz` (animated assets), `occupancy.npz`

@@ -1,4 +1,4 @@
-"""`placement.json` (schema "grade.placement/1", DESIGN.md §2): where every human, flying object and the
+"""`placement.json` (schema "grade.placement/1", architecture.md §2): where every human, flying object and the
 robot start; its model, writer and reader, and how a placement plays back over time.
 
 placement/ writes it; the pipeline and the simulation read it, and `animation_time` / `flying_pose` give

@@ -1,4 +1,4 @@
-"""`run.json` (schema "grade.run/1", DESIGN.md §2): what a run is and how it went.
+"""`run.json` (schema "grade.run/1", architecture.md §2): what a run is and how it went.
 
 Written by `grade generate` when the run starts ("running") and again when it ends ("complete",
 "failed" or "interrupted"); read by `core.recording.Recording` and every consumer of a run folder.

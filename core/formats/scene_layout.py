@@ -1,4 +1,4 @@
-"""The prim layout of `scene.usda` (DESIGN.md §2 "Scene"): where placed things live and which `grade:*`
+"""The prim layout of `scene.usda` (architecture.md §2 "Scene"): where placed things live and which `grade:*`
 attributes carry what plain USD composition cannot express.
 
 placement/compose.py writes a scene with these helpers and simulation/embedded/scene.py reads it

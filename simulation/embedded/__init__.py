@@ -1,4 +1,4 @@
-"""The embedded backend (DESIGN.md §5): a `Scene` loaded from scene.usda and its asset packages, and the
+"""The embedded backend (architecture.md §5): a `Scene` loaded from scene.usda and its asset packages, and the
 `EmbeddedWorld` built from it (MuJoCo physics and sensors, the Embree ray-cast renderer, Cycles) with its
 `EmbeddedRobot`s."""
 

@@ -2,7 +2,7 @@
 
 Image files are encoded on a writer thread (OpenCV releases the GIL), so the next frame renders while
 the last one is written; frames.jsonl and poses.tum are written in frame order on the caller's thread.
-Layout and fields: README "Recording folder" (depth PNGs are uint16 millimetres of distance to the image
+Layout and fields: docs/guides/recording.md (depth PNGs are uint16 millimetres of distance to the image
 plane, 0 = no return; instance and semantic PNGs uint16 ids; boxes as omni.replicator.core annotators,
 inclusive pixel bounds).
 """

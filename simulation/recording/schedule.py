@@ -1,4 +1,4 @@
-"""Which stream is sampled at which physics step (DESIGN.md §4 rates).
+"""Which stream is sampled at which physics step (architecture.md §4 rates).
 
 A stream at `rate_hz` is sampled every physics_hz / rate_hz steps (config validation guarantees a whole
 number), from step 0: at t = 0, 1/rate, 2/rate, ... up to and including the run's last step.

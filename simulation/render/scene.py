@@ -38,7 +38,7 @@ from simulation.render.shading import (
     srgb_to_linear,
 )
 
-MAX_ID = np.iinfo(np.uint16).max  # instance and semantic images are uint16 (DESIGN.md §2)
+MAX_ID = np.iinfo(np.uint16).max  # instance and semantic images are uint16 (architecture.md §2)
 DEFAULT_AMBIENT = (0.08, 0.08, 0.08)
 DEFAULT_BACKGROUND = DEFAULT_SKY  # what rays that leave the scene see (linear RGB)
 # parts.Light intensities are USD sphere-light luminances; the render light's intensity is the
