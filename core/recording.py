@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from core.bag_topics import BagTopics
 from core.config import DEFAULT_ROBOT_NAME, CameraConfig, ExperimentConfig
 from core.errors import InputError
+from core.formats.bags.layout import ROS1_SUFFIX, ROS2_METADATA
+from core.formats.bags.topics import BagTopics
 from core.formats.frames import FRAMES_FILE, Box2D, Box3D, FrameRecord, read_frames
 from core.formats.humans import (
     HUMANS_DIR,
@@ -47,19 +48,9 @@ from core.formats.postprocess import (
     read_postprocess_record,
 )
 from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info
+from core.formats.run_layout import BAGS_DIR, GT_DIR
 from core.formats.states import STATES_FILE, RobotPath, load_robot_path, load_states
 from core.formats.tum import TUM_FILE, read_tum
-
-# The run folder: prepared inputs (assets/ cache by default, scene/ with placement.json and scene.usda) and the
-# recording (gt/, bags/, states.npz, humans/, run.json, MANIFEST.json).
-ASSETS_DIR = "assets"
-SCENE_DIR = "scene"
-GT_DIR = "gt"
-BAGS_DIR = "bags"
-# What recording a run writes (generate, replay): installed together from a partial folder, listed in MANIFEST.json.
-RECORD_OUTPUTS = (STATES_FILE, BAGS_DIR, GT_DIR, HUMANS_DIR, RUN_FILE)
-ROS1_SUFFIX = ".bag"
-ROS2_METADATA = "metadata.yaml"
 
 
 @dataclass(frozen=True)

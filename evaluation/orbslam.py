@@ -33,6 +33,7 @@ import numpy as np
 from core.config import CameraConfig, ImuConfig
 from core.errors import ConfigError, GradeError, InputError
 from core.formats.euroc import CAMERA, IMU, is_euroc, read_euroc
+from core.formats.images import DEPTH_NOISY, RGB_BLUR
 from core.formats.imu import ImuSeries
 from core.formats.tum_rgbd import TumRgbdFrame, is_tum_rgbd, read_tum_rgbd
 from core.geometry import optical_from_imu
@@ -291,10 +292,10 @@ def vocabulary_from_run(run: Path, path: Path, camera: str | None = None, proces
 
 
 def _frame_images(frame: Frame, mode: str, processed: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    rgb = frame.processed("rgb_blur") if processed else frame.rgb()
-    depth = (frame.processed("depth_noisy") if processed else frame.depth()) if mode == "rgbd" else None
+    rgb = frame.processed(RGB_BLUR) if processed else frame.rgb()
+    depth = (frame.processed(DEPTH_NOISY) if processed else frame.depth()) if mode == "rgbd" else None
     if rgb is None or (mode == "rgbd" and depth is None):
-        what = "rgb_blur and depth_noisy (run `grade postprocess RUN`)" if processed else "RGB and depth"
+        what = f"{RGB_BLUR} and {DEPTH_NOISY} (run `grade postprocess RUN`)" if processed else "RGB and depth"
         raise InputError(f"frame {frame.index} has no {what} images", frame.folder)
     return rgb, depth
 

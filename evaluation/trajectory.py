@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import InputError
+from core.formats.bags.layout import ROS1_SUFFIX, ROS2_METADATA
+from core.formats.bags.messages import ODOMETRY, POSE_STAMPED
+from core.formats.bags.reader import open_bag, pose_matrix, stamp_ns
 from core.formats.tum import read_tum, write_tum_file
-from core.recording import ROS1_SUFFIX, ROS2_METADATA, Recording
-from simulation.recording.bag_messages import ODOMETRY, POSE_STAMPED
-from simulation.recording.bag_reader import open_bag, pose_matrix, stamp_ns
+from core.recording import Recording
 
 NS_PER_S = 1e9
 

@@ -37,6 +37,7 @@ from core.formats.euroc import (
     sensor_yaml,
     t_bs,
 )
+from core.formats.images import RGB_BLUR
 from core.formats.imu import ImuSeries
 from core.geometry import matrix_to_quat_wxyz, optical_from_imu
 from core.progress import track
@@ -89,7 +90,7 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     K = camera[0].K
     folder.write_bytes(f"{root}/{CAMERA}/{SENSOR_FILE}", sensor_yaml({
         "sensor_type": "camera",
-        "comment": f"GRADE camera {name} ({'rgb_blur' if options.processed else 'rgb'}); body frame B = its "
+        "comment": f"GRADE camera {name} ({RGB_BLUR if options.processed else 'rgb'}); body frame B = its "
                    "optical frame (z forward, x right, y down)",
         "T_BS": t_bs(np.eye(4)), "rate_hz": config.rate_hz, "resolution": [camera[0].width, camera[0].height],
         "camera_model": "pinhole", "intrinsics": [float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2])],

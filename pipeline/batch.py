@@ -36,9 +36,9 @@ from core.config_io import dump_yaml
 from core.errors import BatchFailedError, ConfigError, GradeError
 from core.formats.batch_state import BATCH_FILE, BatchState, JobState, read_batch_state, write_batch_state
 from core.formats.manifest import StageStatus, stage_status
+from core.formats.run_layout import ASSETS_DIR
 from core.outputs import output_lock
 from core.progress import console, progress_task
-from core.recording import ASSETS_DIR
 from core.rundir import atomic_write_text
 from pipeline.batch_config import BatchConfig, ExecutorConfig, expand_batch
 from simulation.render.raycast import THREADS_ENV

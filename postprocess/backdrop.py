@@ -11,7 +11,7 @@ import numpy as np
 from core.assets.layout import OCCUPANCY_FILE
 from core.formats.occupancy import OccupancyMap, read_occupancy
 from core.formats.placement import PLACEMENT_FILE, load_placement
-from core.recording import SCENE_DIR
+from core.formats.run_layout import SCENE_DIR
 
 
 @dataclass

@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from core.bag_topics import TF, TF_STATIC
 from core.errors import InputError
+from core.formats.bags.reader import open_bag, stamp_ns
+from core.formats.bags.topics import TF, TF_STATIC
 from postprocess.blur import PoseCurve, interpolate_pose
-from simulation.recording.bag_reader import open_bag, stamp_ns
 
 CAMERA_IMU_TOPIC = "/imu_camera"
 ODOMETRY_TOPIC = "/odom"

@@ -57,7 +57,6 @@ from core.rundir import partial_folder
 
 NS_PER_S = 1_000_000_000
 HEADER = "std_msgs/msg/Header"
-# Suffix of the bag a killed `rosbag record` leaves behind.
 ROS1_MAGIC = b"#ROSBAG V2.0\n"
 # Rates are kept as exact fractions so that tick times do not drift over long bags.
 RATE_DENOMINATOR_LIMIT = 1_000_000

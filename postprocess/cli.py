@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from core.config import MAX_SEED, PostprocessConfig
+from core.formats.bags.layout import ACTIVE_SUFFIX, ROS1_SUFFIX, is_bag
 from core.progress import console
 from postprocess import DEFAULT_FRAMES
 
@@ -75,11 +76,6 @@ def _pairs(values: list[str] | None, option: str, convert=str) -> dict[str, obje
     return pairs
 
 
-def is_bag(path: Path) -> bool:
-    """A ROS 1 bag file (also a killed recording's .bag.active) or a ROS 2 bag folder."""
-    return path.name.endswith((".bag", ".bag.active")) or (path / "metadata.yaml").is_file()
-
-
 def _postprocess_bag(path: Path, out: Path | None, settings: PostprocessConfig, seed: int, crop: bool,
                      duration: float | None, rates: list[str] | None, drop: list[str] | None,
                      rename_topics: list[str] | None, rename_frames: list[str] | None,
@@ -87,13 +83,14 @@ def _postprocess_bag(path: Path, out: Path | None, settings: PostprocessConfig, 
     from postprocess.bag_tools import BagOptions, reindex_ros1
     from postprocess.process_bag import process_bag
 
-    if path.name.endswith(".bag.active"):  # a killed ROS 1 recording: index it first
+    if path.name.endswith(ROS1_SUFFIX + ACTIVE_SUFFIX):  # a killed ROS 1 recording: index it first
         indexed = reindex_ros1(path)
         console.print(f"reindexed {path} -> {indexed.dst} ({sum(indexed.counts.values())} messages, "
                       f"{indexed.skipped_bytes} bytes of an incomplete record skipped)")
         path = indexed.dst
     if out is None:
-        out = path.with_name(path.name.removesuffix(".bag") + "_noisy" + (".bag" if path.suffix == ".bag" else ""))
+        ros1 = path.suffix == ROS1_SUFFIX
+        out = path.with_name(path.name.removesuffix(ROS1_SUFFIX) + "_noisy" + (ROS1_SUFFIX if ros1 else ""))
     options = BagOptions(crop_to_experiment=crop, duration_s=duration, shift_to_zero=crop,
                          rates_hz=_pairs(rates, "--rate", float), drop_topics=tuple(drop or ()),
                          rename_topics=_pairs(rename_topics, "--rename-topic"),

@@ -24,7 +24,16 @@ import numpy as np
 from core.config import PostprocessConfig
 from core.errors import InputError
 from core.formats.frames import Box2D
-from core.formats.images import DERIVED, encode, frame_file, write_image
+from core.formats.images import (
+    DEPTH_NOISY,
+    DERIVED,
+    INSTANCE_BLUR,
+    RGB_BLUR,
+    SEMANTIC_BLUR,
+    encode,
+    frame_file,
+    write_image,
+)
 from core.formats.imu import ImuSeries, save_imu
 from core.formats.postprocess import (
     BLUR_FILE,
@@ -37,9 +46,10 @@ from core.formats.postprocess import (
     read_postprocess_record,
     write_postprocess_record,
 )
+from core.formats.run_layout import GT_DIR
 from core.geometry import compose, quat_wxyz_to_matrix
 from core.progress import get_logger, progress_task
-from core.recording import GT_DIR, Camera, Frame, Recording
+from core.recording import Camera, Frame, Recording
 from core.seeding import derived_seed, generator
 from postprocess.blur import (
     PoseCurve,
@@ -137,8 +147,7 @@ def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robo
     sub_poses = settings.blur.sub_poses if settings.blur is not None else 1
     model = settings.blur.model if settings.blur is not None else "depth_aware"
     plane = settings.blur.plane_distance if settings.blur is not None else 1.0
-    outputs = (["depth_noisy"] if settings.depth else []) + (
-        ["rgb_blur", "instance_blur", "semantic_blur"] if moving else [])
+    outputs = ([DEPTH_NOISY] if settings.depth else []) + ([RGB_BLUR, INSTANCE_BLUR, SEMANTIC_BLUR] if moving else [])
     blur_log = BlurLogWriter(camera.folder / BLUR_FILE) if moving else None
     try:
         for frame in camera:
@@ -147,7 +156,7 @@ def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robo
                 raise InputError("post-processing needs the camera's depth; record it (outputs: depth)",
                                  camera.folder, "depth")
             if settings.depth is not None:
-                _write(camera, "depth_noisy", frame, apply_depth_noise(depth, frame.K, settings.depth, depth_rng))
+                _write(camera, DEPTH_NOISY, frame, apply_depth_noise(depth, frame.K, settings.depth, depth_rng))
             if moving:
                 mount = np.linalg.inv(robot_at(frame.time)) @ frame.pose  # base <- camera at this frame
 
@@ -156,15 +165,15 @@ def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robo
 
                 result = blur_and_shutter(frame.rgb(), depth, frame.K, camera_at, frame.time, exposure, readout,
                                           sub_poses, model, plane)
-                _write(camera, "rgb_blur", frame, result.image)
+                _write(camera, RGB_BLUR, frame, result.image)
                 # Labels move with what the blurred image shows: the scene's depth, or GRADE's plane.
                 label_depth = depth if model == "depth_aware" else np.full_like(depth, plane)
                 warped = {kind: warp_labels(labels, label_depth, frame.K, frame.pose, result.mean_poses)
-                          for kind, labels in (("instance_blur", frame.instance()), ("semantic_blur", frame.semantic()))
+                          for kind, labels in ((INSTANCE_BLUR, frame.instance()), (SEMANTIC_BLUR, frame.semantic()))
                           if labels is not None}
                 for kind, labels in warped.items():
                     _write(camera, kind, frame, labels)
-                boxes = _blur_boxes(frame, warped["instance_blur"]) if "instance_blur" in warped else []
+                boxes = _blur_boxes(frame, warped[INSTANCE_BLUR]) if INSTANCE_BLUR in warped else []
                 blur_log.write(BlurFrame(frame=frame.index, time=frame.time, exposure=exposure, readout=readout,
                                          sub_poses=result.params["sub_pose_transforms"], boxes_2d_tight=boxes))
             advance()

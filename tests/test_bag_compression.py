@@ -23,9 +23,9 @@ import yaml
 
 from core.config_io import load_experiment
 from core.errors import ConfigError
+from core.formats.bags.reader import bag_summary, read_messages
+from core.formats.bags.writer import BAG_COMPRESSIONS, BagWriter
 from pipeline.generate import generate
-from simulation.recording.bag_reader import bag_summary, read_messages
-from simulation.recording.bags import BAG_COMPRESSIONS, BagWriter
 from tests.conftest import CONFIGS, run_grade
 
 TINY = ["simulation.duration=0.5", "simulation.bootstrap=0.25", "humans.count={min: 1, max: 1}",

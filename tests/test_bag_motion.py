@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from core.formats.bags.reader import image_array, open_bag
 from core.recording import Recording
 from postprocess.bag_motion import BagMotion, CameraMotion, integrate_backwards, namespaced_topic
-from simulation.recording.bag_reader import image_array, open_bag
 from tests.conftest import run_grade
 from tests.test_postprocess_run import run  # noqa: F401  (the module's tiny ROS 1 + ROS 2 run)
 

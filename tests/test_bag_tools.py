@@ -1,6 +1,6 @@
 """Bag tools: small ROS 1 / ROS 2 bags written with our BagWriter (and rosbags' writer for a multi-chunk
 ROS 1 bag), transformed or re-indexed by postprocess.bag_tools and read back with rosbags' AnyReader
-(through simulation.recording.bag_reader); the real ROS 2 samples pass through crop, shift and renames."""
+(through core.formats.bags.reader); the real ROS 2 samples pass through crop, shift and renames."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from rosbags.rosbag1.reader import RecordType
 from rosbags.rosbag1.writer import Header as Ros1RecordHeader
 
 from core.errors import InputError
+from core.formats.bags import messages as m
+from core.formats.bags.reader import bag_summary, image_array, read_messages, stamp_ns
+from core.formats.bags.writer import ROS1_TIME_MIN_NS, BagWriter
 from core.seeding import generator
 from postprocess.bag_tools import ROS1_MAGIC, BagOptions, default_reindex_path, reindex_ros1, transform_bag
-from simulation.recording import bag_messages as m
-from simulation.recording.bag_reader import bag_summary, image_array, read_messages, stamp_ns
-from simulation.recording.bags import ROS1_TIME_MIN_NS, BagWriter
 
 NS = 1_000_000_000
 T0 = 5.0  # the recording starts at sim time 5 s, so shifting to 0 is visible

@@ -1,4 +1,4 @@
-"""Bag topic and TF frame names (core.bag_topics): today's names without a namespace, GRADE's `/my_robot_0/...`
+"""Bag topic and TF frame names (core.formats.bags.topics): today's names without a namespace, GRADE's `/my_robot_0/...`
 with one, the shared topics and the world frame global; a namespace that is not a ROS name is a clear config
 error. Recorded bags are checked against these names in test_generate (UAV and a namespaced TIAGo run)."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.bag_topics import BagTopics
 from core.config_io import load_experiment
 from core.errors import ConfigError
+from core.formats.bags.topics import BagTopics
 from tests.conftest import CONFIGS
 
 

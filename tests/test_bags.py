@@ -15,8 +15,7 @@ from rosbags.interfaces import QosDurability, QosHistory, QosReliability
 from scipy.spatial.transform import Rotation
 
 from core.errors import InputError
-from core.seeding import generator
-from simulation.recording.bag_reader import (
+from core.formats.bags.reader import (
     bag_summary,
     camera_matrix,
     image_array,
@@ -26,7 +25,8 @@ from simulation.recording.bag_reader import (
     stamp_ns,
     transform_matrix,
 )
-from simulation.recording.bags import ROS1_TIME_MIN_NS, BagWriter
+from core.formats.bags.writer import ROS1_TIME_MIN_NS, BagWriter
+from core.seeding import generator
 
 STEP = 1.0 / 240.0
 STEPS = 120  # 0.5 s

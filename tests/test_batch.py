@@ -20,8 +20,9 @@ from asset_converters.procedural.demo import ENVIRONMENT_ID
 from core.errors import ExitCode
 from core.formats.batch_state import read_batch_state
 from core.formats.manifest import StageStatus, stage_status
+from core.formats.run_layout import ASSETS_DIR
 from core.outputs import package_lock
-from core.recording import ASSETS_DIR, Recording
+from core.recording import Recording
 from pipeline.batch import batch_status
 from tests.conftest import CONFIGS, ROOT, run_grade
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from core.config_io import load_experiment
+from core.formats.bags.reader import bag_summary, image_array, open_bag
 from core.formats.postprocess import POSTPROCESS_FILE
 from core.recording import Recording
 from pipeline.generate import generate
-from simulation.recording.bag_reader import bag_summary, image_array, open_bag
 from tests.conftest import CONFIGS, run_grade
 
 pytestmark = pytest.mark.slow

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import Field, StrictBool, field_validator, model_validator
 
-from core.bag_topics import check_namespace
 from core.config.base import PositiveFloat, Strict
 from core.config.paths import InputPath
+from core.formats.bags.topics import check_namespace
 
 
 class RecordingConfig(Strict):
@@ -37,7 +37,7 @@ class RecordingConfig(Strict):
 
     @model_validator(mode="after")
     def _compression_fits_formats(self) -> RecordingConfig:
-        # What each bag kind can be compressed with (simulation.recording.bags.BAG_COMPRESSIONS writes them).
+        # What each bag kind can be compressed with (core.formats.bags.writer.BAG_COMPRESSIONS writes them).
         kinds = {"ros1": ("ROS 1", ("lz4", "bz2")), "mcap": ("ROS 2 MCAP", ("lz4", "zstd")),
                  "sqlite3": ("ROS 2 sqlite3", ("zstd",))}
         used = [kinds["ros1" if f == "ros1" else self.ros2_storage] for f in self.bag_formats]

@@ -30,8 +30,9 @@ from core.formats.png import write_png
 FRAME_DIGITS = 6
 MM_PER_M = 1000.0
 MAX_DEPTH_MM = np.iinfo(np.uint16).max
-# Post-processed kinds and the recorded kind each is stored like.
-DERIVED = {"rgb_blur": "rgb", "instance_blur": "instance", "semantic_blur": "semantic", "depth_noisy": "depth"}
+# Post-processed kinds (`grade postprocess`) and the recorded kind each is stored like.
+RGB_BLUR, INSTANCE_BLUR, SEMANTIC_BLUR, DEPTH_NOISY = "rgb_blur", "instance_blur", "semantic_blur", "depth_noisy"
+DERIVED = {RGB_BLUR: "rgb", INSTANCE_BLUR: "instance", SEMANTIC_BLUR: "semantic", DEPTH_NOISY: "depth"}
 SUFFIX = {"rgb": ".png", "depth": ".png", "instance": ".png", "semantic": ".png",
           "depth_npy": ".npy", "normals": ".npy", "flow": ".npy"}
 CHANNELS = {"rgb": 3, "depth": 1, "instance": 1, "semantic": 1, "depth_npy": 1, "normals": 3, "flow": 2}
