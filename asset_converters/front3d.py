@@ -38,7 +38,6 @@ from asset_converters.front3d_house import ArchMesh, FurnitureEntry, House, Hous
 from asset_converters.front3d_labels import (
     CEILING_CLASS,
     FLOOR_CLASS,
-    SEMANTICS_FILE,
     UNKNOWN_FURNITURE,
     apply_label_map,
     architecture_class,
@@ -50,9 +49,10 @@ from asset_converters.front3d_lights import DEFAULT_LIGHT_INTENSITY, RoomPieces,
 from core.assets.parts import Light, Material, SceneMesh
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo
+from core.formats.semantics import write_semantics
 from core.geometry import Y_UP_TO_Z_UP
 from core.progress import get_logger
-from core.rundir import atomic_write_json, sha256_file
+from core.rundir import sha256_file
 from core.seeding import generator
 
 log = get_logger("convert.front3d")
@@ -318,13 +318,12 @@ def _write_house(house: House, sources: _Sources, out: str | Path, room: str | N
     source = SourceInfo(dataset=CONVERTER, files={f.name: sha256_file(f) for f in files},
                         options={**options, "labels": str(labels) if labels else None})
 
-    def write_semantics(folder: Path, prim_paths: list[str]) -> None:
-        document = semantics_document(prim_paths, [p.mesh.semantic_label for p in pieces],
-                                      [p.raw_category for p in pieces], sources.label_map, stats)
-        atomic_write_json(folder / SEMANTICS_FILE, document)
+    def house_semantics(folder: Path, prim_paths: list[str]) -> None:
+        write_semantics(folder, semantics_document(prim_paths, [p.mesh.semantic_label for p in pieces],
+                                                   [p.raw_category for p in pieces], sources.label_map, stats))
 
     return write_environment_package([p.mesh for p in pieces], lights, out, source,
-                                     input_hash or hash_inputs(CONVERTER, files, options), write_semantics)
+                                     input_hash or hash_inputs(CONVERTER, files, options), house_semantics)
 
 
 def front3d_jobs(path: str | Path, out_dir: str | Path, future_models: str | Path | None = None,

@@ -1,4 +1,5 @@
-"""Semantic classes of 3D-Front pieces: defaults, the user's remapping file, and `semantics.json`.
+"""Semantic classes of 3D-Front pieces: defaults, the user's remapping file, and the `semantics.json` document
+(core.formats.semantics).
 
 A piece's raw category is its 3D-FUTURE category (model_info.json), else the house's own
 furniture `category`/`title`, else its architecture `type`. The default class is a lower-case,
@@ -12,11 +13,9 @@ import re
 from pathlib import Path
 
 from core.errors import InputError
+from core.formats.semantics import BACKGROUND, BACKGROUND_ID, Semantics
 from core.rundir import read_json
 
-SEMANTICS_SCHEMA = "grade.semantics/1"
-SEMANTICS_FILE = "semantics.json"
-BACKGROUND_ID = 0  # unlabelled pixels; classes are numbered from 1
 UNKNOWN_FURNITURE = "others"  # 3D-Front's own name for uncategorised furniture
 
 ARCHITECTURE_CLASSES = {
@@ -65,17 +64,16 @@ def apply_label_map(raw: str, default: str, mapping: dict[str, str]) -> str:
 
 
 def semantics_document(prim_paths: list[str], classes: list[str], raws: list[str], mapping: dict[str, str],
-                       stats: dict[str, int]) -> dict:
+                       stats: dict[str, int]) -> Semantics:
     """Class ids, prim -> class and prim -> raw category.
 
     Ids number the sorted union of the mapping's classes and the classes present, so houses
     converted with the same mapping file share ids.
     """
     names = sorted(set(classes) | set(mapping.values()))
-    return {
-        "schema": SEMANTICS_SCHEMA,
-        "classes": {"background": BACKGROUND_ID, **{name: i for i, name in enumerate(names, start=BACKGROUND_ID + 1)}},
-        "prims": dict(zip(prim_paths, classes, strict=True)),
-        "raw_categories": dict(zip(prim_paths, raws, strict=True)),
-        "conversion": stats,
-    }
+    return Semantics(
+        classes={BACKGROUND: BACKGROUND_ID, **{name: i for i, name in enumerate(names, start=BACKGROUND_ID + 1)}},
+        prims=dict(zip(prim_paths, classes, strict=True)),
+        raw_categories=dict(zip(prim_paths, raws, strict=True)),
+        conversion=stats,
+    )

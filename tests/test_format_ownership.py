@@ -18,6 +18,7 @@ FORMATS = {
     "meta.json": ("core/formats/asset_meta.py", "write_meta", "read_meta"),
     "occupancy.npz": ("core/formats/occupancy.py", "save_occupancy", "read_occupancy"),
     "animation.npz": ("core/assets/animation.py", "save_animation", "load_animation"),
+    "semantics.json": ("core/formats/semantics.py", "write_semantics", "read_semantics"),
     "placement.json": ("core/formats/placement.py", "write_placement", "load_placement"),
     "scene.usda": ("core/formats/scene_layout.py", "add_package_reference", "read_scene_layout"),
     "run.json": ("core/formats/run_info.py", "write_run_info", "read_run_info"),
@@ -39,7 +40,8 @@ FORMATS = {
 }
 LAYOUT = "core/assets/layout.py"
 # The files of an asset package: their names are spelled in the package layout alone.
-PACKAGE_FILES = ("asset.usdc", "meta.json", "collision.stl", "trace.stl", "animation.npz", "occupancy.npz")
+PACKAGE_FILES = ("asset.usdc", "meta.json", "collision.stl", "trace.stl", "animation.npz", "occupancy.npz",
+                 "semantics.json")
 
 
 def _speller(name: str) -> str:

@@ -14,7 +14,6 @@ from pxr import Sdf, Usd, UsdGeom
 from asset_converters.package import CONVERTER_VERSION, write_package
 from core.errors import InputError
 from core.formats.asset_meta import (
-    ASSET_SCHEMA,
     AnimationInfo,
     AssetMeta,
     EnvironmentInfo,
@@ -25,7 +24,6 @@ from core.formats.asset_meta import (
     write_meta,
 )
 from core.formats.placement import (
-    PLACEMENT_SCHEMA,
     AnimationSchedule,
     EnvironmentRef,
     FlyingMotion,
@@ -100,7 +98,7 @@ def package(folder: Path, meta: AssetMeta) -> Path:
 def test_meta_round_trip(tmp_path, meta):
     path = write_meta(tmp_path, meta)
     assert path == tmp_path / "meta.json"
-    assert json.loads(path.read_text())["schema"] == ASSET_SCHEMA == "grade.asset/1"
+    assert json.loads(path.read_text())["schema"] == AssetMeta.schema_tag() == "grade.asset/1"
     assert read_meta(path) == meta
 
 
@@ -182,7 +180,7 @@ def test_placement_round_trip_with_relative_paths(tmp_path, packages):
     placement = make_placement(*packages)
     path = write_placement(placement, tmp_path / "scene" / "placement.json")
     stored = json.loads(path.read_text())
-    assert stored["schema"] == PLACEMENT_SCHEMA == "grade.placement/1"
+    assert stored["schema"] == Placement.schema_tag() == "grade.placement/1"
     assert stored["environment"]["path"] == "../assets/room"  # relative to the file's folder
     assert stored["humans"][0]["asset_path"] == "../assets/walker"
     assert load_placement(path) == placement

@@ -9,4 +9,5 @@ COLLISION_FILE = "collision.stl"  # environment and object packages: the collisi
 TRACE_FILE = "trace.stl"  # animated packages: the volume swept by the whole animation
 ANIMATION_FILE = "animation.npz"  # animated packages: core.assets.animation
 OCCUPANCY_FILE = "occupancy.npz"  # environment packages: core.formats.occupancy
+SEMANTICS_FILE = "semantics.json"  # 3D-Front environment packages: core.formats.semantics
 TEXTURES_DIR = "textures"  # image files the stage's materials reference

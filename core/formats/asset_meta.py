@@ -15,12 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.assets.layout import META_FILE
 from core.errors import InputError
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
 from core.formats.manifest import StageStatus, stage_status
-from core.formats.versions import read_document, schema_tag
-from core.rundir import atomic_write_json
 
-ASSET_KIND, ASSET_MAJOR = "asset", 1
-ASSET_SCHEMA = schema_tag(ASSET_KIND, ASSET_MAJOR)
 Kind = Literal["environment", "animated", "object", "robot"]
 
 
@@ -71,8 +68,9 @@ class ObjectInfo(_Model):
     center: tuple[float, float, float]
 
 
-class AssetMeta(_Model):
-    schema_: Literal["grade.asset/1"] = Field(ASSET_SCHEMA, alias="schema")
+class AssetMeta(JsonDocument):
+    KIND, MAJOR = "asset", 1
+
     id: str
     kind: Kind
     converter: str
@@ -87,12 +85,12 @@ class AssetMeta(_Model):
 
 def write_meta(folder: str | Path, meta: AssetMeta) -> Path:
     """Write `folder/meta.json` atomically."""
-    return atomic_write_json(Path(folder) / META_FILE, meta.model_dump(mode="json", by_alias=True))
+    return write_json_model(Path(folder) / META_FILE, meta)
 
 
 def read_meta(path: str | Path) -> AssetMeta:
     """Read and validate one meta.json file (use `load_meta` for a package, which checks it is complete)."""
-    return read_document(path, AssetMeta, ASSET_KIND, ASSET_MAJOR, META_FILE)
+    return read_json_model(path, AssetMeta, META_FILE)
 
 
 def load_meta(package: str | Path, kind: Kind | None = None) -> AssetMeta:

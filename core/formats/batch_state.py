@@ -13,13 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from core.formats.versions import read_document, schema_tag
-from core.rundir import atomic_write_json
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
 
-BATCH_KIND, BATCH_MAJOR = "batch", 1
-BATCH_SCHEMA = schema_tag(BATCH_KIND, BATCH_MAJOR)
 BATCH_FILE = "batch.json"
 Status = Literal["pending", "running", "done", "failed"]
 
@@ -35,17 +32,16 @@ class JobState(BaseModel):
     error: str | None = None
 
 
-class BatchState(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class BatchState(JsonDocument):
+    KIND, MAJOR = "batch", 1
 
-    schema_: str = Field(BATCH_SCHEMA, alias="schema")
     executor: str
     jobs: dict[str, JobState]
 
 
 def write_batch_state(folder: Path, state: BatchState) -> Path:
-    return atomic_write_json(Path(folder) / BATCH_FILE, state.model_dump(mode="json", by_alias=True))
+    return write_json_model(Path(folder) / BATCH_FILE, state)
 
 
 def read_batch_state(folder: Path) -> BatchState:
-    return read_document(Path(folder) / BATCH_FILE, BatchState, BATCH_KIND, BATCH_MAJOR, BATCH_FILE)
+    return read_json_model(Path(folder) / BATCH_FILE, BatchState)

@@ -11,13 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from core.formats.versions import read_document, schema_tag
-from core.rundir import atomic_write_json
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
 
-EXPORT_KIND, EXPORT_MAJOR = "export", 1
-EXPORT_SCHEMA = schema_tag(EXPORT_KIND, EXPORT_MAJOR)
 EXPORT_FILE = "export.json"
 
 
@@ -30,10 +27,9 @@ class ExportedSequence(BaseModel):
     split: str | None = None  # train / val / test, for formats that split by sequence
 
 
-class ExportDocument(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ExportDocument(JsonDocument):
+    KIND, MAJOR = "export", 1
 
-    schema_: str = Field(EXPORT_SCHEMA, alias="schema")
     format: str
     options: dict[str, Any]
     sequences: list[ExportedSequence]
@@ -48,8 +44,8 @@ class ExportDocument(BaseModel):
 
 
 def write_export_document(folder: Path, document: ExportDocument) -> Path:
-    return atomic_write_json(Path(folder) / EXPORT_FILE, document.model_dump(mode="json", by_alias=True))
+    return write_json_model(Path(folder) / EXPORT_FILE, document)
 
 
 def read_export_document(folder: Path) -> ExportDocument:
-    return read_document(Path(folder) / EXPORT_FILE, ExportDocument, EXPORT_KIND, EXPORT_MAJOR, EXPORT_FILE)
+    return read_json_model(Path(folder) / EXPORT_FILE, ExportDocument)

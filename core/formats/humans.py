@@ -15,15 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from core.errors import InputError
 from core.formats.images import frame_name
-from core.formats.versions import read_document, schema_tag
-from core.rundir import atomic_write_json, load_npz_checked
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
+from core.rundir import load_npz_checked
 
-HUMANS_KIND, HUMANS_MAJOR = "humans", 1
-HUMANS_SCHEMA = schema_tag(HUMANS_KIND, HUMANS_MAJOR)
 HUMANS_DIR = "humans"
 HUMANS_FILE = "humans.json"
 
@@ -37,10 +35,9 @@ class HumanEntry(BaseModel):
     joint_names: list[str]
 
 
-class HumansDocument(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class HumansDocument(JsonDocument):
+    KIND, MAJOR = "humans", 1
 
-    schema_: str = Field(HUMANS_SCHEMA, alias="schema")
     rate_hz: float
     humans: list[HumanEntry]
 
@@ -53,11 +50,11 @@ class HumansFrame:
 
 
 def write_humans_document(folder: Path, document: HumansDocument) -> Path:
-    return atomic_write_json(folder / HUMANS_FILE, document.model_dump(mode="json", by_alias=True))
+    return write_json_model(folder / HUMANS_FILE, document)
 
 
 def read_humans_document(folder: Path) -> HumansDocument:
-    return read_document(Path(folder) / HUMANS_FILE, HumansDocument, HUMANS_KIND, HUMANS_MAJOR, HUMANS_FILE)
+    return read_json_model(Path(folder) / HUMANS_FILE, HumansDocument)
 
 
 def save_humans_frame(folder: Path, index: int, frame: HumansFrame) -> Path:

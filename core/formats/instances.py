@@ -13,13 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from core.formats.versions import read_document, schema_tag
-from core.rundir import atomic_write_json
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
 
-INSTANCES_KIND, INSTANCES_MAJOR = "instances", 1
-INSTANCES_SCHEMA = schema_tag(INSTANCES_KIND, INSTANCES_MAJOR)
 INSTANCES_FILE = "instances.json"
 
 
@@ -34,12 +31,11 @@ class InstanceEntry(BaseModel):
     label: str | None = None  # the asset's own label (a 3D-FUTURE category, a model name) behind semantic_class
 
 
-class Instances(BaseModel):
+class Instances(JsonDocument):
     """Contents of instances.json, with the look-ups a viewer needs."""
 
-    model_config = ConfigDict(extra="forbid")
+    KIND, MAJOR = "instances", 1
 
-    schema_: str = Field(INSTANCES_SCHEMA, alias="schema")
     instances: dict[int, InstanceEntry]
     semantic_classes: dict[str, int]
 
@@ -63,9 +59,9 @@ def instances_document(instances: Mapping[int, InstanceEntry], classes: Mapping[
 
 
 def write_instances(path: Path, document: Instances) -> Path:
-    return atomic_write_json(path, document.model_dump(mode="json", by_alias=True))
+    return write_json_model(path, document)
 
 
 def read_instances(path: Path) -> Instances:
     """instances.json; InputError naming the file and field when it is missing, newer or invalid."""
-    return read_document(path, Instances, INSTANCES_KIND, INSTANCES_MAJOR, INSTANCES_FILE)
+    return read_json_model(path, Instances, INSTANCES_FILE)

@@ -14,17 +14,15 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from core.errors import InputError
-from core.formats.versions import read_document, schema_tag
-from core.rundir import atomic_write_json, sha256_file
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
+from core.rundir import sha256_file
 
 MANIFEST = "MANIFEST.json"
 # sha256 streams at ~1.5 GB/s a core; the disk keeps up with a few. The cores this process may run on.
 HASH_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 4)
-MANIFEST_KIND, MANIFEST_MAJOR = "manifest", 1
-MANIFEST_SCHEMA = schema_tag(MANIFEST_KIND, MANIFEST_MAJOR)
 
 
 class FileEntry(BaseModel):
@@ -34,12 +32,13 @@ class FileEntry(BaseModel):
     sha256: str
 
 
-class Manifest(BaseModel):
+class Manifest(JsonDocument):
     """Contents of MANIFEST.json; keys a later minor version adds are kept, not checked."""
 
     model_config = ConfigDict(extra="allow")
 
-    schema_: str = Field(MANIFEST_SCHEMA, alias="schema")
+    KIND, MAJOR = "manifest", 1
+
     stage: str
     input_hash: str
     files: dict[str, FileEntry]
@@ -72,12 +71,12 @@ def write_manifest(directory: str | Path, stage: str, input_hash: str, include: 
     `include`, when other stages share the folder) with size and sha256. Call it last."""
     directory = Path(directory)
     manifest = Manifest(stage=stage, input_hash=input_hash, files=_listed(directory, include))
-    return atomic_write_json(directory / MANIFEST, manifest.model_dump(mode="json", by_alias=True))
+    return write_json_model(directory / MANIFEST, manifest)
 
 
 def read_manifest(directory: str | Path) -> Manifest:
     """DIRECTORY/MANIFEST.json; InputError naming the file (and field) when missing, newer or invalid."""
-    return read_document(Path(directory) / MANIFEST, Manifest, MANIFEST_KIND, MANIFEST_MAJOR, MANIFEST)
+    return read_json_model(Path(directory) / MANIFEST, Manifest)
 
 
 def stage_status(directory: str | Path, input_hash: str | None = None, verify_hashes: bool = False) -> StageStatus:

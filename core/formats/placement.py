@@ -18,13 +18,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.spatial.transform import Rotation
 
-from core.formats.versions import read_document, schema_tag
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
 from core.geometry import wxyz_to_xyzw, xyzw_to_wxyz
 from core.robot_catalogue import RobotKind
-from core.rundir import atomic_write_json
 
-PLACEMENT_KIND, PLACEMENT_MAJOR = "placement", 1
-PLACEMENT_SCHEMA = schema_tag(PLACEMENT_KIND, PLACEMENT_MAJOR)
 PLACEMENT_FILE = "placement.json"
 HumanRejection = Literal["outside", "contacts", "penetrates", "inside", "human", "robot", "slope", "uneven"]
 ObjectRejection = Literal["outside", "collision"]
@@ -139,8 +136,9 @@ class PlacementParameters(_Model):
     flying_collision_check: bool
 
 
-class Placement(_Model):
-    schema_: Literal["grade.placement/1"] = Field(PLACEMENT_SCHEMA, alias="schema")
+class Placement(JsonDocument):
+    KIND, MAJOR = "placement", 1
+
     seed: int
     environment: EnvironmentRef
     parameters: PlacementParameters
@@ -197,12 +195,12 @@ def write_placement(placement: Placement, out: str | Path) -> Path:
     """Write `placement.json` atomically, asset paths relative to its folder."""
     out = Path(out).absolute()
     relative = _map_paths(placement, lambda p: Path(os.path.relpath(Path(p).absolute(), out.parent)).as_posix())
-    return atomic_write_json(out, relative.model_dump(mode="json", by_alias=True))
+    return write_json_model(out, relative)
 
 
 def load_placement(path: str | Path) -> Placement:
     """Read and validate `placement.json`; asset paths come back absolute."""
     path = Path(path)
-    placement = read_document(path, Placement, PLACEMENT_KIND, PLACEMENT_MAJOR, "placement.json")
+    placement = read_json_model(path, Placement, "placement.json")
     base = path.absolute().parent
     return _map_paths(placement, lambda p: os.path.normpath(base / p))

@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from core.errors import InputError
 from core.formats.frames import Box2D
-from core.formats.versions import read_document, schema_tag, validate
-from core.rundir import atomic_write_json
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
+from core.formats.versions import validate
 
-POSTPROCESS_KIND, POSTPROCESS_MAJOR = "postprocess", 1
-POSTPROCESS_SCHEMA = schema_tag(POSTPROCESS_KIND, POSTPROCESS_MAJOR)
 POSTPROCESS_FILE = "postprocess.json"  # in gt/
 IMU_NOISY_FILE = "imu_noisy.npz"  # in gt/
 BLUR_FILE = "blur.jsonl"  # in gt/<camera>/
@@ -39,10 +37,11 @@ class CameraPostprocess(BaseModel):
     outputs: list[str] = []  # image kinds written (rgb_blur, depth_noisy, ...)
 
 
-class PostprocessRecord(BaseModel):
+class PostprocessRecord(JsonDocument):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    schema_: Literal["grade.postprocess/1"] = Field(POSTPROCESS_SCHEMA, alias="schema")
+    KIND, MAJOR = "postprocess", 1
+
     settings: dict[str, Any]  # the PostprocessConfig applied, as JSON
     master_seed: int
     streams: dict[str, int]  # named random stream -> its derived seed
@@ -51,12 +50,11 @@ class PostprocessRecord(BaseModel):
 
 
 def write_postprocess_record(gt_dir: Path, record: PostprocessRecord) -> Path:
-    return atomic_write_json(gt_dir / POSTPROCESS_FILE, record.model_dump(mode="json", by_alias=True))
+    return write_json_model(gt_dir / POSTPROCESS_FILE, record)
 
 
 def read_postprocess_record(gt_dir: Path) -> PostprocessRecord:
-    return read_document(gt_dir / POSTPROCESS_FILE, PostprocessRecord, POSTPROCESS_KIND, POSTPROCESS_MAJOR,
-                         "post-processing record")
+    return read_json_model(gt_dir / POSTPROCESS_FILE, PostprocessRecord, "post-processing record")
 
 
 class BlurFrame(BaseModel):

@@ -16,13 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from core.formats.versions import read_document, schema_tag
-from core.rundir import atomic_write_json
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
 
-REPLAY_KIND, REPLAY_MAJOR = "replay", 1
-REPLAY_SCHEMA = schema_tag(REPLAY_KIND, REPLAY_MAJOR)
 REPLAY_FILE = "replay.json"
 AXES = ("x", "y", "z", "roll", "pitch", "yaw")
 
@@ -56,10 +53,9 @@ class ImuDeviation(BaseModel):
     max_angular_velocity: float
 
 
-class ReplayReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ReplayReport(JsonDocument):
+    KIND, MAJOR = "replay", 1
 
-    schema_: str = Field(REPLAY_SCHEMA, alias="schema")
     parent: str
     mode: Literal["teleport", "physics"]
     window: tuple[float, float]
@@ -69,8 +65,8 @@ class ReplayReport(BaseModel):
 
 
 def write_replay_report(folder: Path, report: ReplayReport) -> Path:
-    return atomic_write_json(Path(folder) / REPLAY_FILE, report.model_dump(mode="json", by_alias=True))
+    return write_json_model(Path(folder) / REPLAY_FILE, report)
 
 
 def read_replay_report(folder: Path) -> ReplayReport:
-    return read_document(Path(folder) / REPLAY_FILE, ReplayReport, REPLAY_KIND, REPLAY_MAJOR, REPLAY_FILE)
+    return read_json_model(Path(folder) / REPLAY_FILE, ReplayReport)

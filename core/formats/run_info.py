@@ -10,14 +10,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from core.errors import InputError
-from core.formats.versions import read_document, schema_tag
-from core.rundir import atomic_write_json, wall_clock_iso
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
+from core.rundir import wall_clock_iso
 
-RUN_KIND, RUN_MAJOR = "run", 1
-RUN_SCHEMA = schema_tag(RUN_KIND, RUN_MAJOR)
 RUN_FILE = "run.json"
 COMPLETE = "complete"
 
@@ -34,12 +32,11 @@ def package_versions(names: tuple[str, ...] = (
     return versions
 
 
-class RunInfo(BaseModel):
+class RunInfo(JsonDocument):
     """Contents of `run.json`."""
 
-    model_config = ConfigDict(extra="forbid")
+    KIND, MAJOR = "run", 1
 
-    schema_: Literal["grade.run/1"] = Field(RUN_SCHEMA, alias="schema")
     name: str
     status: Literal["running", "complete", "failed", "interrupted"] = "running"
     backend: str
@@ -62,7 +59,7 @@ class RunInfo(BaseModel):
 def write_run_info(run_dir: str | Path, info: RunInfo) -> Path:
     """Write RUN/run.json atomically, stamping `updated` (wall clock: bookkeeping only)."""
     info.updated = wall_clock_iso()
-    return atomic_write_json(Path(run_dir) / RUN_FILE, info.model_dump(mode="json", by_alias=True))
+    return write_json_model(Path(run_dir) / RUN_FILE, info)
 
 
 def read_run_info(run_dir: str | Path) -> RunInfo:
@@ -70,4 +67,4 @@ def read_run_info(run_dir: str | Path) -> RunInfo:
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         raise InputError("run.json not found; is this a recording folder?", path)
-    return read_document(path, RunInfo, RUN_KIND, RUN_MAJOR, "run.json")
+    return read_json_model(path, RunInfo, "run.json")

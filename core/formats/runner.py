@@ -17,13 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from core.formats.versions import read_document, schema_tag
-from core.rundir import atomic_write_json
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
 
-RUNNER_KIND, RUNNER_MAJOR = "runner", 1
-RUNNER_SCHEMA = schema_tag(RUNNER_KIND, RUNNER_MAJOR)
 RUNNER_FILE = "runner.json"
 
 
@@ -34,10 +31,11 @@ class FrameState(BaseModel):
     state: str
 
 
-class RunnerRecord(BaseModel):
+class RunnerRecord(JsonDocument):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    schema_: str = Field(RUNNER_SCHEMA, alias="schema")
+    KIND, MAJOR = "runner", 1
+
     method: str
     source: str
     trajectory: str
@@ -50,8 +48,8 @@ class RunnerRecord(BaseModel):
 
 
 def write_runner_record(folder: Path, record: RunnerRecord) -> Path:
-    return atomic_write_json(Path(folder) / RUNNER_FILE, record.model_dump(mode="json", by_alias=True))
+    return write_json_model(Path(folder) / RUNNER_FILE, record)
 
 
 def read_runner_record(folder: Path) -> RunnerRecord:
-    return read_document(Path(folder) / RUNNER_FILE, RunnerRecord, RUNNER_KIND, RUNNER_MAJOR, "SLAM runner record")
+    return read_json_model(Path(folder) / RUNNER_FILE, RunnerRecord, "SLAM runner record")

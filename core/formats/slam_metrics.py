@@ -19,13 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from core.formats.versions import read_document, schema_tag
-from core.rundir import atomic_write_json
+from core.formats.json_model import JsonDocument, read_json_model, write_json_model
 
-SLAM_METRICS_KIND, SLAM_METRICS_MAJOR = "slam_metrics", 1
-SLAM_METRICS_SCHEMA = schema_tag(SLAM_METRICS_KIND, SLAM_METRICS_MAJOR)
 SLAM_METRICS_FILE = "metrics.json"
 
 
@@ -51,10 +48,9 @@ class RpeMetrics(BaseModel):
     rotation: ErrorStats  # deg
 
 
-class SlamMetrics(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SlamMetrics(JsonDocument):
+    KIND, MAJOR = "slam_metrics", 1
 
-    schema_: str = Field(SLAM_METRICS_SCHEMA, alias="schema")
     gt: str
     est: str
     alignment: Literal["se3", "sim3"]
@@ -70,9 +66,8 @@ class SlamMetrics(BaseModel):
 
 
 def write_slam_metrics(folder: Path, metrics: SlamMetrics) -> Path:
-    return atomic_write_json(Path(folder) / SLAM_METRICS_FILE, metrics.model_dump(mode="json", by_alias=True))
+    return write_json_model(Path(folder) / SLAM_METRICS_FILE, metrics)
 
 
 def read_slam_metrics(folder: Path) -> SlamMetrics:
-    return read_document(Path(folder) / SLAM_METRICS_FILE, SlamMetrics, SLAM_METRICS_KIND, SLAM_METRICS_MAJOR,
-                         SLAM_METRICS_FILE)
+    return read_json_model(Path(folder) / SLAM_METRICS_FILE, SlamMetrics)

@@ -1,4 +1,4 @@
-"""Schema tags of the JSON artifacts and validated reading.
+"""Schema tags of the JSON artifacts (read through core.formats.json_model) and validation.
 
 Every JSON artifact carries `"schema": "grade.<kind>/<major>"`. A reader accepts its own kind at its own
 major version; a file from a newer GRADE (a higher major) is refused with a message that says which
@@ -48,15 +48,6 @@ def validate(model: type[Model], data: Any, file: str | Path) -> Model:
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(err["msg"], file, ".".join(str(part) for part in err["loc"]) or None) from exc
-
-
-def read_document(path: str | Path, model: type[Model], kind: str, major: int, what: str) -> Model:
-    """A JSON artifact read with core.rundir.read_json, its schema tag checked, then validated."""
-    data = read_json(path, what)
-    if not isinstance(data, dict):
-        raise InputError("expected a JSON object", path)
-    check_schema(data.get(SCHEMA_FIELD), kind, major, path)
-    return validate(model, data, path)
 
 
 def schema_of(path: str | Path) -> str | None:
