@@ -39,7 +39,8 @@ import time
 from pathlib import Path
 from typing import ClassVar, Self
 
-from core.config_io import load_experiment, read_yaml
+from core.config_io import load_experiment
+from core.yaml_io import read_yaml
 from pipeline.generate import generate
 from pipeline.prepare import convert_assets, place_and_compose
 from simulation.embedded import EmbeddedWorld

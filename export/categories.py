@@ -25,10 +25,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from core.config_io import read_yaml, validate_model
+from core.config_io import validate_model
 from core.errors import InputError
 from core.formats.class_map import DEFAULT_CLASS_MAP, snake
 from core.formats.instances import InstanceEntry
+from core.yaml_io import read_yaml
 
 CHOICES = ("coco", "nyu40")
 PERSON_CLASS = "person"

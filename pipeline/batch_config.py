@@ -20,9 +20,10 @@ from core.config import (
     Strict,
     resolve_input_paths,
 )
-from core.config_io import check_input_paths, read_yaml, set_path, validate_model
+from core.config_io import check_input_paths, set_path, validate_model
 from core.errors import ConfigError
 from core.seeding import generator
+from core.yaml_io import read_yaml
 
 
 class FileDraw(Strict):

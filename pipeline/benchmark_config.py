@@ -9,7 +9,8 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from core.config import InputPath, PositiveFloat, PositiveInt, Strict, resolve_input_paths
-from core.config_io import check_input_paths, read_yaml, validate_model
+from core.config_io import check_input_paths, validate_model
+from core.yaml_io import read_yaml
 
 
 class SlamSequence(Strict):

@@ -13,10 +13,11 @@ import typer
 from typer.core import TyperGroup
 
 from asset_converters.cli import convert_app
-from core.config_io import dump_yaml, load_experiment, read_yaml, validate_model
+from core.config_io import dump_yaml, load_experiment, validate_model
 from core.errors import EXIT_CODES_HELP, ExitCode, GradeError, exit_code_help
 from core.progress import console
 from core.stage import output_folder
+from core.yaml_io import read_yaml
 from evaluation.cli import benchmark_app, evaluate_app
 from export.cli import export_app
 from pipeline.batch_config import BatchConfig, ExecutorConfig, expand_batch, load_batch

@@ -127,7 +127,7 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, 
     counts and the final simulation time."""
     from rich.progress import TextColumn
 
-    from simulation.backend import load_world
+    from simulation.backends import load_world
     from simulation.mission import run_mission
     from simulation.recording.recorder import Recorder
 

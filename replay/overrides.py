@@ -37,9 +37,10 @@ from core.config import (
     Strict,
     Vec3,
 )
-from core.config_io import apply_overrides, parse_override, read_yaml, validate_model
+from core.config_io import apply_overrides, parse_override, validate_model
 from core.errors import ConfigError
 from core.formats.scene_layout import SceneHuman, SceneObject
+from core.yaml_io import read_yaml
 
 SETTABLE = ("robot.sensors.", "recording.", "simulation.rates.", "render.")
 # `grade replay --set`: the rendering only (every camera's), which changes no trajectory and no ground truth.

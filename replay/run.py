@@ -37,7 +37,7 @@ from core.stage import Stage, keep_first_error, output_folder, record_failure
 from replay.deviation import deviation_report
 from replay.driver import MODES, replay_physics, replay_teleport, window_steps
 from replay.overrides import AddedObject, ReplayOverrides, hidden_prims, replay_config
-from simulation.backend import load_world
+from simulation.backends import load_world
 from simulation.recording.recorder import Recorder
 
 REPLAY_VERSION = "replay/1"

@@ -50,7 +50,8 @@ from replay.driver import Teleport
 from replay.overrides import ReplayOverrides, replay_config
 from replay.run import STAGE, copy_run_scene
 from replay.subset import FrameRule, choose_frames
-from simulation.backend import World, load_world
+from simulation.backend import World
+from simulation.backends import load_world
 
 SUBSET_VERSION = "replay-subset/1"
 MODE = "subset"  # replay_of.mode

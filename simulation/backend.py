@@ -16,15 +16,11 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from core.errors import ConfigError
-
 if TYPE_CHECKING:
-    from core.config import ExperimentConfig
     from simulation.render import DepthImage, Frame
     from simulation.robots.mjcf import LinkEdge
 
@@ -217,15 +213,3 @@ class World(Protocol):
 
     def set_lights(self, intensity: np.ndarray, color: np.ndarray) -> None:
         """Render the lights, in scene order, with these intensities (L,) and linear RGB colours (L, 3)."""
-
-
-def load_world(config: ExperimentConfig, scene: str | Path, hidden: frozenset[str] = frozenset()) -> World:
-    """The world of the backend named by `config.simulation.backend`, with `scene` (scene.usda) loaded, without
-    the humans and flying objects whose prim paths are `hidden`."""
-    kind = config.simulation.backend
-    if kind == "embedded":
-        from simulation.embedded import EmbeddedWorld
-
-        return EmbeddedWorld(config, scene, hidden)
-    raise ConfigError(f"backend {kind!r} is not available in this installation (use 'embedded')",
-                      field="simulation.backend")

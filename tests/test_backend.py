@@ -35,7 +35,8 @@ from core.geometry import quat_wxyz_to_matrix
 from core.seeding import generator
 from pipeline.prepare import prepare
 from placement.compose import compose_scene
-from simulation.backend import Robot, World, load_world
+from simulation.backend import Robot, World
+from simulation.backends import load_world
 from simulation.embedded import EmbeddedWorld, kelvin_to_rgb, load_scene
 from simulation.embedded.merge import Part, merge_parts
 from simulation.embedded.randomization import LUMINANCE, XYZ_TO_LINEAR_SRGB

@@ -29,9 +29,9 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from core.config_io import read_yaml
 from core.errors import InputError
 from core.rundir import atomic_write_text
+from core.yaml_io import read_yaml
 
 CLASS_MAP_FILE = "classes.yaml"  # the conventional name of a user's override file
 UNLABELLED_ID = 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -24,10 +24,21 @@ from simulation.robots.mjcf import LinkEdge
 from simulation.robots.scurve import SCurveFollower, follower_for
 from simulation.robots.spec import RobotModel
 
-if TYPE_CHECKING:
-    from simulation.embedded.world import EmbeddedWorld
-
 PROFILE_PREFIX = "velocity_profile."
+
+
+class RobotWorld(Protocol):
+    """What a robot asks of the world it is in (world.EmbeddedWorld): its cameras' frames, its LiDAR scan and
+    the time of the IMU readings."""
+
+    @property
+    def imu_time(self) -> float: ...
+
+    def camera_frame(self, robot: EmbeddedRobot, name: str) -> tuple[Future[Frame], Future[DepthImage]]: ...
+
+    def expect_depth(self, robot: EmbeddedRobot, name: str) -> None: ...
+
+    def lidar_scan(self, robot: EmbeddedRobot) -> LidarScan: ...
 
 
 @dataclass(eq=False)
@@ -44,7 +55,7 @@ class EmbeddedRobot:
     mounts: list[SensorMount]  # the cameras' and the LiDAR's frames
     profile: SCurveFollower | None
     profile_prefix: str  # its S-curve's keys in the world's state
-    world: EmbeddedWorld | None = field(default=None, repr=False)
+    world: RobotWorld | None = field(default=None, repr=False)
     handle: RobotHandle | None = field(default=None, repr=False)
     track: RobotTrack | None = field(default=None, repr=False)
 
