@@ -1,4 +1,5 @@
-# Two entry points: `make demo` and `make test`. Both create .venv and install pinned packages.
+# Two entry points: `make demo` and `make test`. Both create .venv, install pinned packages and compile numba's
+# kernels into its on-disk cache (pipeline/warmup.py), so that the first run does not pay for compilation.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,6 +11,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]" --config-settings editable_mode=compat
+	$(BIN)/python -m pipeline.warmup
 	rm -f $(VENV)/.installed-* && touch $@
 
 setup: $(STAMP)
