@@ -1,4 +1,4 @@
-"""The public reader of a recording folder (README "Reading a recording in Python").
+"""The public reader of a recording folder (docs/guides/recording.md).
 
     rec = Recording.open("runs/demo")
     camera = rec.camera("camera")

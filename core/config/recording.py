@@ -22,7 +22,7 @@ class RecordingConfig(Strict):
     depth_npy: StrictBool = Field(False, description="also save float32 depth in metres as .npy")
     human_vertices: StrictBool = Field(False, description="save posed human vertices per frame (large)")
     class_map: InputPath | None = Field(None, description="YAML file overriding the global semantic class map "
-                                                     "(default: NYU40 + GRADE's extras; README 'Semantic classes')")
+                                                     "(default: NYU40 + GRADE's extras; docs/guides/recording.md)")
     checkpoint_period: PositiveFloat = Field(1.0, description="s between full simulator states in states.npz "
                                                               "(replay can start at any of them)")
     namespace: str = Field(

@@ -1,4 +1,4 @@
-"""ROS 1 / ROS 2 bags, the recording's message stream (README "Bag topics"): one format in four modules, used by
+"""ROS 1 / ROS 2 bags, the recording's message stream (docs/guides/recording.md): one format in four modules, used by
 the recorder that writes them and by every stage that reads them (postprocess, evaluation, the Recording reader).
 
 `layout` (file names: `<name>.bag` or a ROS 2 folder with metadata.yaml), `topics` (topic and TF frame names),

@@ -1,4 +1,4 @@
-"""The names of a recording's bag topics and TF frames (README "Bag topics"): the recorder writes them, the
+"""The names of a recording's bag topics and TF frames (docs/guides/recording.md): the recorder writes them, the
 Recording reader and the bag tools look them up, so both sides spell them here once.
 
 Robot topics live under `recording.namespace` (GRADE's `my_robot_0` gives `/my_robot_0/camera/rgb/image_raw`,
