@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from core.robot_catalogue import ROBOTS
+
 if TYPE_CHECKING:
     from simulation.robots.spec import RobotModel
 
@@ -23,4 +25,4 @@ def robot_model(kind: str, tiago_model: str = "lightweight") -> RobotModel:
         if tiago_model not in builders:
             raise ValueError(f"unknown TIAGo model {tiago_model!r}; expected one of {sorted(builders)}")
         return builders[tiago_model]()
-    raise ValueError(f"unknown robot kind {kind!r}; expected 'uav' or 'tiago_omni'")
+    raise ValueError(f"unknown robot kind {kind!r}; expected one of {sorted(ROBOTS)}")
