@@ -102,6 +102,11 @@ def test_readme_links_stay_inside_the_checkout():
         assert target.exists(), link
 
 
+def test_the_benchmarks_page_lists_every_benchmark():
+    listed = set(re.findall(r"^\| `(\w+\.py)` \|", (DOCS / "benchmarks.md").read_text(), re.MULTILINE))
+    assert listed == {path.name for path in (ROOT / "benchmarks").glob("*.py")}
+
+
 def test_every_path_and_module_the_docs_name_exists():
     """Files, folders, modules and functions named in the README and the docs exist, so moving code cannot leave
     the docs pointing at nothing. (`simulation.*` and `postprocess.*` are also config sections: those names are
