@@ -16,8 +16,8 @@ import argparse
 import time
 from pathlib import Path
 
+from core.formats.s_curve import load_network
 from core.progress import progress_task
-from simulation.robots.scurve import load_network
 from simulation.tiago.drive import compare_models, paper_commands
 
 

@@ -11,23 +11,25 @@ import pytest
 from conftest import run_grade
 
 from core.errors import InputError
+from core.formats.s_curve import (
+    HEADS,
+    PARAM_NAMES,
+    SCurveNetwork,
+    head_inverse,
+    load_network,
+    save_network,
+    weight_shapes,
+)
 from core.seeding import generator
 from simulation.robots.mecanum import HALF_TRACK, HALF_WHEELBASE, WHEEL_RADIUS, wheel_speeds
 from simulation.robots.scurve import (
     DEFAULT_PARAMS,
-    HEADS,
     LINEAR_POINT,
-    PARAM_NAMES,
     SCurveFollower,
-    SCurveNetwork,
     curve_break,
     default_network,
-    head_inverse,
-    load_network,
     s_curve,
     s_curve_slope,
-    save_network,
-    weight_shapes,
     wheel_reference_change,
 )
 from simulation.tiago.calibration import calibrate, fit_network, read_recording, step_responses

@@ -43,15 +43,10 @@ import numpy as np
 
 from core.errors import InputError
 from core.formats.csv_table import read_csv_table
+from core.formats.s_curve import SCurveNetwork, head_params, weight_shapes
 from core.seeding import generator
 from simulation.robots.mecanum import WHEEL_NAMES, base_twist, wheel_speeds
-from simulation.robots.scurve import (
-    SCurveNetwork,
-    head_params,
-    s_curve_samples,
-    weight_shapes,
-    wheel_reference_change,
-)
+from simulation.robots.scurve import s_curve_samples, wheel_reference_change
 from simulation.tiago.drive import GLITCH_SECONDS, Command, remove_glitches
 
 # The command columns of a CSV recording (m/s, m/s, rad/s): the step responses' commands, when all are given.

@@ -31,7 +31,7 @@ def calibrate_command(
     Example:
       grade robot calibrate steps/*.csv --out scurve.npz --restarts 20
     """
-    from simulation.robots.scurve import save_network
+    from core.formats.s_curve import save_network
     from simulation.tiago.calibration import ITERATIONS, fit_network, read_recording
 
     responses = [response for path in recordings for response in read_recording(path)]

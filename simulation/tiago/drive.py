@@ -44,10 +44,11 @@ import numpy as np
 
 from core.errors import InputError
 from core.formats.csv_table import read_csv_table, write_csv_table
+from core.formats.s_curve import SCurveNetwork
 from core.geometry import yaw_of
 from core.rundir import read_json
 from simulation.physics import PhysicsWorld, StartPose, build_world
-from simulation.robots.scurve import SCurveFollower, SCurveNetwork
+from simulation.robots.scurve import SCurveFollower
 from simulation.robots.tiago_model import lightweight, physical
 
 TIAGO_MODELS = {"physical": physical, "lightweight": lightweight}
