@@ -1,12 +1,18 @@
-"""Shared fixtures: paths to the repository, its configs and the optional real-data samples.
+"""Shared fixtures: paths to the repository, its configs and the optional real-data samples; the converted assets
+and the tiny recorded run that many modules share.
 
 Every test that reads the real samples goes through the `realdata` fixture; the collection hook below
 marks those tests `realdata`, so `pytest -m realdata` / `-m "not realdata"` select exactly them.
+
+Session fixtures are made once per test process; under pytest-xdist every worker is a process of its own, so the
+shared folders live in the parent of the workers' base temporary folders, and the pipeline's own writer locks
+(a run folder's, each asset package's) let the first worker build them while the others wait and find them done.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +36,50 @@ def realdata() -> Path:
             pytest.fail(f"{reason}; GRADE_REQUIRE_REALDATA=1 requires them", pytrace=False)
         pytest.skip(reason)
     return REALDATA
+
+
+# The demo shrunk to 0.5 s with one human and one flying object, a 96x72 camera, a straight flight, both bag
+# formats (ROS 2 as uncompressed MCAP, depth as 16UC1): shared by every module that needs a small complete run.
+TINY_RUN = ["simulation.duration=0.5", "simulation.bootstrap=0.25", "humans.count={min: 1, max: 1}",
+            "flying_objects.count={min: 1, max: 1}", "robot.sensors.cameras.0.width=96",
+            "robot.sensors.cameras.0.height=72", "exploration.planner=waypoints",
+            "exploration.waypoints=[[9, 9, 1.5]]", "recording.bag_formats=[ros1, ros2]",
+            "recording.depth_encoding=16UC1"]
+
+
+def session_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder for the whole session, shared by every pytest-xdist worker (each has a base temp folder of its
+    own, side by side)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+@pytest.fixture(scope="session")
+def asset_cache(tmp_path_factory) -> Path:
+    """One converted-asset cache for the runs the tests record with the demo's environment settings (any seed).
+    Packages are content-addressed and each has a lock of its own, so runs and workers share them, each converted
+    once; a run that changes the procedural house for a seed (rooms, furniture) must use a cache of its own, or
+    it would rebuild a package other runs read."""
+    return session_folder(tmp_path_factory, "assets")
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, asset_cache) -> Path:
+    """TINY_RUN recorded once for the session. Shared: read it, or copy it (`copy_run`) to write into it."""
+    from core.config_io import load_experiment
+    from pipeline.generate import generate
+
+    folder = session_folder(tmp_path_factory, "tiny-run")
+    generate(load_experiment(CONFIGS / "demo.yaml", TINY_RUN), folder, cache=asset_cache, wait=True)
+    return folder
+
+
+def copy_run(run: Path, destination: Path) -> Path:
+    """A private copy of a shared run folder, for a test that writes into it (its lock file left behind)."""
+    from core.outputs import LOCK_FILE
+
+    shutil.copytree(run, destination, ignore=shutil.ignore_patterns(LOCK_FILE))
+    return destination
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

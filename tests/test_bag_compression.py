@@ -26,16 +26,13 @@ from core.errors import ConfigError
 from core.formats.bags.reader import bag_summary, read_messages
 from core.formats.bags.writer import BAG_COMPRESSIONS, BagWriter
 from pipeline.generate import generate
-from tests.conftest import CONFIGS, run_grade
+from tests.conftest import CONFIGS, TINY_RUN, run_grade
 
-TINY = ["simulation.duration=0.5", "simulation.bootstrap=0.25", "humans.count={min: 1, max: 1}",
-        "flying_objects.count={min: 1, max: 1}", "robot.sensors.cameras.0.width=96",
-        "robot.sensors.cameras.0.height=72", "exploration.planner=waypoints",
-        "exploration.waypoints=[[9, 9, 1.5]]", "recording.depth_encoding=16UC1"]
+TINY = [s for s in TINY_RUN if not s.startswith("recording.bag_formats=")]
 
-# run name -> (bag_formats, ros2_storage, bag_compression)
+# run name -> (bag_formats, ros2_storage, bag_compression); "plain-mcap" is the session's tiny run (TINY_RUN: both
+# formats, ROS 2 as uncompressed MCAP, the defaults)
 RUNS = {
-    "plain-mcap": ("[ros1, ros2]", "mcap", "none"),
     "plain-sqlite3": ("[ros2]", "sqlite3", "none"),
     "lz4": ("[ros1, ros2]", "mcap", "lz4"),
     "bz2": ("[ros1]", "mcap", "bz2"),
@@ -50,13 +47,13 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
+def runs(tmp_path_factory, tiny_run, asset_cache) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("compression")
-    folders = {}
+    folders = {"plain-mcap": tiny_run}
     for name, (formats, storage, compression) in RUNS.items():
         overrides = [f"recording.bag_formats={formats}", f"recording.ros2_storage={storage}",
                      f"recording.bag_compression={compression}"]
-        generate(load_experiment(CONFIGS / "demo.yaml", TINY + overrides), root / name)
+        generate(load_experiment(CONFIGS / "demo.yaml", TINY + overrides), root / name, cache=asset_cache)
         folders[name] = root / name
     return folders
 

@@ -14,7 +14,6 @@ from core.formats.bags.reader import image_array, open_bag
 from core.recording import Recording
 from postprocess.bag_motion import BagMotion, CameraMotion, integrate_backwards, namespaced_topic
 from tests.conftest import run_grade
-from tests.test_postprocess_run import run  # noqa: F401  (the module's tiny ROS 1 + ROS 2 run)
 
 
 def _angle_deg(rotation: np.ndarray) -> float:
@@ -66,8 +65,8 @@ def _images(bag: Path, topic: str) -> list[np.ndarray]:
 
 
 @pytest.mark.slow
-def test_bag_blur_follows_the_integrated_imu(run, tmp_path):  # noqa: F811
-    source = run / "bags" / "demo"
+def test_bag_blur_follows_the_integrated_imu(tiny_run, tmp_path):
+    source = tiny_run / "bags" / "demo"
     out = tmp_path / "blurred"
     result = run_grade("postprocess", str(source), "--blur", "--out", str(out))
     assert result.returncode == 0, result.stderr
@@ -82,7 +81,7 @@ def test_bag_blur_follows_the_integrated_imu(run, tmp_path):  # noqa: F811
     assert all(np.array_equal(a, b) for a, b in zip(clean, _images(tiny, topic), strict=True))
     # The rotation integrated over one frame interval is the recording's own relative camera rotation.
     camera = BagMotion.read(source).camera("camera_optical_frame")
-    frames = list(Recording.open(run).camera("camera"))
+    frames = list(Recording.open(tiny_run).camera("camera"))
     moved = 0.0
     for earlier, later in pairwise(frames):
         curve = camera.pose_curve(later.time, later.time - earlier.time)
@@ -96,17 +95,17 @@ def test_bag_blur_follows_the_integrated_imu(run, tmp_path):  # noqa: F811
 @pytest.mark.slow
 @pytest.mark.parametrize(("drop", "words"), [("/imu_camera", ["/imu_camera"]),
                                               ("/tf_static", ["TF", "imu_camera", "camera_optical_frame"])])
-def test_bag_without_the_camera_imu_or_tf_is_a_clear_error(run, tmp_path, drop, words):  # noqa: F811
+def test_bag_without_the_camera_imu_or_tf_is_a_clear_error(tiny_run, tmp_path, drop, words):
     out = tmp_path / "x.bag"
-    result = run_grade("postprocess", str(run / "bags" / "demo.bag"), "--blur", "--drop", drop, "--out", str(out))
+    result = run_grade("postprocess", str(tiny_run / "bags" / "demo.bag"), "--blur", "--drop", drop, "--out", str(out))
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and all(w in result.stderr for w in words), result.stderr
     assert not out.exists()
 
 
 @pytest.mark.slow
-def test_camera_imu_under_another_name_is_named_by_option(run, tmp_path):  # noqa: F811
-    source = run / "bags" / "demo"
+def test_camera_imu_under_another_name_is_named_by_option(tiny_run, tmp_path):
+    source = tiny_run / "bags" / "demo"
     renamed = ["--rename-topic", "/imu_camera=/cam/imu"]
     refused = run_grade("postprocess", str(source), "--blur", *renamed, "--out", str(tmp_path / "a"))
     assert refused.returncode == 2 and "/imu_camera" in refused.stderr and "Traceback" not in refused.stderr

@@ -14,15 +14,9 @@ from core.formats.bags.reader import bag_summary, image_array, open_bag
 from core.formats.postprocess import POSTPROCESS_FILE
 from core.recording import Recording
 from pipeline.generate import generate
-from tests.conftest import CONFIGS, run_grade
+from tests.conftest import CONFIGS, TINY_RUN, copy_run, run_grade
 
 pytestmark = pytest.mark.slow
-
-TINY = ["simulation.duration=0.5", "simulation.bootstrap=0.25", "humans.count={min: 1, max: 1}",
-        "flying_objects.count={min: 1, max: 1}", "robot.sensors.cameras.0.width=96",
-        "robot.sensors.cameras.0.height=72", "exploration.planner=waypoints",
-        "exploration.waypoints=[[9, 9, 1.5]]", "recording.bag_formats=[ros1, ros2]",
-        "recording.depth_encoding=16UC1"]
 
 
 def tree_hashes(root: Path, names: tuple[str, ...]) -> dict[str, str]:
@@ -31,10 +25,9 @@ def tree_hashes(root: Path, names: tuple[str, ...]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("post") / "run"
-    generate(load_experiment(CONFIGS / "demo.yaml", TINY), folder)
-    return folder
+def run(tmp_path_factory, tiny_run) -> Path:
+    """The session's tiny run, copied: the tests here post-process it in place."""
+    return copy_run(tiny_run, tmp_path_factory.mktemp("post") / "run")
 
 
 def test_preset_writes_every_output_beside_untouched_originals(run):
@@ -89,13 +82,14 @@ def test_nothing_to_apply_and_unknown_preset_are_clear_errors(run):
         assert "Traceback" not in result.stderr and all(w in result.stderr for w in words), result.stderr
 
 
-def test_generate_applies_the_config_section_without_recording_again(tmp_path, run):
+def test_generate_applies_the_config_section_without_recording_again(tmp_path, asset_cache):
     folder = tmp_path / "run"
-    overrides = [*TINY, "postprocess.imu={}"]
-    generate(load_experiment(CONFIGS / "demo.yaml", overrides), folder)
+    overrides = [*TINY_RUN, "postprocess.imu={}"]
+    generate(load_experiment(CONFIGS / "demo.yaml", overrides), folder, cache=asset_cache)
     assert (folder / "gt" / POSTPROCESS_FILE).is_file()
     recorded = tree_hashes(folder, ("states.npz",))
-    result = generate(load_experiment(CONFIGS / "demo.yaml", [*overrides, "postprocess.depth={}"]), folder)
+    result = generate(load_experiment(CONFIGS / "demo.yaml", [*overrides, "postprocess.depth={}"]), folder,
+                      cache=asset_cache)
     assert result.skipped  # post-processing settings do not change the recording
     assert tree_hashes(folder, ("states.npz",)) == recorded
     assert Recording.open(folder).postprocess_record().settings["depth"] is not None
