@@ -146,9 +146,10 @@ def resolves(dotted: str) -> bool:
 
 
 @pytest.mark.slow
-def test_the_tour_runs_as_written(tmp_path):
+def test_the_tour_runs_as_written(tmp_path, asset_cache):
     runs = tmp_path / "runs"
-    overrides = [arg for setting in SHORT_DEMO for arg in ("--set", setting)]
+    # The session's converted assets (the demo's environment settings): only the recording is new.
+    overrides = [arg for setting in [*SHORT_DEMO, f"assets_dir={asset_cache}"] for arg in ("--set", setting)]
     demo = subprocess.run([sys.executable, "-m", "pipeline.cli", "demo", "--out", str(runs / "demo"), *overrides],
                           cwd=ROOT, env=QUIET_ENV, capture_output=True, text=True, timeout=600, check=False)
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
