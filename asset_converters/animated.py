@@ -18,6 +18,7 @@ from core.assets.parts import Animation
 from core.assets.skinning import joint_world_transforms, posed_meshes
 from core.errors import InputError
 from core.formats.asset_meta import AnimationInfo, AssetMeta, SourceInfo
+from core.geometry import canonical_mesh
 
 # Hulls thinner than this (a few vertices in a plane) add nothing to the trace but slivers.
 MIN_HULL_VOLUME = 1e-9  # m^3
@@ -59,7 +60,8 @@ def swept_trace(anim: Animation, window: int = 4) -> trimesh.Trimesh:
         raise InputError(f"animation {anim.name!r}: the trace is empty (degenerate meshes?)")
     union = manifold3d.Manifold.batch_boolean(hulls, manifold3d.OpType.Add).simplify(TRACE_TOLERANCE)
     result = union.to_mesh()
-    return trimesh.Trimesh(np.asarray(result.vert_properties)[:, :3], np.asarray(result.tri_verts), process=False)
+    vertices, faces = canonical_mesh(np.asarray(result.vert_properties)[:, :3], np.asarray(result.tri_verts))
+    return trimesh.Trimesh(vertices, faces, process=False)
 
 
 def validate_animation(anim: Animation) -> None:

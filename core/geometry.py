@@ -106,3 +106,17 @@ def optical_from_imu(camera_translation, camera_rpy_deg, imu_translation, imu_rp
     translations and roll/pitch/yaw), `body_to_optical` being the camera body -> optical frame rotation."""
     optical = mount_matrix(camera_translation, camera_rpy_deg) @ body_to_optical
     return np.linalg.inv(optical) @ mount_matrix(imu_translation, imu_rpy_deg)
+
+
+def canonical_mesh(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same triangle mesh in an order that depends only on its geometry: vertices sorted by coordinates,
+    each face rotated to start at its smallest vertex index (winding kept), faces sorted. Multi-threaded
+    mesh booleans (manifold3d) return equal meshes in a schedule-dependent order; this makes their files
+    byte-identical."""
+    order = np.lexsort(vertices.T[::-1])
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    remapped = rank[faces]
+    first = np.argmin(remapped, axis=1)
+    rotated = np.take_along_axis(remapped, (first[:, None] + np.arange(3)) % 3, axis=1)
+    return vertices[order], rotated[np.lexsort(rotated.T[::-1])]

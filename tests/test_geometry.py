@@ -2,9 +2,11 @@
 
 import numpy as np
 import pytest
+import trimesh
 from scipy.spatial.transform import Rotation
 
 from core.geometry import (
+    canonical_mesh,
     matrix_to_quat_wxyz,
     pose_from_xyz_yaw,
     quat_wxyz_to_matrix,
@@ -46,3 +48,18 @@ def test_transform_points_quarter_turn():
     pose = pose_from_xyz_yaw(1.0, 0.0, 0.0, np.pi / 2)
     points = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 3.0]])
     np.testing.assert_allclose(transform_points(pose, points), [[1.0, 1.0, 0.0], [-1.0, 0.0, 3.0]], atol=1e-12)
+
+
+def test_canonical_mesh_ignores_vertex_and_face_order_and_keeps_winding():
+    box = trimesh.creation.box()
+    rng = np.random.default_rng(7)
+    perm = rng.permutation(len(box.vertices))
+    inverse = np.argsort(perm)
+    # The same box with shuffled vertices, shuffled faces and each face's corners rotated (winding unchanged).
+    faces = np.roll(inverse[box.faces][rng.permutation(len(box.faces))], 1, axis=1)
+    shuffled = (box.vertices[perm], faces)
+    a, b = canonical_mesh(box.vertices, box.faces), canonical_mesh(*shuffled)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    canonical = trimesh.Trimesh(*a, process=False)
+    assert canonical.is_watertight and canonical.is_winding_consistent
+    assert canonical.volume == pytest.approx(box.volume)  # a flipped face would change the signed volume
