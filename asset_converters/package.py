@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.formats.asset_meta import AssetMeta, write_meta
-from core.formats.manifest import StageStatus, stage_status
 from core.stage import Stage
 
 # Part of every conversion's input hash: bump it when converters change what they write.
@@ -29,7 +28,3 @@ def write_package(out: str | Path, input_hash: str, build: Callable[[Path], Asse
         write_meta(tmp, meta)
         stage.name = f"convert/{meta.kind}"
     return stage.folder
-
-
-def package_status(out: str | Path, input_hash: str | None = None) -> StageStatus:
-    return stage_status(out, input_hash)
