@@ -37,6 +37,9 @@ MARKER_FILES = (RUN_FILE, META_FILE, MANIFEST, EXPORT_FILE)
 # Hidden names of GRADE's atomic writes in progress (core.rundir): a file's .tmp, a folder's .partial / .old.
 TEMP_SUFFIXES = (".tmp", PARTIAL_SUFFIX, ".old")
 _TEMP_NAME = "[a-z0-9_]{8}"  # the random part of tempfile.mkdtemp's names
+# Partial folders older than this process are stale (core.stage removes them): a live writer of the same
+# folder would hold its lock, and the ones this process makes come after it started.
+PROCESS_START = time.time()
 
 
 class BusyError(GradeError):

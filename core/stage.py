@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,14 +30,11 @@ from pathlib import Path
 
 from core.formats.manifest import StageStatus, invalidate, stage_status, write_manifest
 from core.formats.run_info import RunInfo, write_run_info
-from core.outputs import output_lock
+from core.outputs import PROCESS_START, output_lock
 from core.progress import get_logger
 from core.rundir import PARTIAL_SUFFIX, atomic_directory, partial_folder
 
 log = get_logger("stage")
-# Partial folders are stale once they are older than this process: a live writer of the same folder
-# would hold its lock, and one of this process made them after it started.
-PROCESS_START = time.time()
 
 
 @contextmanager
