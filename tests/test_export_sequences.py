@@ -53,9 +53,9 @@ def assert_poses_equal(positions: np.ndarray, quaternions_wxyz: np.ndarray, fram
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
+def run(tmp_path_factory, asset_cache) -> Path:
     folder = tmp_path_factory.mktemp("sequences") / "run"
-    generate(load_experiment(CONFIGS / "demo.yaml", TINY), folder)
+    generate(load_experiment(CONFIGS / "demo.yaml", TINY), folder, cache=asset_cache)
     return folder
 
 

@@ -35,16 +35,17 @@ HOUSE = "front3d/0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, realdata) -> dict[str, Path]:
+def runs(tmp_path_factory, realdata, asset_cache) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("export")
     made = {"people": root / "people", "house": root / "house"}
-    generate(load_experiment(CONFIGS / "demo.yaml", PEOPLE), made["people"])
+    generate(load_experiment(CONFIGS / "demo.yaml", PEOPLE), made["people"], cache=asset_cache)
     generate(load_experiment(CONFIGS / "demo.yaml", [*SMALL, "environment.source=front3d",
                                                      f"environment.path={realdata / HOUSE}",
-                                                     "exploration.planner=none"]), made["house"])
+                                                     "exploration.planner=none"]), made["house"], cache=asset_cache)
     made["blurred"] = root / "blurred"  # a flying camera, so blur moves the labels
     generate(load_experiment(CONFIGS / "demo.yaml", [*SMALL, "exploration.planner=waypoints",
-                                                     "exploration.waypoints=[[9, 9, 1.5]]"]), made["blurred"])
+                                                     "exploration.waypoints=[[9, 9, 1.5]]"]), made["blurred"],
+             cache=asset_cache)
     result = run_grade("postprocess", str(made["blurred"]), "--blur", "--set", "blur.exposure=0.03")
     assert result.returncode == 0, result.stderr
     return made

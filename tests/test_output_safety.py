@@ -21,7 +21,7 @@ from core.formats.run_info import read_run_info
 from core.outputs import LOCK_FILE
 from core.recording import Recording
 from pipeline.generate import RECORD_OUTPUTS
-from tests.conftest import CONFIGS, ROOT
+from tests.conftest import CONFIGS
 
 pytestmark = pytest.mark.slow
 
@@ -67,12 +67,10 @@ def wait_for_lock_waiter(process: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def assets(tmp_path_factory) -> Path:
-    """Converted once for the module: the runs below share this cache."""
-    folder = tmp_path_factory.mktemp("assets")
-    result = run(grade_args(tmp_path_factory.mktemp("warmup") / "run", folder, TINY), ROOT)
-    assert result.returncode == 0, result.stderr
-    return folder
+def assets(asset_cache, tiny_run) -> Path:
+    """The session's asset cache, holding every package the runs below use once the tiny run is recorded (the
+    demo's seed, house and procedural sets): they record without converting."""
+    return asset_cache
 
 
 def wait_for_lock_holder(run_dir: Path, process: subprocess.Popen) -> None:

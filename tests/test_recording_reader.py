@@ -34,10 +34,10 @@ OVERRIDES = [
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
+def run(tmp_path_factory, asset_cache) -> Path:
     out = tmp_path_factory.mktemp("recording") / "run"
     args = ["generate", str(CONFIGS / "demo.yaml"), "--out", str(out)]
-    for override in OVERRIDES:
+    for override in [*OVERRIDES, f"assets_dir={asset_cache}"]:
         args += ["--set", override]
     result = run_grade(*args)
     assert result.returncode == 0, result.stderr + result.stdout

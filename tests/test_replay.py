@@ -33,9 +33,9 @@ SIDE = {"name": "side", "mount": {"link": "camera_link", "translation": [0.1, 0.
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
+def run(tmp_path_factory, asset_cache) -> Path:
     folder = tmp_path_factory.mktemp("replay") / "run"
-    generate(load_experiment(CONFIGS / "demo.yaml", RUN), folder)
+    generate(load_experiment(CONFIGS / "demo.yaml", RUN), folder, cache=asset_cache)
     return folder
 
 

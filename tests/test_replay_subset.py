@@ -35,9 +35,9 @@ LABELS = ("depth", "instance", "semantic")
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
+def run(tmp_path_factory, asset_cache) -> Path:
     folder = tmp_path_factory.mktemp("subset") / "run"
-    generate(load_experiment(CONFIGS / "demo.yaml", RUN), folder)
+    generate(load_experiment(CONFIGS / "demo.yaml", RUN), folder, cache=asset_cache)
     return folder
 
 

@@ -53,16 +53,16 @@ KISS_ICP_ATE_BOUND = 0.10
 
 
 @pytest.fixture(scope="module")
-def uav(tmp_path_factory) -> Path:
+def uav(tmp_path_factory, asset_cache) -> Path:
     folder = tmp_path_factory.mktemp("slam") / "uav"
-    generate(load_experiment(CONFIGS / "demo.yaml", UAV), folder)
+    generate(load_experiment(CONFIGS / "demo.yaml", UAV), folder, cache=asset_cache)
     return folder
 
 
 @pytest.fixture(scope="module")
-def tiago(tmp_path_factory) -> Path:
+def tiago(tmp_path_factory, asset_cache) -> Path:
     folder = tmp_path_factory.mktemp("slam") / "tiago"
-    generate(load_experiment(CONFIGS / "demo-tiago.yaml", TIAGO), folder)
+    generate(load_experiment(CONFIGS / "demo-tiago.yaml", TIAGO), folder, cache=asset_cache)
     return folder
 
 

@@ -35,10 +35,10 @@ QUICK = ["robot.sensors.cameras.0.width=64", "robot.sensors.cameras.0.height=48"
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
+def demo_run(tmp_path_factory, asset_cache):
     """The demo config over its whole duration, at a small camera resolution."""
     run = tmp_path_factory.mktemp("demo") / "run"
-    generate(load_experiment(CONFIGS / "demo.yaml", QUICK), run, cache=tmp_path_factory.mktemp("assets"))
+    generate(load_experiment(CONFIGS / "demo.yaml", QUICK), run, cache=asset_cache)
     return Recording.open(run)
 
 
