@@ -74,9 +74,9 @@ LIDAR_MOUNT = {"link": "base_link", "translation": [0.05, 0.02, 0.1], "rpy_deg":
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(tmp_path_factory, asset_cache):
     config = load_experiment(CONFIGS / "demo.yaml", DEMO_OVERRIDES)
-    return config, prepare(config, tmp_path_factory.mktemp("demo"))
+    return config, prepare(config, tmp_path_factory.mktemp("demo"), cache=asset_cache)
 
 
 def box_room_meshes() -> list[SceneMesh]:

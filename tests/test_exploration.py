@@ -320,16 +320,11 @@ ROBOT_OVERRIDES = {
 }
 
 
-@pytest.fixture(scope="module")
-def assets(tmp_path_factory):
-    return tmp_path_factory.mktemp("assets")
-
-
 @pytest.mark.parametrize("kind", ["uav", "tiago_omni"])
 @pytest.mark.slow
-def test_robot_explores_the_demo_house_without_touching_anything(kind, assets, tmp_path):
+def test_robot_explores_the_demo_house_without_touching_anything(kind, asset_cache, tmp_path):
     config = load_experiment(CONFIGS / "demo.yaml", EXPLORE_OVERRIDES + ROBOT_OVERRIDES[kind]
-                             + [f"assets_dir={assets}"])
+                             + [f"assets_dir={asset_cache}"])
     prepared = prepare(config, tmp_path)
     world = EmbeddedWorld(config, prepared.scene)
     occupancy = np.load(prepared.environment / "occupancy.npz")

@@ -211,13 +211,13 @@ def test_fixed_exposure_scales_by_two_to_the_ev_and_filmic_rolls_highlights_off(
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(tmp_path_factory, asset_cache):
     """The demo's world with an environment image (8 columns of distinct colours, rows alike)."""
     folder = tmp_path_factory.mktemp("demo")
     columns = generator(1, "tests/environment-columns").integers(0, 256, (1, 8, 3), dtype=np.uint8)
     Image.fromarray(np.repeat(columns, 4, axis=0)).save(folder / "sky.png")
     config = with_environment(folder / "sky.png")
-    return EmbeddedWorld(config, prepare(config, folder / "run").scene), columns[0]
+    return EmbeddedWorld(config, prepare(config, folder / "run", cache=asset_cache).scene), columns[0]
 
 
 def with_environment(image: Path) -> ExperimentConfig:

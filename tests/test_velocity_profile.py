@@ -22,9 +22,9 @@ STEPS = 240
 
 
 @pytest.fixture(scope="module")
-def scene(tmp_path_factory):
+def scene(tmp_path_factory, asset_cache):
     config = load_experiment(CONFIGS / "demo-tiago.yaml", TINY)
-    return config, prepare(config, tmp_path_factory.mktemp("tiago")).scene
+    return config, prepare(config, tmp_path_factory.mktemp("tiago"), cache=asset_cache).scene
 
 
 def forward_speeds(world: EmbeddedWorld, steps: int) -> np.ndarray:
