@@ -80,14 +80,14 @@ def test_class_map_validates_fallback_targets():
 
 
 @pytest.mark.slow
-def test_a_recording_speaks_the_users_class_map(tmp_path):
+def test_a_recording_speaks_the_users_class_map(tmp_path, asset_cache):
     path = tmp_path / "classes.yaml"
     path.write_text("classes: {person: 7, structure: 3}\naliases: {wall: structure, floor: structure, "
                     "ceiling: structure}\n")
     run = tmp_path / "run"
     generate(load_experiment(CONFIGS / "demo.yaml", [
         "simulation.duration=0.25", "simulation.bootstrap=0.25", "robot.sensors.cameras.0.width=64",
-        "robot.sensors.cameras.0.height=48", f"recording.class_map={path}"]), run)
+        "robot.sensors.cameras.0.height=48", f"recording.class_map={path}"]), run, cache=asset_cache)
     camera = Recording.open(run).camera("camera")
     assert set(camera.instances.semantic_classes) <= {"person", "structure"}
     assert camera.instances.semantic_classes.get("structure") == 3
@@ -100,7 +100,8 @@ def test_a_recording_speaks_the_users_class_map(tmp_path):
     path.write_text("classes: {person: 5}\n")  # another map: the recording is redone, not skipped
     result = run_grade("generate", str(CONFIGS / "demo.yaml"), "--out", str(run), "-s", "simulation.duration=0.25",
                        "-s", "simulation.bootstrap=0.25", "-s", "robot.sensors.cameras.0.width=64",
-                       "-s", "robot.sensors.cameras.0.height=48", "-s", f"recording.class_map={path}")
+                       "-s", "robot.sensors.cameras.0.height=48", "-s", f"recording.class_map={path}",
+                       "-s", f"assets_dir={asset_cache}")
     assert result.returncode == 0, result.stderr
     redone = Recording.open(run).camera("camera").instances
     assert redone.semantic_classes in ({"person": 5}, {})
