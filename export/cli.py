@@ -1,4 +1,4 @@
-"""`grade export {coco,yolo,tum,euroc} RUN... --out DIR`: the export commands, registered in pipeline/cli.py.
+"""`grade export {coco,yolo,tum,euroc,webdataset,kitti} RUN... --out DIR`: the export commands, registered in pipeline/cli.py.
 Each command opens the recordings, holds the output folder and hands the work to its exporter module."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import typer
 
 from core.progress import console
 
-export_app = typer.Typer(help="COCO/YOLO training sets, TUM RGB-D/EuRoC sequences.",
+export_app = typer.Typer(help="COCO/YOLO training sets, WebDataset shards, TUM RGB-D/EuRoC/KITTI sequences.",
                          no_args_is_help=True)
 
 Runs = Annotated[list[Path], typer.Argument(metavar="RUN", help="Recording folders (each holds run.json).")]
@@ -151,3 +151,52 @@ def yolo_command(runs: Runs, out: Out, camera: Cameras = None, robot: Robot = No
     counts = export_yolo(open_sequences(runs, camera, robot), out, task, categories,
                          _filters(min_box, max_aspect, min_visible, bad_frames), processed, parse_split(split), seed)
     report(counts, out)
+
+
+@export_app.command("webdataset")
+def webdataset_command(runs: Runs, out: Out, camera: Cameras = None, robot: Robot = None,
+                       shard_size: Annotated[str, typer.Option(
+                           "--shard-size", metavar="SIZE", help="Largest shard file, e.g. 1GB, 500MB, 64KiB (a "
+                                                                "single larger sample gets a shard of its own).")]
+                       = "1GB",
+                       max_samples: Annotated[int | None, typer.Option(
+                           "--max-samples", min=1, help="At most this many samples per shard (default: no limit).")]
+                       = None,
+                       categories: Categories = "coco", processed: Processed = False,
+                       keypoints: Annotated[bool, typer.Option(
+                           "--keypoints/--no-keypoints", help="COCO person keypoints from the recorded skeletons.")]
+                       = True,
+                       min_box: MinBox = 3, max_aspect: MaxAspect = 100.0, min_visible: MinVisible = 0.0,
+                       bad_frames: BadFrames = True) -> None:
+    """WebDataset tar shards (shard-000000.tar, ...): one sample per camera frame.
+
+    Each sample holds rgb.png, depth.png (uint16 mm), instance.png, semantic.png and a json of ids, time, K,
+    pose and the COCO export's boxes and keypoints; dataset.json lists the shards.
+
+    \b
+    Example:
+      grade export webdataset runs/* --out datasets/wds --shard-size 500MB
+    """
+    from export.common import open_sequences
+    from export.shards import ShardOptions, export_webdataset, parse_size
+
+    options = ShardOptions(parse_size(shard_size), max_samples, categories,
+                           _filters(min_box, max_aspect, min_visible, bad_frames), processed, keypoints)
+    report(export_webdataset(open_sequences(runs, camera, robot), out, options), out)
+
+
+@export_app.command("kitti")
+def kitti_command(runs: Runs, out: Out, camera: Cameras = None, robot: Robot = None,
+                  processed: Processed = False) -> None:
+    """KITTI odometry sequences, one numbered sequence per run and camera.
+
+    poses/NN.txt (3x4 camera poses relative to the first frame, optical frame), sequences/NN/times.txt
+    (simulation s), calib.txt (P0..P3, Tr), image_0/ (grey) and image_2/ (colour); sequences.txt names them.
+
+    \b
+    Example:
+      grade export kitti runs/demo runs/demo-2 --out datasets/kitti
+    """
+    from export.kitti import export_kitti
+
+    report(export_kitti(runs, out, camera, processed, robot), out)

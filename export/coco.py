@@ -62,28 +62,39 @@ def labelled_frames(jobs: list[FrameJob], label: Callable[[FrameJob], T],
         yield from track(zip(jobs, pool.map(label, jobs), strict=True), description, total=len(jobs))
 
 
+def skeleton_tracks(sequences: list[Sequence], keypoints: bool) -> dict[str, SkeletonTrack]:
+    """Each sequence's recorded human skeletons by sequence name (none without `keypoints`)."""
+    return {s.name: SkeletonTrack(h) for s in sequences if keypoints and (h := s.recording.humans()) is not None}
+
+
+def annotate_frame(job: FrameJob, categories: Categories, filters: Filters, processed: bool, keypoints: bool,
+                   skeletons: dict[str, SkeletonTrack]) -> tuple[FrameLabels, list[dict[str, Any]]]:
+    """A frame's labels and its COCO annotation entries (no id, no image_id yet): run on a worker thread."""
+    labels = label_frame(job.frame, job.camera.instances, categories, filters, processed)
+    rles = compress([o.counts for o in labels.objects], labels.height, labels.width)
+    entries = []
+    truth = None
+    for obj, rle in zip(labels.objects, rles, strict=True):
+        x0, y0, x1, y1 = obj.box
+        entry = {"category_id": obj.category.id, "bbox": [x0, y0, x1 - x0 + 1, y1 - y0 + 1],
+                 "area": float(obj.area), "segmentation": rle, "iscrowd": 0, "instance_id": obj.instance_id}
+        if obj.category.is_person and keypoints:
+            truth = truth or _KeypointTruth(job.frame, labels, processed)
+            prim = job.camera.instances.instances[obj.instance_id].prim_path
+            entry |= truth.keypoints(skeletons.get(job.sequence.name), prim, obj.instance_id)
+        entries.append(entry)
+    return labels, entries
+
+
 def coco_annotations(folder: ExportFolder, sequences: list[Sequence], categories: Categories, filters: Filters,
                      processed: bool, keypoints: bool) -> tuple[dict[str | None, dict[str, Any]], list[str]]:
     """Copy the frames into `folder` and build one COCO document per split (key None without splits), with
     the frames the bad-frame filter dropped. Frames are labelled, encoded and given keypoints on the worker
     threads; this thread numbers them."""
-    skeletons = {s.name: SkeletonTrack(h) for s in sequences if keypoints and (h := s.recording.humans()) is not None}
+    skeletons = skeleton_tracks(sequences, keypoints)
 
     def annotate(job: FrameJob) -> tuple[FrameLabels, list[dict[str, Any]]]:
-        labels = label_frame(job.frame, job.camera.instances, categories, filters, processed)
-        rles = compress([o.counts for o in labels.objects], labels.height, labels.width)
-        entries = []
-        truth = None
-        for obj, rle in zip(labels.objects, rles, strict=True):
-            x0, y0, x1, y1 = obj.box
-            entry = {"category_id": obj.category.id, "bbox": [x0, y0, x1 - x0 + 1, y1 - y0 + 1],
-                     "area": float(obj.area), "segmentation": rle, "iscrowd": 0, "instance_id": obj.instance_id}
-            if obj.category.is_person and keypoints:
-                truth = truth or _KeypointTruth(job.frame, labels, processed)
-                prim = job.camera.instances.instances[obj.instance_id].prim_path
-                entry |= truth.keypoints(skeletons.get(job.sequence.name), prim, obj.instance_id)
-            entries.append(entry)
-        return labels, entries
+        return annotate_frame(job, categories, filters, processed, keypoints, skeletons)
 
     documents: dict[str | None, dict[str, Any]] = {}
     dropped: list[str] = []
