@@ -233,6 +233,8 @@ def export_runs(formats: list[str], runs: list[Path], folder: Path) -> None:
     from export.coco import export_coco
     from export.common import open_sequences
     from export.euroc import export_euroc
+    from export.kitti import export_kitti
+    from export.shards import export_webdataset
     from export.tum import export_tum
     from export.yolo import export_yolo
 
@@ -244,6 +246,10 @@ def export_runs(formats: list[str], runs: list[Path], folder: Path) -> None:
             export_yolo(open_sequences(runs), target)
         elif fmt == "tum":
             export_tum(runs, target)
+        elif fmt == "webdataset":
+            export_webdataset(open_sequences(runs), target)
+        elif fmt == "kitti":
+            export_kitti(runs, target)
         else:
             export_euroc(runs, target)
 

@@ -91,7 +91,7 @@ class BatchConfig(Strict):
     variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
     output_dir: Path = Path("runs/batch")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
-    exports: list[Literal["coco", "yolo", "tum", "euroc"]] = Field(
+    exports: list[Literal["coco", "yolo", "tum", "euroc", "webdataset", "kitti"]] = Field(
         default_factory=list, description="exports of every run, made when all jobs are done (<dir>/exports/<format>, "
                                           "the `grade export` defaults)")
 

@@ -92,3 +92,14 @@ def test_bad_requests_exit_2_and_write_nothing(tiny_run, tmp_path, args, message
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and "\n\n" not in result.stderr.strip()
     assert not out.exists()
+
+
+def test_a_batch_exports_kitti_and_webdataset(tiny_run, tmp_path):
+    from pipeline.batch import export_runs
+    from pipeline.batch_config import BatchConfig
+
+    assert {"webdataset", "kitti"} <= set(BatchConfig.model_fields["exports"].annotation.__args__[0].__args__)
+    export_runs(["webdataset", "kitti"], [tiny_run], tmp_path)
+    for fmt, counts in (("webdataset", "samples"), ("kitti", "frames")):
+        document = json.loads((tmp_path / fmt / "export.json").read_text())
+        assert document["format"] == fmt and document["complete"] and document["counts"][counts] > 0
