@@ -14,10 +14,11 @@ import pytest
 import webdataset
 
 from core.recording import Recording
+from export.annotate import Filters
 from export.coco import export_coco
 from export.common import open_sequences
 from export.shards import DATASET_FILE, MTIME, OWNER, ShardOptions, export_webdataset, parse_size
-from tests.conftest import run_grade
+from tests.conftest import copy_run, run_grade
 
 SHARD_SIZE = 64 * 1024  # the tiny run's samples are ~10 KB: several shards
 
@@ -94,7 +95,8 @@ def test_shards_respect_the_size_limit_and_have_fixed_headers(exported):
         with tarfile.open(path) as tar:
             members = tar.getmembers()
         assert len({m.name.split(".", 1)[0] for m in members}) == count
-        assert all(m.mtime == MTIME and m.uname == m.gname == OWNER and m.mode == 0o444 for m in members)
+        assert all(m.mtime == MTIME and m.uname == m.gname == OWNER and m.uid == m.gid == 0 and m.mode == 0o444
+                   for m in members)
         assert path.stat().st_size <= SHARD_SIZE or count == 1
         sizes.append(path.stat().st_size)
     # Filled: each shard but the last could not take the next shard's first sample.
@@ -140,6 +142,22 @@ def test_an_interrupted_export_leaves_only_whole_shards_and_resumes(tiny_run, ex
     export_webdataset(open_sequences([tiny_run]), out, ShardOptions(shard_size=SHARD_SIZE))  # the same job resumes
     assert json.loads((out / "export.json").read_text())["complete"]
     assert [p.read_bytes() for p in shard_files(out)] == [p.read_bytes() for p in shard_files(exported)]
+
+
+def test_processed_samples_hold_the_postprocess_outputs(tiny_run, tmp_path):
+    run = copy_run(tiny_run, tmp_path / "run")
+    result = run_grade("postprocess", str(run), "--blur", "--depth", "realsense")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out"
+    counts = export_webdataset(open_sequences([run]), out, ShardOptions(processed=True, filters=Filters(bad_frames=False)))
+    camera = Recording.open(run).camera("camera")
+    samples = read_samples(out)
+    assert counts["samples"] == len(samples) == len(camera)
+    for sample, frame in zip(samples, camera, strict=True):
+        for member, kind in (("rgb.png", "rgb_blur"), ("depth.png", "depth_noisy"), ("instance.png", "instance_blur"),
+                             ("semantic.png", "semantic_blur")):
+            assert sample[member] == frame.processed_path(kind).read_bytes()
+        assert json.loads(sample["json"])["files"]["rgb"] == {"member": "rgb.png", "source": "rgb_blur"}
 
 
 def test_parse_size():
