@@ -103,3 +103,21 @@ def test_a_batch_exports_kitti_and_webdataset(tiny_run, tmp_path):
     for fmt, counts in (("webdataset", "samples"), ("kitti", "frames")):
         document = json.loads((tmp_path / fmt / "export.json").read_text())
         assert document["format"] == fmt and document["complete"] and document["counts"][counts] > 0
+
+
+def test_tr_is_the_lidar_pose_in_the_optical_frame_on_the_camera_link():
+    from types import SimpleNamespace
+
+    from core.config.sensors import LidarConfig, Mount
+    from export.kitti import lidar_to_camera
+
+    def recording(lidar_link: str) -> SimpleNamespace:
+        lidar = LidarConfig(mount=Mount(link=lidar_link, translation=(1.0, 0.0, 0.5)))
+        config = SimpleNamespace(robot=SimpleNamespace(sensors=SimpleNamespace(lidar=lidar)))
+        camera = SimpleNamespace(mount=Mount(link="base_link"))
+        return SimpleNamespace(experiment_config=lambda: config, camera_config=lambda name: camera)
+
+    # The LiDAR's origin, 1 m ahead of and 0.5 m above the camera: 1 m along the optical z, 0.5 m up (-y).
+    np.testing.assert_allclose(lidar_to_camera(recording("base_link"), "camera") @ [0, 0, 0, 1], [0, -0.5, 1, 1],
+                               atol=1e-12)
+    np.testing.assert_array_equal(lidar_to_camera(recording("arm_link"), "camera"), np.eye(4))
