@@ -16,6 +16,8 @@ from core.recording import Recording
 from export.kitti import export_kitti
 from tests.conftest import run_grade
 
+pytestmark = pytest.mark.slow  # the session's tiny run is recorded for them
+
 
 def calib(path: Path) -> dict[str, np.ndarray]:
     """calib.txt as KITTI's readers (pykitti) parse it: `KEY: 12 values` per line."""

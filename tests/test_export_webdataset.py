@@ -20,6 +20,8 @@ from export.common import open_sequences
 from export.shards import DATASET_FILE, MTIME, OWNER, ShardOptions, export_webdataset, parse_size
 from tests.conftest import copy_run, run_grade
 
+pytestmark = pytest.mark.slow  # the session's tiny run is recorded for them
+
 SHARD_SIZE = 64 * 1024  # the tiny run's samples are ~10 KB: several shards
 
 
