@@ -162,7 +162,11 @@ def webdataset_command(runs: Runs, out: Out, camera: Cameras = None, robot: Robo
                        max_samples: Annotated[int | None, typer.Option(
                            "--max-samples", min=1, help="At most this many samples per shard (default: no limit).")]
                        = None,
-                       categories: Categories = "coco", processed: Processed = False,
+                       categories: Categories = "coco",
+                       processed: Annotated[bool, typer.Option(
+                           "--processed", help="Samples of the post-processed images: rgb_blur, depth_noisy, "
+                                               "instance_blur, semantic_blur (the labels blur-aware); needs `grade "
+                                               "postprocess RUN --blur --depth MODEL` first.")] = False,
                        keypoints: Annotated[bool, typer.Option(
                            "--keypoints/--no-keypoints", help="COCO person keypoints from the recorded skeletons.")]
                        = True,
@@ -187,7 +191,9 @@ def webdataset_command(runs: Runs, out: Out, camera: Cameras = None, robot: Robo
 
 @export_app.command("kitti")
 def kitti_command(runs: Runs, out: Out, camera: Cameras = None, robot: Robot = None,
-                  processed: Processed = False) -> None:
+                  processed: Annotated[bool, typer.Option(
+                      "--processed", help="The blurred images (rgb_blur) of `grade postprocess RUN --blur`.")]
+                  = False) -> None:
     """KITTI odometry sequences, one numbered sequence per run and camera.
 
     poses/NN.txt (3x4 camera poses relative to the first frame, optical frame), sequences/NN/times.txt
