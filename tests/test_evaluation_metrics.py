@@ -286,7 +286,7 @@ def test_cli_bad_inputs_exit_2_naming_the_file(realdata, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def recording(tmp_path_factory) -> Path:
+def recording(tmp_path_factory, asset_cache) -> Path:
     out = tmp_path_factory.mktemp("evaluation") / "run"
     overrides = ["simulation.duration=1.0", "simulation.bootstrap=0.25", "humans.count={min: 0, max: 0}",
                  "flying_objects.count={min: 0, max: 0}", "robot.sensors.cameras.0.width=32",
@@ -295,7 +295,8 @@ def recording(tmp_path_factory) -> Path:
                  # A turn on the spot: the camera, ahead of the body, draws an arc (a straight line leaves the
                  # alignment's rotation about it undetermined).
                  "exploration.initial_turn_deg=360",
-                 "robot.sensors.lidar={name: lidar, channels: 4, horizontal_resolution_deg: 10, rate_hz: 10}"]
+                 "robot.sensors.lidar={name: lidar, channels: 4, horizontal_resolution_deg: 10, rate_hz: 10}",
+                 f"assets_dir={asset_cache}"]
     args = ["generate", str(CONFIGS / "demo.yaml"), "--out", str(out)]
     for override in overrides:
         args += ["--set", override]
