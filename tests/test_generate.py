@@ -55,8 +55,9 @@ def _config(overrides: list[str], name: str = "demo.yaml"):
 
 
 @pytest.fixture(scope="module")
-def assets(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("assets")
+def assets(asset_cache) -> Path:
+    """The session's converted assets: the runs here convert nothing already converted."""
+    return asset_cache
 
 
 @pytest.fixture(scope="module")
