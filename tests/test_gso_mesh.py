@@ -14,7 +14,7 @@ from asset_converters.batch import run_jobs
 from asset_converters.gso import convert_gso, gso_jobs, gso_label
 from asset_converters.mesh import MeshOptions, convert_mesh_file, mesh_jobs
 from core.assets.usd_read import read_meshes
-from core.errors import InputError
+from core.errors import ExitCode, InputError
 from core.formats.asset_meta import load_meta
 
 # A 0.1 x 0.06 x 0.2 m box standing on z = 0; every corner has its own texture coordinate.
@@ -227,7 +227,7 @@ def test_cli_convert_gso_and_mesh(tmp_path):
     trimesh.creation.box(extents=(1, 2, 3)).export(tmp_path / "files" / "box.glb")
     (tmp_path / "files" / "bad.stl").write_bytes(b"solid x\nendsolid x\n")
     result = run_grade("convert", "mesh", str(tmp_path / "files"), "--out", str(tmp_path / "meshes"), "--up", "z")
-    assert result.returncode == 1  # one failure reported, the rest converted
+    assert result.returncode == ExitCode.CONVERT_FAILURES  # one failure reported, the rest converted
     assert "bad.stl" in result.stderr.replace("\n", "")
     np.testing.assert_allclose(load_meta(tmp_path / "meshes" / "box").object.extents, [1, 2, 3], atol=1e-6)
     missing = run_grade("convert", "gso", str(tmp_path / "nothing"), "--out", str(tmp_path / "o"))
