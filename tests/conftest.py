@@ -14,10 +14,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -96,10 +97,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("marked realdata but not using the realdata fixture: " + ", ".join(unguarded))
 
 
-def run_grade(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the CLI as a user would, in a subprocess."""
-    env = {**os.environ, "GRADE_QUIET": "1", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args],
-        cwd=cwd or ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )
+def run_grade(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run the CLI as a user would, in a process of its own (tests/cli_process.py)."""
+    return run_cli(list(args), cwd or ROOT, timeout)

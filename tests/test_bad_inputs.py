@@ -1,4 +1,4 @@
-"""A corpus of bad inputs over every command, run as a user would (real `grade` processes).
+"""A corpus of bad inputs over every command, run as a user would (real `grade` processes, tests/cli_process.py).
 
 Each case builds its input under tmp_path and states what the error must mention. Every case must
 exit 2 (1 for a batch conversion where some files failed), print no traceback, and leave nothing
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 import yaml
 
 from asset_converters.procedural import build_demo_assets
+from tests.cli_process import run_cli
 from tests.conftest import CONFIGS
 from tests.smpl_fixtures import build_model, save_npz
 from tests.test_view import environment_package, write_run
@@ -31,10 +31,8 @@ CASE_TIMEOUT_S = 60
 
 
 def run_grade(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GRADE_QUIET": "1", "COLUMNS": "200"}
     try:
-        return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=CASE_TIMEOUT_S)
+        return run_cli(list(args), cwd, CASE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         pytest.fail(f"grade {' '.join(args)} ran longer than {CASE_TIMEOUT_S} s")
 

@@ -1,0 +1,77 @@
+"""`grade` run as a user runs it, in its own process, without paying Python's start-up and the CLI's imports
+(~1 s) on each of the suite's ~150 calls.
+
+Every call is a fresh process forked from a multiprocessing forkserver that imported `pipeline.cli` once, with
+the environment the console script gets (GRADE_QUIET, COLUMNS). The child changes to the caller's folder,
+sends its file descriptors 1 and 2 (C libraries' output too) to files, and runs `pipeline.cli.main` with the
+arguments; its exit status is the CLI's, and an exception the CLI lets through prints its traceback and exits 1
+as the console script would.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.forkserver
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CLI_ENV = {"GRADE_QUIET": "1", "COLUMNS": "200"}
+_CONTEXT = multiprocessing.get_context("forkserver")
+
+
+def _start_server() -> None:
+    """Start this process's forkserver with the CLI imported under the CLI's environment (the console is made
+    when pipeline.cli is imported and reads COLUMNS then)."""
+    saved = {key: os.environ.get(key) for key in CLI_ENV}
+    os.environ.update(CLI_ENV)
+    try:
+        multiprocessing.forkserver.set_forkserver_preload(["pipeline.cli"])
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _child(args: list[str], cwd: str, stdout: str, stderr: str) -> None:
+    os.environ.update(CLI_ENV)
+    os.chdir(cwd)
+    for fd, path in ((1, stdout), (2, stderr)):
+        target = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        os.dup2(target, fd)
+        os.close(target)
+    sys.argv = ["grade", *args]
+    from pipeline.cli import main
+
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def run_cli(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    """Run `grade ARGS` in `cwd`; raises subprocess.TimeoutExpired (after killing it) past `timeout` seconds."""
+    _start_server()
+    with tempfile.TemporaryDirectory(prefix="grade-cli-") as folder:
+        out, err = Path(folder) / "stdout", Path(folder) / "stderr"
+        out.touch()
+        err.touch()
+        process = _CONTEXT.Process(target=_child, args=(list(args), str(cwd), str(out), str(err)))
+        process.start()
+        process.join(timeout)
+        if process.exitcode is None:
+            process.kill()
+            process.join()
+            raise subprocess.TimeoutExpired(["grade", *args], timeout)
+        return subprocess.CompletedProcess(["grade", *args], process.exitcode,
+                                           out.read_text(errors="replace"), err.read_text(errors="replace"))
