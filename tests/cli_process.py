@@ -10,6 +10,7 @@ as the console script would.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import multiprocessing.forkserver
 import os
@@ -22,9 +23,10 @@ CLI_ENV = {"GRADE_QUIET": "1", "COLUMNS": "200"}
 _CONTEXT = multiprocessing.get_context("forkserver")
 
 
+@functools.cache
 def _start_server() -> None:
-    """Start this process's forkserver with the CLI imported under the CLI's environment (the console is made
-    when pipeline.cli is imported and reads COLUMNS then)."""
+    """Start this process's forkserver, once, with the CLI imported under the CLI's environment (the console is
+    made when pipeline.cli is imported and reads COLUMNS then)."""
     saved = {key: os.environ.get(key) for key in CLI_ENV}
     os.environ.update(CLI_ENV)
     try:
@@ -51,7 +53,9 @@ def _child(args: list[str], cwd: str, stdout: str, stderr: str) -> None:
     code = 0
     try:
         main()
-    except SystemExit as exc:
+    except SystemExit as exc:  # as the interpreter does: an int is the status, anything else is printed, status 1
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         sys.stdout.flush()
