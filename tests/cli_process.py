@@ -21,6 +21,10 @@ from pathlib import Path
 
 CLI_ENV = {"GRADE_QUIET": "1", "COLUMNS": "200"}
 _CONTEXT = multiprocessing.get_context("forkserver")
+# The forkserver and each child take this process's sys.path. Importing bpy in a test puts Blender's
+# scripts/modules first on it, where a `bpy` package shadows the real one (a child's `import bpy` then fails
+# with "No module named '_bpy'"), so they get the path as it was before any test ran.
+_CLEAN_SYS_PATH = list(sys.path)
 
 
 @functools.cache
@@ -28,11 +32,14 @@ def _start_server() -> None:
     """Start this process's forkserver, once, with the CLI imported under the CLI's environment (the console is
     made when pipeline.cli is imported and reads COLUMNS then)."""
     saved = {key: os.environ.get(key) for key in CLI_ENV}
+    saved_path = sys.path[:]
     os.environ.update(CLI_ENV)
+    sys.path[:] = _CLEAN_SYS_PATH
     try:
         multiprocessing.forkserver.set_forkserver_preload(["pipeline.cli"])
         multiprocessing.forkserver.ensure_running()
     finally:
+        sys.path[:] = saved_path
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -40,7 +47,8 @@ def _start_server() -> None:
                 os.environ[key] = value
 
 
-def _child(args: list[str], cwd: str, stdout: str, stderr: str) -> None:
+def _child(args: list[str], cwd: str, stdout: str, stderr: str, path: list[str]) -> None:
+    sys.path[:] = path
     os.environ.update(CLI_ENV)
     os.chdir(cwd)
     for fd, path in ((1, stdout), (2, stderr)):
@@ -70,7 +78,7 @@ def run_cli(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedP
         out, err = Path(folder) / "stdout", Path(folder) / "stderr"
         out.touch()
         err.touch()
-        process = _CONTEXT.Process(target=_child, args=(list(args), str(cwd), str(out), str(err)))
+        process = _CONTEXT.Process(target=_child, args=(list(args), str(cwd), str(out), str(err), _CLEAN_SYS_PATH))
         process.start()
         process.join(timeout)
         if process.exitcode is None:
