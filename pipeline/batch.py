@@ -159,16 +159,23 @@ def job_runner(executor: ExecutorConfig, out: Path, slots: CoreSlots | None = No
         raise GradeError("the SLURM executor needs the `cluster` extra: pip install -e '.[cluster]'") from None
     folder = out / "submitit"
     if executor.kind == "slurm":
-        cluster = submitit.AutoExecutor(folder=folder, cluster="slurm")
-        cluster.update_parameters(timeout_min=executor.slurm_time_min, cpus_per_task=executor.cpus_per_job,
-                                  mem_gb=executor.slurm_mem_gb, slurm_partition=executor.slurm_partition,
-                                  gpus_per_node=int(executor.gpus_per_job))
+        def start(job: BatchJob) -> submitit.Job:
+            # An executor per submission, so that each SLURM job is named after its sequence (squeue --name).
+            cluster = submitit.AutoExecutor(folder=folder, cluster="slurm")
+            cluster.update_parameters(name=job.name, timeout_min=executor.slurm_time_min,
+                                      cpus_per_task=executor.cpus_per_job, mem_gb=executor.slurm_mem_gb,
+                                      slurm_partition=executor.slurm_partition,
+                                      gpus_per_node=int(executor.gpus_per_job))
+            return cluster.submit(run_job, job)
     else:
         cluster = submitit.LocalExecutor(folder=folder)
         cluster.update_parameters(timeout_min=executor.slurm_time_min)
+
+        def start(job: BatchJob) -> submitit.Job:
+            return cluster.submit(run_job, job)
     # submitit jobs are waited on by threads, so all executors hand back the same futures.
     with ThreadPoolExecutor(executor.workers) as waiters:
-        yield lambda job: waiters.submit(lambda: cluster.submit(run_job, job).result())
+        yield lambda job: waiters.submit(lambda: start(job).result())
 
 
 def _tail(log: Path) -> str:

@@ -1,0 +1,138 @@
+"""`grade batch --executor slurm` on a real single-host SLURM cluster (tests/slurm_cluster.py): jobs go through
+submitit to slurmctld and run under slurmd, and give the local pool's ground truth; a job cancelled with
+`scancel` while it runs is retried, the finished job beside it is left alone, and every run ends complete.
+
+Skipped with the reason where SLURM is not installed or we are not root (a user's machine); failed instead
+under GRADE_REQUIRE_CLUSTER=1 (CI, whose .ci/run installs the packages)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from core.formats.batch_state import read_batch_state
+from core.formats.manifest import StageStatus, stage_status
+from core.outputs import LOCK_FILE, TEMP_SUFFIXES, package_lock
+from pipeline.batch import batch_status
+from tests.conftest import ROOT, run_grade
+from tests.slurm_cluster import SlurmCluster, missing_programs, slurm_cluster
+from tests.test_batch import PAIR, ground_truth, seed_environment, write_batch
+
+pytestmark = pytest.mark.slow
+
+# CI sets this so that a machine without SLURM fails these tests instead of skipping them.
+REQUIRE_CLUSTER = os.environ.get("GRADE_REQUIRE_CLUSTER", "") == "1"
+# Two 1-CPU jobs at once on the cluster's 2 CPUs, each asking for less memory than the node offers.
+SLURM = {"kind": "slurm", "workers": 2, "cpus_per_job": 1, "threads_per_job": 1, "slurm_mem_gb": 1, "retries": 1}
+BATCH_TIMEOUT_S = 300  # only bounds a failing run
+POLL_S = 0.2
+# slurmstepd's line in a cancelled job's error stream (src/slurmd/slurmstepd/req.c).
+CANCELLED = "CANCELLED AT"
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory) -> Iterator[SlurmCluster]:
+    """A one-node, 2-CPU SLURM cluster for the session (pytest-xdist runs this module on one worker)."""
+    missing = missing_programs()
+    reason = (f"SLURM is not installed ({', '.join(missing)} not found; on Debian: apt-get install slurmctld slurmd "
+              "slurm-client munge)" if missing else
+              "the test SLURM cluster runs its daemons as root" if os.geteuid() != 0 else None)
+    if reason:
+        if REQUIRE_CLUSTER:
+            pytest.fail(f"{reason}; GRADE_REQUIRE_CLUSTER=1 requires it", pytrace=False)
+        pytest.skip(reason)
+    with slurm_cluster(tmp_path_factory.mktemp("slurm")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def local_pair(tmp_path_factory) -> Path:
+    """The same two sequences as a batch on the local pool: the ground truth the SLURM batches must give."""
+    folder = tmp_path_factory.mktemp("local")
+    result = run_grade("batch", str(write_batch(folder, seeds=PAIR, threads_per_job=1)))
+    assert result.returncode == 0, result.stderr
+    return folder / "out"
+
+
+def grade_batch(slurm: SlurmCluster, batch: Path, log: Path) -> subprocess.Popen:
+    """`grade batch BATCH` started in a process of its own that reaches the cluster (SLURM_CONF)."""
+    with open(log, "wb") as output:
+        return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT,
+                                env={**slurm.env, "GRADE_QUIET": "1"}, stdout=output, stderr=subprocess.STDOUT)
+
+
+def wait_until(what: str, ready: Callable[[], bool], driver: subprocess.Popen, log: Path) -> None:
+    """Poll real state until `ready()`; fail when the driver exits first or BATCH_TIMEOUT_S passes."""
+    deadline = time.monotonic() + BATCH_TIMEOUT_S
+    while not ready():
+        if driver.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{what}: not seen (driver exit status {driver.poll()}):\n{log.read_text()[-3000:]}")
+        time.sleep(POLL_S)
+
+
+def slurm_job_logs(out: Path, stream: str) -> dict[str, str]:
+    """Each SLURM job's output ("out") or error ("err") stream, which srun writes into submitit's folder
+    (<id>_0_log.<stream>), by job id."""
+    return {p.name.split("_")[0]: p.read_text(errors="replace")
+            for p in (out / "submitit").glob(f"*_0_log.{stream}")}
+
+
+def assert_complete_and_clean(out: Path, local: Path) -> None:
+    """Every run complete (each MANIFEST hash checked), the local pool's ground truth, no write left half-done."""
+    for seed in PAIR:
+        assert stage_status(out / f"default-seed{seed}", verify_hashes=True) is StageStatus.COMPLETE
+    expected = ground_truth(local, PAIR)
+    assert expected and ground_truth(out, PAIR) == expected
+    leftovers = [p for p in out.rglob("*") if p.name.endswith(TEMP_SUFFIXES)]
+    assert not leftovers
+
+
+def test_a_batch_on_slurm_gives_the_local_pools_ground_truth(slurm, local_pair, tmp_path):
+    log = tmp_path / "driver.log"
+    driver = grade_batch(slurm, write_batch(tmp_path, seeds=PAIR, **SLURM), log)
+    assert driver.wait(BATCH_TIMEOUT_S) == 0, log.read_text()
+    out = tmp_path / "out"
+    assert {name: (job.status, job.attempts) for name, job in read_batch_state(out).jobs.items()} == {
+        f"default-seed{seed}": ("done", 1) for seed in PAIR}
+    # Each sequence was a SLURM job of its own, named after it, that ran on the cluster's node.
+    scripts = sorted((out / "submitit").glob("*_submission.sh"))
+    assert sorted(line for script in scripts for line in script.read_text().splitlines()
+                  if line.startswith("#SBATCH --job-name=")) == [f"#SBATCH --job-name=default-seed{s}" for s in PAIR]
+    jobs = slurm_job_logs(out, "out")
+    assert len(jobs) == len(PAIR)
+    for job_id, output in jobs.items():  # submitit's first line in the job, from SLURM's environment variables
+        assert f"JobEnvironment(job_id={job_id}, hostname={slurm.node}," in output
+    assert slurm.job_ids() == []
+    assert_complete_and_clean(out, local_pair)
+
+
+def test_a_cancelled_job_is_retried_and_the_finished_one_is_left_alone(slurm, local_pair, tmp_path):
+    batch, out, log = write_batch(tmp_path, seeds=PAIR, **SLURM), tmp_path / "out", tmp_path / "driver.log"
+    finished, cut = out / f"default-seed{PAIR[0]}", out / f"default-seed{PAIR[1]}"
+    # Holding the second sequence's first asset package keeps its job running on the node, its run folder
+    # locked, whatever the machine's speed: the first sequence finishes meanwhile.
+    with package_lock(seed_environment(out, PAIR[1])):
+        driver = grade_batch(slurm, batch, log)
+        wait_until("the first job done and the second running", lambda: (
+            stage_status(finished) is StageStatus.COMPLETE and batch_status(out)["running"] == [cut.name]
+            and len(slurm.job_ids(cut.name)) == 1), driver, log)
+        untouched = {p: p.stat().st_mtime_ns for p in finished.rglob("*") if p.is_file() and p.name != LOCK_FILE}
+        (cancelled,) = slurm.job_ids(cut.name)
+        slurm.run("scancel", cancelled)
+        wait_until("the cancelled job submitted again", lambda: read_batch_state(out).jobs[cut.name].attempts == 2,
+                   driver, log)
+        assert stage_status(cut) is not StageStatus.COMPLETE  # cancelled before it recorded
+    assert driver.wait(BATCH_TIMEOUT_S) == 0, log.read_text()
+    state = read_batch_state(out)
+    assert {name: (job.status, job.attempts) for name, job in state.jobs.items()} == {
+        finished.name: ("done", 1), cut.name: ("done", 2)}
+    assert CANCELLED in slurm_job_logs(out, "err")[cancelled]  # a real cancel, by the controller
+    assert (out / "logs" / f"{cut.name}.log").read_text().count("--- grade generate") == 2
+    assert {p: p.stat().st_mtime_ns for p in untouched} == untouched  # the finished run was not redone
+    assert_complete_and_clean(out, local_pair)
