@@ -103,8 +103,9 @@ class SlurmCluster:
 
     @property
     def env(self) -> dict[str, str]:
-        """This process's environment pointed at the cluster."""
-        return {**os.environ, "SLURM_CONF": str(self.conf)}
+        """This process's environment pointed at the cluster, without the SLURM_* variables of a job this process
+        may itself run in (on another cluster), which sbatch and srun would take as theirs."""
+        return {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "SLURM_CONF": str(self.conf)}
 
     def run(self, *args: str) -> str:
         """A client command's output (`squeue`, `scancel`, ...); CalledProcessError when it fails."""

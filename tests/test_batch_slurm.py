@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -60,11 +61,19 @@ def local_pair(tmp_path_factory) -> Path:
     return folder / "out"
 
 
-def grade_batch(slurm: SlurmCluster, batch: Path, log: Path) -> subprocess.Popen:
-    """`grade batch BATCH` started in a process of its own that reaches the cluster (SLURM_CONF)."""
+@contextmanager
+def grade_batch(slurm: SlurmCluster, batch: Path, log: Path) -> Iterator[subprocess.Popen]:
+    """`grade batch BATCH` in a process of its own that reaches the cluster (SLURM_CONF), its output in `log`;
+    killed if it is still running when the block ends (a failed test)."""
     with open(log, "wb") as output:
-        return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT,
-                                env={**slurm.env, "GRADE_QUIET": "1"}, stdout=output, stderr=subprocess.STDOUT)
+        driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT,
+                                  env={**slurm.env, "GRADE_QUIET": "1"}, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        yield driver
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
 
 
 def wait_until(what: str, ready: Callable[[], bool], driver: subprocess.Popen, log: Path) -> None:
@@ -95,8 +104,8 @@ def assert_complete_and_clean(out: Path, local: Path) -> None:
 
 def test_a_batch_on_slurm_gives_the_local_pools_ground_truth(slurm, local_pair, tmp_path):
     log = tmp_path / "driver.log"
-    driver = grade_batch(slurm, write_batch(tmp_path, seeds=PAIR, **SLURM), log)
-    assert driver.wait(BATCH_TIMEOUT_S) == 0, log.read_text()
+    with grade_batch(slurm, write_batch(tmp_path, seeds=PAIR, **SLURM), log) as driver:
+        assert driver.wait(BATCH_TIMEOUT_S) == 0, log.read_text()
     out = tmp_path / "out"
     assert {name: (job.status, job.attempts) for name, job in read_batch_state(out).jobs.items()} == {
         f"default-seed{seed}": ("done", 1) for seed in PAIR}
@@ -117,8 +126,9 @@ def test_a_cancelled_job_is_retried_and_the_finished_one_is_left_alone(slurm, lo
     finished, cut = out / f"default-seed{PAIR[0]}", out / f"default-seed{PAIR[1]}"
     # Holding the second sequence's first asset package keeps its job running on the node, its run folder
     # locked, whatever the machine's speed: the first sequence finishes meanwhile.
-    with package_lock(seed_environment(out, PAIR[1])):
-        driver = grade_batch(slurm, batch, log)
+    held = ExitStack()
+    held.enter_context(package_lock(seed_environment(out, PAIR[1])))
+    with held, grade_batch(slurm, batch, log) as driver:
         wait_until("the first job done and the second running", lambda: (
             stage_status(finished) is StageStatus.COMPLETE and batch_status(out)["running"] == [cut.name]
             and len(slurm.job_ids(cut.name)) == 1), driver, log)
@@ -128,7 +138,8 @@ def test_a_cancelled_job_is_retried_and_the_finished_one_is_left_alone(slurm, lo
         wait_until("the cancelled job submitted again", lambda: read_batch_state(out).jobs[cut.name].attempts == 2,
                    driver, log)
         assert stage_status(cut) is not StageStatus.COMPLETE  # cancelled before it recorded
-    assert driver.wait(BATCH_TIMEOUT_S) == 0, log.read_text()
+        held.close()  # the package released, the second attempt goes on
+        assert driver.wait(BATCH_TIMEOUT_S) == 0, log.read_text()
     state = read_batch_state(out)
     assert {name: (job.status, job.attempts) for name, job in state.jobs.items()} == {
         finished.name: ("done", 1), cut.name: ("done", 2)}
