@@ -19,6 +19,7 @@ import pytest
 
 from core.formats.batch_state import read_batch_state
 from core.formats.manifest import StageStatus, stage_status
+from core.formats.run_layout import ASSETS_DIR
 from core.outputs import LOCK_FILE, TEMP_SUFFIXES, package_lock
 from pipeline.batch import batch_status
 from tests.conftest import ROOT, run_grade
@@ -103,10 +104,13 @@ def assert_complete_and_clean(out: Path, local: Path) -> None:
 
 
 def test_a_batch_on_slurm_gives_the_local_pools_ground_truth(slurm, local_pair, tmp_path):
-    log = tmp_path / "driver.log"
+    log, out = tmp_path / "driver.log", tmp_path / "out"
+    # The local batch's converted assets (content-addressed): the jobs here only record, the executor being what
+    # is tested (the other test's jobs convert theirs).
+    out.mkdir()
+    (out / ASSETS_DIR).symlink_to(local_pair / ASSETS_DIR, target_is_directory=True)
     with grade_batch(slurm, write_batch(tmp_path, seeds=PAIR, **SLURM), log) as driver:
         assert driver.wait(BATCH_TIMEOUT_S) == 0, log.read_text()
-    out = tmp_path / "out"
     assert {name: (job.status, job.attempts) for name, job in read_batch_state(out).jobs.items()} == {
         f"default-seed{seed}": ("done", 1) for seed in PAIR}
     # Each sequence was a SLURM job of its own, named after it, that ran on the cluster's node.
