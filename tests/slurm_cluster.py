@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,9 +123,10 @@ class SlurmCluster:
         return self.run(*args).split()
 
     def log_tail(self, lines: int = 20) -> str:
-        """The last lines of each daemon's log, for a failure message."""
+        """The last lines of each daemon's log and output (errors before it opens its log), for a failure
+        message."""
         parts = []
-        for log in sorted(self.folder.glob("*.log")):
+        for log in sorted([*self.folder.glob("*.log"), *self.folder.glob("*.out")]):
             text = log.read_text(errors="replace").splitlines()[-lines:]
             parts.append(f"--- {log.name}\n" + "\n".join(text))
         return "\n".join(parts)
@@ -150,7 +151,7 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def _wait_for(what: str, ready, processes: list[subprocess.Popen], cluster: SlurmCluster | None,
+def _wait_for(what: str, ready: Callable[[], bool], processes: list[subprocess.Popen], cluster: SlurmCluster,
               timeout: float) -> None:
     """Poll `ready()` until it is true; RuntimeError when a daemon exits or `timeout` passes first."""
     deadline = time.monotonic() + timeout
@@ -158,8 +159,7 @@ def _wait_for(what: str, ready, processes: list[subprocess.Popen], cluster: Slur
         dead = [p.args[0] for p in processes if p.poll() is not None]
         if dead or time.monotonic() > deadline:
             why = f"{', '.join(dead)} exited" if dead else f"not within {timeout:.0f} s"
-            logs = cluster.log_tail() if cluster else ""
-            raise RuntimeError(f"the test SLURM cluster did not start ({what}: {why})\n{logs}")
+            raise RuntimeError(f"the test SLURM cluster did not start ({what}: {why})\n{cluster.log_tail()}")
         time.sleep(POLL_S)
 
 
@@ -185,7 +185,7 @@ def slurm_cluster(folder: Path, cpus: int = 2, timeout: float = START_TIMEOUT_S)
     folder = folder.resolve()
     for sub in ("state", "spool", "munge"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
-    (folder / "munge").chmod(0o700)  # munged refuses a key or socket folder that others can write to
+    (folder / "munge").chmod(0o755)  # munged wants its socket's folder reachable by all, writable by its user only
     munge_socket = folder / "munge" / "munge.socket"
     if len(str(munge_socket)) > MAX_SOCKET_PATH:
         raise ValueError(f"the cluster folder {folder} is too deep for munge's socket path; use a shorter one")
@@ -198,11 +198,13 @@ def slurm_cluster(folder: Path, cpus: int = 2, timeout: float = START_TIMEOUT_S)
     cluster = SlurmCluster(folder, conf, host)
     env = cluster.env
     with ExitStack() as stack:
+        # --force: munged also wants every folder above its socket reachable by all users, and pytest's temporary
+        # folders are private; only this process's user talks to it.
         munged = _start(stack, [find_program("munged"), "--foreground", "--force", f"--socket={munge_socket}",
                                 f"--key-file={key}", f"--pid-file={folder / 'munge' / 'munged.pid'}",
                                 f"--log-file={folder / 'munged.log'}",
                                 f"--seed-file={folder / 'munge' / 'munged.seed'}"], folder / "munged.out", env)
-        _wait_for("munge socket", munge_socket.exists, [munged], None, timeout)
+        _wait_for("munge socket", munge_socket.exists, [munged], cluster, timeout)
         slurmctld = _start(stack, [find_program("slurmctld"), "-D", "-i", "-f", str(conf)],
                            folder / "slurmctld.out", env)
         slurmd = _start(stack, [find_program("slurmd"), "-D", "-N", host, "-f", str(conf)], folder / "slurmd.out",
