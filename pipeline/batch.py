@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import os
 import queue
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -34,7 +35,14 @@ from pathlib import Path
 
 from core.config_io import dump_yaml
 from core.errors import BatchFailedError, ConfigError, GradeError
-from core.formats.batch_state import BATCH_FILE, BatchState, JobState, read_batch_state, write_batch_state
+from core.formats.batch_state import (
+    BATCH_FILE,
+    BatchState,
+    JobNode,
+    JobState,
+    read_batch_state,
+    write_batch_state,
+)
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.run_layout import ASSETS_DIR
 from core.outputs import output_lock
@@ -45,6 +53,7 @@ from simulation.render.raycast import THREADS_ENV
 
 JOBS_DIR, LOGS_DIR, EXPORTS_DIR = "jobs", "logs", "exports"
 LOG_TAIL_LINES = 5
+SLURM_NODE_ENV = "SLURMD_NODENAME"  # set by slurmd in every job: the node it runs on
 
 
 @dataclass(frozen=True)
@@ -60,22 +69,45 @@ class BatchJob:
     cores: tuple[int, ...] = ()  # the CPU cores it runs on (executor.pin_cores); () = any
 
 
-def run_job(job: BatchJob) -> int:
-    """Run one job (`grade generate`) in a process of its own, its output appended to its log; the exit
-    status. A top-level function, so Ray and submitit can ship it to their workers."""
+@dataclass(frozen=True)
+class JobOutcome:
+    """How one attempt of a job ended: its exit status, and the node it ran on."""
+
+    code: int
+    node: JobNode
+
+
+def this_node(environ: Mapping[str, str] = os.environ) -> JobNode:
+    """The node this process runs on: the host name, and inside a SLURM job the node's SLURM name."""
+    return JobNode(host=socket.gethostname(), id=environ.get(SLURM_NODE_ENV))
+
+
+def run_job(job: BatchJob, node: JobNode | None = None) -> JobOutcome:
+    """Run one job (`grade generate`) in a process of its own, its output appended to its log (each attempt's
+    first line names its node: default this_node()); its exit status and node. A top-level function, so Ray
+    and submitit can ship it to their workers."""
+    node = node or this_node()
     job.log.parent.mkdir(parents=True, exist_ok=True)
     with open(job.log, "a", encoding="utf-8") as log:
         where = f" (cores {','.join(map(str, job.cores))})" if job.cores else ""
-        log.write(f"--- grade generate {job.config} --out {job.run}{where}\n")
+        log.write(f"--- grade generate {job.config} --out {job.run} on {node.label()}{where}\n")
         log.flush()
         # --wait: a run folder still locked by a killed driver's orphaned job is waited for, not refused.
         threads = str(job.threads)  # the renderer's, numba's and BLAS's threads: the job's share of the cores
         env = {**os.environ, "GRADE_QUIET": "1", THREADS_ENV: threads, "NUMBA_NUM_THREADS": threads,
                "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
         pinned = ["pipeline.pinned", ",".join(map(str, job.cores))] if job.cores else []
-        return subprocess.run([sys.executable, "-m", *pinned, "pipeline.cli", "generate", str(job.config), "--out",
+        code = subprocess.run([sys.executable, "-m", *pinned, "pipeline.cli", "generate", str(job.config), "--out",
                                str(job.run), "--wait"], stdout=log, stderr=subprocess.STDOUT, env=env,
                               check=False).returncode
+    return JobOutcome(code, node)
+
+
+def run_ray_job(job: BatchJob) -> JobOutcome:
+    """`run_job` in a Ray task, on the node Ray names by its node id (a machine can hold several)."""
+    import ray
+
+    return run_job(job, JobNode(host=socket.gethostname(), id=ray.get_runtime_context().get_node_id()))
 
 
 def job_threads(executor: ExecutorConfig) -> int:
@@ -115,7 +147,7 @@ class CoreSlots:
         for worker in range(workers):
             self._free.put(tuple(available[worker * threads:(worker + 1) * threads]))
 
-    def run(self, job: BatchJob) -> int:
+    def run(self, job: BatchJob) -> JobOutcome:
         """`run_job` on a free set of cores (there is one per worker, so one is always free)."""
         cores = self._free.get_nowait()
         try:
@@ -127,7 +159,7 @@ class CoreSlots:
 @contextmanager
 def job_runner(executor: ExecutorConfig, out: Path, slots: CoreSlots | None = None
                ) -> Iterator[Callable[[BatchJob], Future]]:
-    """A `submit(job) -> Future[int]` on the configured executor, shut down on leaving; local jobs run on
+    """A `submit(job) -> Future[JobOutcome]` on the configured executor, shut down on leaving; local jobs run on
     `slots` when given (executor.pin_cores)."""
     if executor.kind == "local":
         run = slots.run if slots is not None else run_job
@@ -142,11 +174,16 @@ def job_runner(executor: ExecutorConfig, out: Path, slots: CoreSlots | None = No
         started = not ray.is_initialized()
         if started:
             if executor.ray_address is None:
-                ray.init(num_cpus=executor.workers * executor.cpus_per_job, include_dashboard=False,
-                         log_to_driver=False)
+                # "local": an instance of our own, even where a `ray start` on this machine left its address for
+                # ray.init to find.
+                ray.init(address="local", num_cpus=executor.workers * executor.cpus_per_job,
+                         include_dashboard=False, log_to_driver=False)
             else:
                 ray.init(address=executor.ray_address, log_to_driver=False)
-        remote = ray.remote(num_cpus=executor.cpus_per_job, num_gpus=executor.gpus_per_job)(run_job)
+        # No retries of Ray's own: an attempt lost with its node fails, and executor.retries redoes it, counted in
+        # batch.json like any other failed attempt.
+        remote = ray.remote(num_cpus=executor.cpus_per_job, num_gpus=executor.gpus_per_job,
+                            max_retries=0)(run_ray_job)
         try:
             yield lambda job: remote.remote(job).future()
         finally:
@@ -209,7 +246,8 @@ def run_batch(batch: BatchConfig, batch_file: Path, out: Path | None = None,
                 job = waiting.pop(future)
                 entry = state.jobs[job.name]
                 try:
-                    code = future.result()
+                    outcome = future.result()
+                    code, entry.node = outcome.code, outcome.node
                 except Exception as exc:  # noqa: BLE001 - an executor's failure is one job's failure, reported
                     code, entry.error = -1, f"{type(exc).__name__}: {exc}"
                 if code == 0:
@@ -331,9 +369,18 @@ def follow_status(out: Path, period: float = FOLLOW_PERIOD_S) -> None:
             groups = batch_status(out)
 
 
+def jobs_by_node(state: BatchState) -> dict[str, list[str]]:
+    """The jobs by the node their last finished attempt ran on (JobNode.label), in the order of the jobs."""
+    nodes: dict[str, list[str]] = {}
+    for name, entry in state.jobs.items():
+        if entry.node is not None:
+            nodes.setdefault(entry.node.label(), []).append(name)
+    return nodes
+
+
 def report_status(out: Path, follow: bool = False) -> None:
-    """Counts by status with a text bar, and each failure with its log; with `follow`, first a live bar until the
-    batch's driver stops."""
+    """Counts by status with a text bar, the jobs by the node they ran on, and each failure with its log; with
+    `follow`, first a live bar until the batch's driver stops."""
     if follow:
         follow_status(out)
     groups = batch_status(out)
@@ -343,5 +390,7 @@ def report_status(out: Path, follow: bool = False) -> None:
                   f"{len(groups['running'])} running, {len(groups['failed'])} failed, "
                   f"{len(groups['remaining'])} remaining (driver {driver})", soft_wrap=True)
     state = read_batch_state(out)
+    for label, names in jobs_by_node(state).items():
+        console.print(f"  ran on {label}: {', '.join(names)}", soft_wrap=True)
     for name in groups["failed"]:
         console.print(f"  failed {name}: {state.jobs[name].error} (log {state.jobs[name].log})", soft_wrap=True)

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,12 +19,12 @@ import yaml
 
 from asset_converters.procedural.demo import ENVIRONMENT_ID
 from core.errors import ExitCode
-from core.formats.batch_state import read_batch_state
+from core.formats.batch_state import JobNode, read_batch_state
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.run_layout import ASSETS_DIR
 from core.outputs import package_lock
 from core.recording import Recording
-from pipeline.batch import batch_status
+from pipeline.batch import batch_status, this_node
 from tests.conftest import CONFIGS, ROOT, run_grade
 
 pytestmark = pytest.mark.slow
@@ -77,9 +78,13 @@ def test_a_batch_runs_every_sequence_on_the_local_pool(local):
         assert Recording.open(run).info.master_seed == seed
     # one shared, content-addressed asset cache: the procedural assets converted once per seed
     assert (local / "assets").is_dir() and not any((local / f"default-seed{s}" / "assets").exists() for s in SEEDS)
-    assert {job.status for job in read_batch_state(local).jobs.values()} == {"done"}
+    jobs = read_batch_state(local).jobs.values()
+    assert {job.status for job in jobs} == {"done"}
+    assert [job.node for job in jobs] == [JobNode(host=socket.gethostname())] * len(SEEDS)  # each ran here
     result = run_grade("batch", "status", str(local))
     assert result.returncode == 0 and "3/3 done" in result.stdout + result.stderr
+    names = ", ".join(f"default-seed{s}" for s in SEEDS)
+    assert f"  ran on {socket.gethostname()}: {names}\n" in result.stdout + result.stderr
     coco = json.loads((local / "exports" / "coco" / "annotations" / "instances_all.json").read_text())
     assert {image["sequence"] for image in coco["images"]} == {f"default-seed{s}" for s in SEEDS}
 
@@ -90,6 +95,13 @@ def test_ray_and_submitit_give_the_same_ground_truth(local, tmp_path, executor):
     assert result.returncode == 0, result.stderr
     expected = ground_truth(local, PAIR)
     assert expected and ground_truth(tmp_path / "out", PAIR) == expected
+
+
+def test_a_slurm_job_names_its_node():
+    """slurmd gives every job the name of its node; a local job has only its host's."""
+    assert this_node({"SLURMD_NODENAME": "gpu-07"}) == JobNode(host=socket.gethostname(), id="gpu-07")
+    assert this_node({"SLURMD_NODENAME": "gpu-07"}).label() == f"{socket.gethostname()} (node gpu-07)"
+    assert this_node({}).label() == socket.gethostname()
 
 
 def seed_environment(out: Path, seed: int) -> Path:

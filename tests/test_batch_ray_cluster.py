@@ -1,0 +1,237 @@
+"""`grade batch` on a real Ray cluster of two nodes on this machine (ray.cluster_utils.Cluster: a head and a worker
+node, one CPU each, and jobs of one CPU, so that two jobs at a time run one on each node): jobs land on both
+nodes and `grade batch status` says which ran where; a worker node lost mid-batch (its raylet and every process
+under it killed at once, as when a machine dies) costs only its job's attempt, which the driver's retry redoes on
+the head, while nothing complete is touched and no corrupt run or partial folder is left.
+
+Skips with the reason where Ray is not installed; fails instead under GRADE_REQUIRE_CLUSTER=1 (CI).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import pytest
+
+from core.formats.batch_state import BATCH_FILE, read_batch_state
+from core.formats.manifest import StageStatus, stage_status
+from core.formats.run_layout import ASSETS_DIR
+from core.outputs import package_lock
+from core.rundir import PARTIAL_SUFFIX
+from pipeline.batch import batch_status
+from tests.conftest import ROOT, run_grade
+from tests.test_batch import ground_truth, seed_environment, write_batch
+
+pytestmark = pytest.mark.slow
+
+REQUIRE_CLUSTER = os.environ.get("GRADE_REQUIRE_CLUSTER", "") == "1"
+SEEDS = [1, 2]
+# One CPU per node and per job: two jobs at a time, one on each node, whatever the scheduler's order.
+NODE_CPUS = 1
+# The head notices a lost node within a second or two (Ray's defaults: 5 missed checks of 3 s).
+HEALTH_CHECKS = {"health_check_period_ms": 500, "health_check_failure_threshold": 3}
+OBJECT_STORE_BYTES = 80 * 1024 * 1024  # the jobs pass nothing through it
+EVENT_TIMEOUT_S = 120  # only bounds a failing run
+POLL_S = 0.1
+
+
+def _ray_cluster_utils():
+    try:
+        import ray.cluster_utils
+    except ImportError as exc:
+        reason = f"Ray is not installed ({exc}): pip install -e '.[cluster]'"
+        if REQUIRE_CLUSTER:
+            pytest.fail(f"{reason}; GRADE_REQUIRE_CLUSTER=1 requires it", pytrace=False)
+        pytest.skip(reason)
+    return ray.cluster_utils
+
+
+class RayCluster:
+    """A head and a worker node of one CPU each, in a temporary folder of their own: Ray's sockets, logs and
+    the `ray_current_cluster` address file it writes for ray.init, so that no other Ray on the machine finds
+    (or loses) this one."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        utils = _ray_cluster_utils()
+        with ray_temp_dir(self.folder):
+            self.cluster = utils.Cluster(initialize_head=True, head_node_args={
+                "num_cpus": NODE_CPUS, "temp_dir": str(folder / "ray"), "include_dashboard": False,
+                "object_store_memory": OBJECT_STORE_BYTES, "_system_config": HEALTH_CHECKS})
+            self.worker = self.cluster.add_node(num_cpus=NODE_CPUS, object_store_memory=OBJECT_STORE_BYTES)
+        self.head = self.cluster.head_node
+
+    @property
+    def address(self) -> str:
+        return self.cluster.address
+
+    def kill_worker(self) -> list[str]:
+        """Lose the worker node as a machine is lost: its raylet and every process under it (Ray's workers, the
+        jobs they run) stopped, then SIGKILLed together, so that none reacts to another's death; the command
+        lines of the processes killed."""
+        raylet = self.worker.all_processes["raylet"][0].process.pid
+        tree: list[int] = []
+        while (now := process_tree(raylet)) != tree:  # frozen: a stopped process starts no other
+            tree = now
+            for pid in tree:
+                _signal(pid, signal.SIGSTOP)
+        commands = [command_line(pid) for pid in tree]
+        for pid in tree:
+            _signal(pid, signal.SIGKILL)
+        self.cluster.remove_node(self.worker, allow_graceful=False)  # reaps the raylet, our child
+        return commands
+
+    def shutdown(self) -> None:
+        with ray_temp_dir(self.folder):
+            self.cluster.shutdown()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextmanager
+def ray_temp_dir(folder: Path) -> Iterator[None]:
+    """$RAY_TMPDIR set to `folder`: Ray writes, and removes, the address file in $RAY_TMPDIR/ray whatever temp_dir
+    its nodes are given."""
+    (folder / "ray").mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_TMPDIR", str(folder))
+        yield
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:  # it exited meanwhile
+        pass
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:  # it exited meanwhile
+        return ""
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process under it, from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])  # the name in () may hold spaces
+        except OSError:  # it exited meanwhile
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo.extend(children.get(tree[-1], []))
+    return sorted(tree)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RayCluster]:
+    # A short folder: Ray's Unix sockets live in it, and a socket's path must fit in 107 bytes.
+    ray_cluster = RayCluster(Path(tempfile.mkdtemp(prefix="grade-ray-")))
+    try:
+        yield ray_cluster
+    finally:
+        ray_cluster.shutdown()
+
+
+def cluster_batch(folder: Path, address: str, seeds: list[int]) -> Path:
+    return write_batch(folder, seeds=seeds, kind="ray", ray_address=address, cpus_per_job=NODE_CPUS, retries=1)
+
+
+@pytest.fixture(scope="module")
+def spread(cluster, tmp_path_factory) -> Path:
+    """SEEDS run on both nodes of the cluster."""
+    folder = tmp_path_factory.mktemp("ray-cluster")
+    result = run_grade("batch", str(cluster_batch(folder, cluster.address, SEEDS)))
+    assert result.returncode == 0, result.stderr
+    return folder / "out"
+
+
+def test_jobs_run_on_both_nodes_and_status_says_where(cluster, spread):
+    assert batch_status(spread)["done"] == [f"default-seed{s}" for s in SEEDS]
+    for seed in SEEDS:
+        assert stage_status(spread / f"default-seed{seed}", verify_hashes=True) is StageStatus.COMPLETE
+    nodes = {name: job.node for name, job in read_batch_state(spread).jobs.items()}
+    assert {node.id for node in nodes.values()} == {cluster.head.node_id, cluster.worker.node_id}
+    assert {node.host for node in nodes.values()} == {socket.gethostname()}
+    status = run_grade("batch", "status", str(spread))
+    assert status.returncode == 0, status.stderr
+    lines = (status.stdout + status.stderr).splitlines()
+    for node_id in (cluster.head.node_id, cluster.worker.node_id):
+        ran = [line for line in lines if line.startswith(f"  ran on {socket.gethostname()} (node {node_id}): ")]
+        assert len(ran) == 1, lines
+        assert ran[0].split(": ", 1)[1].split(", ") == [name for name, node in nodes.items() if node.id == node_id]
+
+
+def wait_for(condition: Callable[[], bool], driver: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + EVENT_TIMEOUT_S
+    while not condition():
+        assert driver.poll() is None, f"the driver exited ({driver.returncode}) before {what}: {driver.stderr.read()}"
+        assert time.monotonic() < deadline, f"no {what} after {EVENT_TIMEOUT_S} s"
+        time.sleep(POLL_S)
+
+
+def headers(log: Path) -> list[str]:
+    """The first line of each attempt in a job's log (run_job's), which names the attempt's node."""
+    return [line for line in log.read_text().splitlines() if line.startswith("--- grade generate")]
+
+
+def test_a_worker_node_lost_mid_batch_costs_only_its_attempt(cluster, spread, tmp_path):
+    out = tmp_path / "out"
+    # The batch found partly done: the asset packages its runs share complete, the runs and their houses not made.
+    shutil.copytree(spread, out, ignore=shutil.ignore_patterns("logs"))
+    for seed in SEEDS:
+        shutil.rmtree(out / f"default-seed{seed}")
+        shutil.rmtree(seed_environment(out, seed))
+    complete = {p: p.stat().st_mtime_ns for p in (out / ASSETS_DIR).rglob("*") if p.is_file()}
+    assert complete
+    names = [f"default-seed{seed}" for seed in SEEDS]
+    batch = cluster_batch(tmp_path, cluster.address, SEEDS)
+    with ExitStack() as held:
+        # Holding their houses' package locks keeps the two jobs mid-run (run folder locked, assets being made).
+        for seed in SEEDS:
+            held.enter_context(package_lock(seed_environment(out, seed)))
+        driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT,
+                                  env={**os.environ, "GRADE_QUIET": "1"}, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            # Two jobs running at once hold both nodes' CPUs: one of them runs on the worker.
+            wait_for(lambda: (out / BATCH_FILE).is_file() and sorted(batch_status(out)["running"]) == names, driver,
+                     "two jobs running")
+            lost = [name for name in names
+                    if f"(node {cluster.worker.node_id})" in headers(out / "logs" / f"{name}.log")[-1]]
+            assert len(lost) == 1
+            assert stage_status(out / lost[0]) is not StageStatus.COMPLETE
+            killed = cluster.kill_worker()
+            # the lost job's own process died with its node (an orphan would go on and finish its run)
+            assert any(f"generate {out / 'jobs' / lost[0]}.yaml" in command for command in killed), killed
+            wait_for(lambda: read_batch_state(out).jobs[lost[0]].attempts == 2, driver, "retry of the lost job")
+        except BaseException:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+            raise
+    assert driver.wait(timeout=EVENT_TIMEOUT_S) == 0, driver.stderr.read()
+    state = read_batch_state(out)
+    for job in state.jobs.values():
+        assert job.status == "done" and stage_status(Path(job.run), verify_hashes=True) is StageStatus.COMPLETE
+        assert job.node.id == cluster.head.node_id  # the worker node is gone
+    assert state.jobs[lost[0]].attempts == 2
+    attempts = headers(out / "logs" / f"{lost[0]}.log")
+    assert [f"(node {cluster.worker.node_id})" in attempts[0], f"(node {cluster.head.node_id})" in attempts[1]] == [
+        True, True]
+    assert {p: p.stat().st_mtime_ns for p in complete} == complete  # the complete packages untouched
+    assert not [p for p in out.rglob(f"*{PARTIAL_SUFFIX}")]  # no partial folder left
+    assert ground_truth(out, SEEDS) == ground_truth(spread, SEEDS)
