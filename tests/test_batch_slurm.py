@@ -128,8 +128,12 @@ def test_a_batch_on_slurm_gives_the_local_pools_ground_truth(slurm, local_pair, 
 def test_a_cancelled_job_is_retried_and_the_finished_one_is_left_alone(slurm, local_pair, tmp_path):
     batch, out, log = write_batch(tmp_path, seeds=PAIR, **SLURM), tmp_path / "out", tmp_path / "driver.log"
     finished, cut = out / f"default-seed{PAIR[0]}", out / f"default-seed{PAIR[1]}"
-    # Holding the second sequence's first asset package keeps its job running on the node, its run folder
-    # locked, whatever the machine's speed: the first sequence finishes meanwhile.
+    # The first sequence's assets are the local batch's (content-addressed): its job only records. Holding the
+    # second sequence's first asset package keeps its job running on the node, its run folder locked, whatever the
+    # machine's speed: the first sequence finishes meanwhile.
+    first_assets = seed_environment(out, PAIR[0]).parents[1]
+    first_assets.parent.mkdir(parents=True)
+    first_assets.symlink_to(seed_environment(local_pair, PAIR[0]).parents[1], target_is_directory=True)
     held = ExitStack()
     held.enter_context(package_lock(seed_environment(out, PAIR[1])))
     with held, grade_batch(slurm, batch, log) as driver:
