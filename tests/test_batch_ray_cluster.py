@@ -26,7 +26,7 @@ import pytest
 from core.formats.batch_state import BATCH_FILE, read_batch_state
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.run_layout import ASSETS_DIR
-from core.outputs import package_lock
+from core.outputs import LOCK_FILE, package_lock
 from core.rundir import PARTIAL_SUFFIX
 from pipeline.batch import batch_status
 from tests.conftest import ROOT, run_grade
@@ -189,14 +189,34 @@ def headers(log: Path) -> list[str]:
     return [line for line in log.read_text().splitlines() if line.startswith("--- grade generate")]
 
 
-def test_a_worker_node_lost_mid_batch_costs_only_its_attempt(cluster, spread, tmp_path):
-    out = tmp_path / "out"
-    # The batch found partly done: the asset packages its runs share complete, the runs and their houses not made.
+def partly_done(spread: Path, out: Path, redone: list[int]) -> dict[Path, int]:
+    """`spread` copied to `out` with the runs of `redone` and their houses in the asset cache removed, as a batch
+    is found part done; the modification times of the files of the packages and runs left (a run's lock file
+    aside: each writer of it, a job that finds it complete too, notes itself in it)."""
     shutil.copytree(spread, out, ignore=shutil.ignore_patterns("logs"))
-    for seed in SEEDS:
+    for seed in redone:
         shutil.rmtree(out / f"default-seed{seed}")
         shutil.rmtree(seed_environment(out, seed))
-    complete = {p: p.stat().st_mtime_ns for p in (out / ASSETS_DIR).rglob("*") if p.is_file()}
+    kept = [out / ASSETS_DIR, *(out / f"default-seed{seed}" for seed in SEEDS if seed not in redone)]
+    return {p: p.stat().st_mtime_ns for folder in kept for p in folder.rglob("*")
+            if p.is_file() and p.name != LOCK_FILE}
+
+
+def start_driver(batch: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT,
+                            env={**os.environ, "GRADE_QUIET": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def running(out: Path) -> list[str]:
+    """The jobs whose run folder a job has locked now, once the driver has written batch.json."""
+    return sorted(batch_status(out)["running"]) if (out / BATCH_FILE).is_file() else []
+
+
+def test_a_worker_node_lost_mid_batch_costs_only_its_attempt(cluster, spread, tmp_path):
+    out = tmp_path / "out"
+    # Only the asset packages the runs share are complete: both runs are recorded, both houses converted.
+    complete = partly_done(spread, out, SEEDS)
     assert complete
     names = [f"default-seed{seed}" for seed in SEEDS]
     batch = cluster_batch(tmp_path, cluster.address, SEEDS)
@@ -204,13 +224,10 @@ def test_a_worker_node_lost_mid_batch_costs_only_its_attempt(cluster, spread, tm
         # Holding their houses' package locks keeps the two jobs mid-run (run folder locked, assets being made).
         for seed in SEEDS:
             held.enter_context(package_lock(seed_environment(out, seed)))
-        driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT,
-                                  env={**os.environ, "GRADE_QUIET": "1"}, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
+        driver = start_driver(batch)
         try:
             # Two jobs running at once hold both nodes' CPUs: one of them runs on the worker.
-            wait_for(lambda: (out / BATCH_FILE).is_file() and sorted(batch_status(out)["running"]) == names, driver,
-                     "two jobs running")
+            wait_for(lambda: running(out) == names, driver, "two jobs running")
             lost = [name for name in names
                     if f"(node {cluster.worker.node_id})" in headers(out / "logs" / f"{name}.log")[-1]]
             assert len(lost) == 1
@@ -234,4 +251,30 @@ def test_a_worker_node_lost_mid_batch_costs_only_its_attempt(cluster, spread, tm
         True, True]
     assert {p: p.stat().st_mtime_ns for p in complete} == complete  # the complete packages untouched
     assert not [p for p in out.rglob(f"*{PARTIAL_SUFFIX}")]  # no partial folder left
+    assert ground_truth(out, SEEDS) == ground_truth(spread, SEEDS)
+
+
+def test_a_driver_killed_mid_batch_resumes_on_the_cluster(cluster, spread, tmp_path):
+    """The driver killed while a job runs on the cluster, then started again: the batch finishes, the complete
+    run untouched."""
+    out = tmp_path / "out"
+    redone = SEEDS[:1]
+    complete = partly_done(spread, out, redone)
+    assert any(p.name == "MANIFEST.json" and p.parent.name == f"default-seed{SEEDS[1]}" for p in complete)
+    batch = cluster_batch(tmp_path, cluster.address, SEEDS)
+    with package_lock(seed_environment(out, redone[0])):
+        driver = start_driver(batch)
+        try:
+            wait_for(lambda: running(out) == [f"default-seed{redone[0]}"], driver, "the job running")
+        finally:
+            os.killpg(driver.pid, signal.SIGKILL)  # the driver alone: its jobs run under the cluster's raylets
+            driver.wait()
+    # Ray ends a dead driver's tasks; a job process that outlives its task finishes its run, which the new
+    # driver's job waits for (the run folder's lock) and then finds complete.
+    result = run_grade("batch", str(batch))
+    assert result.returncode == 0, result.stderr
+    for seed in SEEDS:
+        assert stage_status(out / f"default-seed{seed}", verify_hashes=True) is StageStatus.COMPLETE
+    assert {p: p.stat().st_mtime_ns for p in complete} == complete
+    assert not [p for p in out.rglob(f"*{PARTIAL_SUFFIX}")]
     assert ground_truth(out, SEEDS) == ground_truth(spread, SEEDS)
