@@ -111,8 +111,10 @@ def test_a_batch_on_slurm_gives_the_local_pools_ground_truth(slurm, local_pair, 
     (out / ASSETS_DIR).symlink_to(local_pair / ASSETS_DIR, target_is_directory=True)
     with grade_batch(slurm, write_batch(tmp_path, seeds=PAIR, **SLURM), log) as driver:
         assert driver.wait(BATCH_TIMEOUT_S) == 0, log.read_text()
-    assert {name: (job.status, job.attempts) for name, job in read_batch_state(out).jobs.items()} == {
+    state = read_batch_state(out)
+    assert {name: (job.status, job.attempts) for name, job in state.jobs.items()} == {
         f"default-seed{seed}": ("done", 1) for seed in PAIR}
+    assert {job.node.id for job in state.jobs.values()} == {slurm.node}  # as slurmd named it to each job
     # Each sequence was a SLURM job of its own, named after it, that ran on the cluster's node.
     scripts = sorted((out / "submitit").glob("*_submission.sh"))
     assert sorted(line for script in scripts for line in script.read_text().splitlines()
