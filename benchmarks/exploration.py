@@ -1,44 +1,40 @@
-"""Frontier exploration of the demo house by the UAV and the TIAGo++ Omni: coverage over time, collisions,
-wall time.
+"""Exploration of the demo flat by the UAV and the TIAGo++ Omni, frontier planner against tour planner:
+coverage over time, path, speed, collisions, replans, planning CPU time.
 
-Run: .venv/bin/python benchmarks/exploration.py [--budget 180] [--every 10] [--robots uav,lightweight,physical]
-     [--seed 42] [--humans MIN,MAX] [--objects MIN,MAX] [--resolution 0.1]
+Run: .venv/bin/python benchmarks/exploration.py [--budget 120] [--robots uav,lightweight] [--planners frontier,tour]
+     [--seed 42] [--humans MIN,MAX] [--objects MIN,MAX] [--resolution 0.1] [--uav-speed M/S]
 
 Prepares configs/demo.yaml (its humans and flying objects unless overridden) once per robot kind in a
-temporary folder, then lets each robot explore the whole house with a 64x48, 100 deg depth camera (the
-UAV's on camera_link, the TIAGo's on its head tilted 25 deg down) until no frontier is left or the
-budget (simulated seconds) runs out. Every `--every` simulated seconds it prints the coverage: the
-fraction of the house's free space reachable by a disc of the robot's radius from its start (ground
-truth from the environment package's occupancy.npz, which the robot never reads) that the robot's own
-map knows, and the same with the people standing where they were placed counted as obstacles. At the
-end: final coverage, contacts of the robot with the environment / people / flying objects (MuJoCo),
-ground-truth occupied cells found inside the robot's body (checked at 30 Hz), goals, wall time and the
-real-time factor.
+temporary folder, then lets each robot explore the flat with each planner and a 64x48, 100 deg depth camera
+(the UAV's on camera_link, the TIAGo's on its head tilted 25 deg down) until it is done or the budget
+(simulated seconds) runs out. Coverage is the fraction of the flat's free floor reachable by a disc of the
+robot's radius from its start (ground truth from the environment package's occupancy.npz, which the robot
+never reads) that the robot's own map knows, at 15, 30, 60 and 120 s (the last value once exploration ended).
+Path: the robot's horizontal path length; speed: path / time explored; collisions: physics steps with a
+contact of the robot with the environment, or with a person or flying object it moved towards (MuJoCo);
+replans: planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock
+measure, so it varies from run to run; everything else is deterministic).
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 from core.assets.layout import OCCUPANCY_FILE
 from core.config_io import load_experiment
-from core.formats.occupancy import read_occupancy, read_voxels
-from core.formats.placement import load_placement
+from core.formats.occupancy import read_occupancy
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
-from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, Explorer, ExplorerParams, Grid2D
-from simulation.exploration.metrics import box_overlap, coverage, reachable_free, robot_contacts
-from simulation.physics.kinematic import HUMAN_RADIUS
-from simulation.robots.tiago_model import CHASSIS_HALF_XY
-from simulation.robots.uav_model import FRAME_HALF_SIZE
+from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, Explorer, ExplorerParams
+from simulation.exploration.metrics import coverage, reachable_free, robot_contacts
+from simulation.exploration.tour_explorer import TourExplorer
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECK_EVERY = 8  # physics steps between ground-truth body checks (30 Hz at 240 Hz)
+CHECKPOINTS = (15.0, 30.0, 60.0, 120.0)  # s
 CAMERA = ["robot.sensors.imus=[]", "robot.sensors.cameras.0.width=64", "robot.sensors.cameras.0.height=48",
           "robot.sensors.cameras.0.fov_deg=100", "robot.sensors.cameras.0.outputs=[depth]"]
 ROBOTS = {  # name -> (robot.kind, overrides)
@@ -47,82 +43,77 @@ ROBOTS = {  # name -> (robot.kind, overrides)
     "physical": ("tiago_omni", ["robot.kind=tiago_omni", "robot.tiago.model=physical"]),
 }
 TIAGO_CAMERA = ["robot.sensors.cameras.0.mount.link=head_2_link", "robot.sensors.cameras.0.mount.rpy_deg=[0,25,0]"]
+EXPLORERS = {"frontier": Explorer, "tour": TourExplorer}
 
 
-def run(name: str, args: argparse.Namespace, work: Path) -> None:
+def run(name: str, planner: str, args: argparse.Namespace, work: Path) -> dict:
     kind, overrides = ROBOTS[name]
     overrides = overrides + CAMERA + (TIAGO_CAMERA if kind == "tiago_omni" else []) + [
-        f"seed={args.seed}", f"assets_dir={work / 'assets'}", f"exploration.map_resolution={args.resolution}"]
+        f"seed={args.seed}", f"assets_dir={work / 'assets'}", f"exploration.map_resolution={args.resolution}",
+        f"exploration.planner={planner}"]
     if args.humans:
         overrides += [f"humans.count.min={args.humans[0]}", f"humans.count.max={args.humans[1]}"]
     if args.objects:
         overrides += [f"flying_objects.count.min={args.objects[0]}", f"flying_objects.count.max={args.objects[1]}"]
+    if args.uav_speed is not None and kind == "uav":
+        overrides += [f"robot.uav.max_speed={args.uav_speed}"]
     config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
     prepared = prepare(config, work / kind)
     world = EmbeddedWorld(config, prepared.scene)
     occupancy = read_occupancy(prepared.environment / OCCUPANCY_FILE)
     map2d, origin, res = occupancy.grid, occupancy.origin, occupancy.resolution
-    voxels, voxels_origin, voxel_size = read_voxels(prepared.environment / OCCUPANCY_FILE)
-    radius = UAV_RADIUS if kind == "uav" else TIAGO_RADIUS
-    start = world.robot().pose()[:2, 3]
-    people = [(h.x, h.y, HUMAN_RADIUS) for h in load_placement(prepared.placement).humans]
-    truth = reachable_free(map2d, origin, res, start, radius)
-    truth_people = reachable_free(map2d, origin, res, start, radius, people)
-    print(f"\n{name}: {len(people)} people, {len(world.scene.objects)} flying objects, reachable free space "
-          f"{truth.sum() * res**2:.1f} m^2 ({truth_people.sum() * res**2:.1f} m^2 around the people)")
-    print(f"{'sim s':>7} {'coverage':>9} {'w/ people':>10} {'explored':>9} {'wall s':>7}")
+    start = world.robot().pose()[:3, 3]
+    truth = reachable_free(map2d, origin, res, start[:2], UAV_RADIUS if kind == "uav" else TIAGO_RADIUS)
 
-    contacts = {"environment": 0, "human": 0, "object": 0}
-    inside = [0]
-    next_print = [0.0]
-    wall_start = time.perf_counter()
+    collisions, path, last = [0], [0.0], [start[:2].copy()]
+    covered: list[tuple[float, float]] = []
 
     def on_step(b: EmbeddedWorld) -> None:
-        for key, count in robot_contacts(b.physics).items():
-            contacts[key] += count
-        if round(b.time / b.timestep) % CHECK_EVERY == 0:
-            pose = b.robot().pose()
-            if kind == "uav":
-                inside[0] += box_overlap(voxels, voxels_origin, voxel_size, pose, np.array(FRAME_HALF_SIZE))
-            else:
-                inside[0] += box_overlap(map2d == 1, origin, res, pose, np.array(CHASSIS_HALF_XY))
+        pose = b.robot().pose()
+        moving = (pose[:3, 3], pose[:3, :3] @ b.robot().velocity()[0])
+        if any(robot_contacts(b.physics, moving).values()):
+            collisions[0] += 1
+        path[0] += float(np.linalg.norm(pose[:2, 3] - last[0]))
+        last[0] = pose[:2, 3].copy()
 
-    def report(t: float, grid: Grid2D, explored: float) -> None:
-        print(f"{t:7.1f} {coverage(grid, truth, origin, res):9.3f} {coverage(grid, truth_people, origin, res):10.3f} "
-              f"{explored:9.3f} {time.perf_counter() - wall_start:7.1f}", flush=True)
+    def on_map(t: float, grid) -> None:
+        covered.append((t - world_start, coverage(grid, truth, origin, res)))
 
-    def on_map(t: float, grid: Grid2D) -> None:
-        # The UAV's map until it reaches its cruise altitude is the slab it hovers in; report it anyway.
-        if t >= next_print[0]:
-            next_print[0] += args.every
-            report(t, grid, explorer.history[-1][1])
-
+    world_start = world.time
     area = ExplorationArea.from_package(prepared.environment)
     params = ExplorerParams.from_config(config, budget=args.budget)
-    explorer = Explorer(world.robot(), config.robot, params, area)
+    explorer = EXPLORERS[planner](world.robot(), config.robot, params, area)
     result = explorer.run(on_step, on_map)
-    wall = time.perf_counter() - wall_start
-    report(world.time, result.grid, result.explored_fraction)
-    print(f"end: {result.reason} after {result.time:.1f} s; coverage {coverage(result.grid, truth, origin, res):.3f} "
-          f"({coverage(result.grid, truth_people, origin, res):.3f} w/ people); contacts {contacts}; "
-          f"occupied cells inside the body {inside[0]}; goals {result.goals_reached} reached, "
-          f"{result.goals_abandoned} abandoned; {result.replans} plans; wall {wall:.1f} s "
-          f"({result.time / wall:.1f}x real time)")
+    at = [max([c for t, c in covered if t <= checkpoint + 1e-9], default=0.0) for checkpoint in CHECKPOINTS]
+    return {"robot": name, "planner": planner, "coverage": at, "path": path[0], "speed": path[0] / max(result.time, 1e-9),
+            "collisions": collisions[0], "replans": result.replans, "plan_cpu": explorer.planning_time / max(result.time, 1e-9),
+            "end": f"{result.reason} {result.time:.0f}s"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--budget", type=float, default=180.0, help="simulated seconds per robot")
-    parser.add_argument("--every", type=float, default=10.0, help="simulated seconds between coverage lines")
-    parser.add_argument("--robots", default="uav,lightweight,physical")
+    parser.add_argument("--budget", type=float, default=120.0, help="simulated seconds per robot and planner")
+    parser.add_argument("--robots", default="uav,lightweight")
+    parser.add_argument("--planners", default="frontier,tour")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--humans", type=lambda s: [int(v) for v in s.split(",")], default=None)
     parser.add_argument("--objects", type=lambda s: [int(v) for v in s.split(",")], default=None)
     parser.add_argument("--resolution", type=float, default=0.1, help="map resolution, m")
+    parser.add_argument("--uav-speed", type=float, default=None, help="robot.uav.max_speed (default: the config's)")
     args = parser.parse_args()
+    header = (f"{'robot':<12} {'planner':<9}" + "".join(f" {f'{c:.0f} s':>6}" for c in CHECKPOINTS)
+              + f" {'path m':>7} {'m/s':>5} {'coll.':>5} {'replans':>7} {'plan CPU':>8}  end")
+    rows = []
     with tempfile.TemporaryDirectory() as folder:
         for name in args.robots.split(","):
-            run(name, args, Path(folder))
+            for planner in args.planners.split(","):
+                row = run(name, planner, args, Path(folder))
+                rows.append(row)
+                print(f"done {name} {planner}: {row}", flush=True)
+    print(f"\ndemo flat, seed {args.seed}, budget {args.budget:.0f} s\n{header}")
+    for r in rows:
+        print(f"{r['robot']:<12} {r['planner']:<9}" + "".join(f" {c:6.3f}" for c in r["coverage"])
+              + f" {r['path']:7.1f} {r['speed']:5.2f} {r['collisions']:5d} {r['replans']:7d} {r['plan_cpu']:8.3f}  {r['end']}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""What the robots do during a run: hold still through the bootstrap, then explore (frontier planner),
+"""What the robots do during a run: hold still through the bootstrap, then explore (frontier or tour planner),
 follow waypoints or stay put (each robot its own planner), and hold until the experiment's time is up.
 
 `run_mission` steps the world for exactly bootstrap + duration seconds and calls `on_step(world)`
@@ -16,6 +16,7 @@ import shapely
 from core.config import ExperimentConfig, RobotConfig
 from simulation.backend import Robot, World
 from simulation.exploration import ExplorationArea, ExplorationResult, Explorer, ExplorerParams, make_driver
+from simulation.exploration.tour_explorer import TourExplorer
 from simulation.exploration.waypoints import WaypointFollower, WaypointResult
 
 HOLD_CONTROL_HZ = 60.0
@@ -78,11 +79,12 @@ class RobotMission:
     def _planner(self) -> Explorer | WaypointFollower | None:
         config, robot = self.config, self.robot
         planner = config.exploration.planner
-        if planner == "frontier":
+        if planner in ("frontier", "tour"):
             params = ExplorerParams.from_config(config)
             # The explorer's region: the configured one (environment.region), else the whole map box.
             region = shapely.Polygon(config.environment.region) if config.environment.region else None
-            return Explorer(robot, config.robot, params, ExplorationArea.from_package(self.environment, region))
+            explorer = TourExplorer if planner == "tour" else Explorer
+            return explorer(robot, config.robot, params, ExplorationArea.from_package(self.environment, region))
         if planner == "waypoints":
             exploration = config.exploration
             return WaypointFollower(robot, config.robot, exploration.waypoints, config.simulation.duration,

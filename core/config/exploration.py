@@ -1,4 +1,4 @@
-"""How a robot moves (`exploration`): the frontier explorer, given waypoints, or standing still."""
+"""How a robot moves (`exploration`): the frontier or tour explorer, given waypoints, or standing still."""
 
 from __future__ import annotations
 
@@ -10,14 +10,17 @@ from core.config.base import NonNegFloat, PositiveFloat, Strict, Vec3
 
 
 class ExplorationConfig(Strict):
-    planner: Literal["frontier", "waypoints", "none"] = "frontier"
+    planner: Literal["frontier", "tour", "waypoints", "none"] = Field(
+        "frontier", description="frontier: go to the best-looking frontier next; tour: a global tour over frontier "
+                                "clusters (FUEL-like), moving and turning at once; waypoints: the given points; "
+                                "none: stay put")
     waypoints: list[Vec3] = Field(default_factory=list, description="x, y, z (m) for planner 'waypoints'")
     map_resolution: PositiveFloat = 0.1
     stop_explored_fraction: Annotated[float, Field(gt=0, le=1)] = 0.95
     replan_period: PositiveFloat = 1.0
     safety_margin: NonNegFloat = 0.3
     initial_turn_deg: Annotated[float, Field(ge=0, le=360)] = Field(
-        360.0, description="frontier planner: how far the robot turns in place before it sets off (360: a full "
+        360.0, description="frontier and tour planners: how far the robot turns in place before it sets off (360: a full "
                            "look around; the start pose faces the most open direction, so less sets off sooner)")
     stop_distance: PositiveFloat | None = Field(
         None, description="waypoints planner: the robot waits while its first camera's depth shows something in "

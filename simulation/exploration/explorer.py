@@ -34,6 +34,7 @@ tend to walk it again, and a robot waiting there, facing elsewhere, would be wal
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -125,6 +126,7 @@ class Explorer:
         self._replan_now = True
         self.history: list[tuple[float, float]] = []
         self.goals_reached = self.goals_abandoned = self.replans = 0
+        self.planning_time = 0.0  # CPU s spent planning (for benchmarks; never in a run's outputs)
         self.reason: Reason | None = None
         self._start: float | None = None  # when the first tick came
         self._step, self._stopped = 0, False
@@ -162,7 +164,9 @@ class Explorer:
                 on_map(robot.world.time, self.grid)
         due = self._replan_now or step % self._replan_every == 0
         if self.reason is None and self.phase in PLANNING_PHASES and due:
+            began = time.process_time()
             self._plan()
+            self.planning_time += time.process_time() - began
         if step % self._control_every == 0:
             self._control()
         else:

@@ -1,0 +1,267 @@
+"""The tour explorer (`exploration.planner: tour`): FUEL-like exploration (Zhou et al., RA-L 2021) on the map
+the robot builds, with the frontier explorer's perception, phases and safety (simulation.exploration.explorer).
+
+Planning, every `replan_period` s or when the path ahead is blocked:
+- the frontier clusters and their viewpoints are brought up to date incrementally
+  (simulation.exploration.viewpoints); viewpoints where people walk are left out;
+- while the viewpoint being gone to is reachable, its path clear and it still has frontier cells in view (at
+  least a cluster's minimum size), the robot keeps going (clusters change as the robot sees more of them);
+- else a global tour over every cluster with a reachable viewpoint is solved as an ATSP, the first
+  `REFINE_DEPTH` clusters' viewpoints are refined (simulation.exploration.tour), and the robot sets off to
+  the first one on a trajectory that moves and turns at once, from its current speed, within its limits
+  (simulation.exploration.trajectory).
+
+Tracking. The trajectory's reference runs in simulation time; the set point sent to the robot's controller
+is the reference `lead` s ahead (the controller's position loop lags its set point by about 1 / gain, the
+UAV's velocity shaping by its time constant more), and the reference is held back while it is more than a
+`lookahead` ahead of the robot's progress along the path, so that a robot held up (a person in the way)
+never gets a set point across a corner. A robot closer to an obstacle than its radius moves off first
+without turning, as in the frontier explorer. While the TIAGo moves, its heading stays within
+`LOOK_FRACTION` of the camera's half field of view of the way it goes, and it turns on the spot first
+while the way it goes is outside the camera's view: its ground map holds floor seen free, which may lie under
+a table top not seen yet. The turn to the viewpoint's yaw is done along the way as far as that allows. The
+UAV's map is the slab it flies in, seen free, so it moves and turns freely. Where the path just ahead crosses
+cells not seen yet (unknown cells right around the robot count as passable) either robot faces the way it
+goes, turning on the spot first while that is more than `LOOK_FRACTION` of the half field of view off.
+
+A viewpoint is reached when the robot is within `goal_tolerance` of it facing its yaw within
+`yaw_tolerance`; the frontier cells of its cluster and those in its view still frontier then cannot be seen
+from there and are marked exhausted, as are those of a viewpoint not reached in time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.sparse.csgraph import dijkstra
+
+from core.config import RobotConfig
+from simulation.backend import Robot
+from simulation.control import wrap_angle
+from simulation.control.planar import POSITION_GAIN, YAW_GAIN
+from simulation.control.uav_controller import VELOCITY_TIME_CONSTANT
+from simulation.exploration.drivers import BaseDriver, UavDriver
+from simulation.exploration.explorer import GOAL_TIME_FACTOR, GOAL_TIME_SLACK, Explorer
+from simulation.exploration.follower import PathFollower
+from simulation.exploration.frontiers import frontier_mask
+from simulation.exploration.occupancy import OCCUPIED, UNKNOWN
+from simulation.exploration.params import ExplorationArea, ExplorerParams
+from simulation.exploration.planner import SearchTree, grid_graph
+from simulation.exploration.tour import cost_matrix, refine, solve_tour, travel_time
+from simulation.exploration.trajectory import MotionLimits, Trajectory, plan_trajectory
+from simulation.exploration.viewpoints import (
+    Cluster,
+    FrontierInfo,
+    Viewpoint,
+    ViewpointParams,
+    line_of_sight,
+    seen_from,
+)
+
+REFINE_DEPTH = 3  # clusters at the head of the tour whose viewpoints are refined together
+LOOK_SAMPLES = 6  # points of the path ahead checked for cells not seen yet
+LOOK_FRACTION = 0.8  # of the camera's half field of view: how far the heading may be off the way the robot goes
+
+
+def motion_limits(config: RobotConfig, driver: UavDriver | BaseDriver) -> MotionLimits:
+    """The robot's limits as its controller enforces them."""
+    controller = driver.controller
+    if config.kind == "uav":
+        uav = config.uav
+        return MotionLimits(uav.max_speed, controller.max_acceleration, math.radians(uav.yaw_rate_deg),
+                            math.radians(uav.yaw_acceleration_deg), uav.max_jerk)
+    limits = controller.limits
+    return MotionLimits(limits.max_speed, limits.max_acceleration, limits.max_yaw_rate, limits.max_yaw_acceleration)
+
+
+class TourExplorer(Explorer):
+    """Explores by a global tour over frontier clusters (module notes); runs like `Explorer`."""
+
+    def __init__(self, robot: Robot, config: RobotConfig, params: ExplorerParams, area: ExplorationArea):
+        super().__init__(robot, config, params, area)
+        camera = next(c for c in config.sensors.cameras if c.name == params.camera)
+        self.info = FrontierInfo(params.map_resolution, ViewpointParams(
+            min_size=params.min_frontier_cells, fov=math.radians(camera.fov_deg)))
+        self.limits = motion_limits(config, self.driver)
+        self.half_fov = math.radians(camera.fov_deg) / 2
+        self.look = LOOK_FRACTION * self.half_fov
+        if self.uav:
+            self.lead = 1.0 / config.position_gains.kp + VELOCITY_TIME_CONSTANT
+            self.yaw_lead = 1.0 / config.attitude_gains.kp
+        else:
+            self.lead, self.yaw_lead = 1.0 / POSITION_GAIN, 1.0 / YAW_GAIN
+        self.trajectory: Trajectory | None = None
+        self.target: tuple[Cluster, Viewpoint] | None = None
+        self._reference = 0.0  # s along the trajectory
+        self._rows: dict[tuple[int, int], np.ndarray] = {}  # path lengths from a viewpoint cell to every cell
+        self.tour: list[int] = []  # cluster ids in tour order at the last planning
+
+    # ------------------------------------------------------------ planning
+
+    def _plan(self) -> None:
+        if self.phase != "explore":
+            super()._plan()
+            return
+        self._replan_now = False
+        start = self._start_cell()
+        if start is None:  # boxed in for now: wait
+            self.follower = self.trajectory = None
+            return
+        self.replans += 1
+        graph = grid_graph(self.costs)
+        shape = self.grid.shape
+        flat = int(np.ravel_multi_index(start, shape))
+        cost, predecessors = dijkstra(graph, directed=True, indices=flat, return_predecessors=True)
+        tree = SearchTree(start, cost.reshape(shape), predecessors)
+        mask = frontier_mask(self.grid.state, self.region) & ~self.exhausted
+        # Viewpoints only where the robot can go now, and not where people walk while there are others.
+        for avoid in (self.walkways, np.zeros_like(self.walkways)):
+            reach = np.where(avoid | ~self.region, np.inf, tree.cost)
+            clusters = self.info.update(mask, self.grid.state == OCCUPIED, np.isfinite(reach))
+            if self.target is not None and self.follower is not None:
+                _, viewpoint = self.target
+                if (np.isfinite(reach[viewpoint.cell]) and self._path_clear()
+                        and np.count_nonzero(self._in_view(viewpoint, mask)) >= self.info.params.min_size):
+                    return
+            options = {c.id: [v for v in c.viewpoints if np.isfinite(reach[v.cell])] for c in clusters.values()}
+            options = {i: v for i, v in options.items() if v}
+            if options:
+                break
+        else:
+            self.target = self.trajectory = None
+            self._out_of_goals(mask.any())
+            return
+        ids = sorted(options)
+        order = self._tour(graph, tree, ids, options)
+        self.tour = [ids[k - 1] for k in order[1:]]
+        head = self.tour[:REFINE_DEPTH]
+        choice = self._refine(tree, [options[i] for i in head], head)
+        self._set_off(tree, clusters[head[0]], options[head[0]][choice[0]])
+
+    def _tour(self, graph, tree: SearchTree, ids: list[int], options: dict[int, list[Viewpoint]]) -> list[int]:
+        """The ATSP order over the robot (node 0) and each cluster's best reachable viewpoint."""
+        cells = [options[i][0].cell for i in ids]
+        missing = [c for c in cells if c not in self._rows]
+        if missing:
+            flats = np.ravel_multi_index(np.array(missing).T, self.grid.shape)
+            rows = dijkstra(graph, directed=True, indices=flats)
+            for cell, row in zip(missing, rows):
+                self._rows[cell] = row.reshape(self.grid.shape)
+        used = set(cells)
+        self._rows = {c: r for c, r in self._rows.items() if c in used}
+        n = len(cells) + 1
+        lengths = np.full((n, n), np.inf)
+        for a, cell_a in enumerate(cells, start=1):
+            lengths[0, a] = tree.cost[cell_a]
+            for b, cell_b in enumerate(cells, start=1):
+                # The newer row knows more of the map: take the shorter of the two directions.
+                lengths[a, b] = min(self._rows[cell_a][cell_b], self._rows[cell_b][cell_a])
+        yaws = np.array([self._pose()[1]] + [options[i][0].yaw for i in ids])
+        return solve_tour(cost_matrix(lengths, yaws, self.limits.speed, self.limits.yaw_rate))
+
+    def _refine(self, tree: SearchTree, layers: list[list[Viewpoint]], head: list[int]) -> list[int]:
+        """One viewpoint per cluster at the head of the tour, by least total travel time."""
+        speed, yaw_rate, yaw = self.limits.speed, self.limits.yaw_rate, self._pose()[1]
+        blocked, resolution = ~self.costs.traversable, self.grid.resolution
+        best = [layer[0] for layer in layers]
+
+        def start_cost(cell: np.ndarray, to_yaw: float) -> float:
+            return travel_time(tree.cost[tuple(cell)], yaw, to_yaw, speed, yaw_rate)
+
+        def step_cost(k: int, a: np.ndarray, yaw_a: float, b: np.ndarray, yaw_b: float) -> float:
+            if line_of_sight(blocked, a, b[None])[0]:
+                length = float(np.linalg.norm(b - a)) * resolution
+            else:  # round by the clusters' best viewpoints, whose path is known
+                row = self._rows.get(best[k].cell)
+                if row is None:
+                    return math.inf
+                offsets = np.linalg.norm(a - best[k].cell) + np.linalg.norm(b - best[k + 1].cell)
+                length = float(row[best[k + 1].cell] + offsets * resolution)
+            return travel_time(length, yaw_a, yaw_b, speed, yaw_rate)
+
+        candidates = [[(np.array(v.cell), v.yaw) for v in layer] for layer in layers]
+        return refine(candidates, start_cost, step_cost)
+
+    def _set_off(self, tree: SearchTree, cluster: Cluster, viewpoint: Viewpoint) -> None:
+        position, yaw = self._pose()
+        points = np.vstack([position[:2], self.grid.center_of(tree.path_to(viewpoint.cell))])
+        ahead = points[min(2, len(points) - 1)] - points[0]
+        velocity = self.robot.pose()[:3, :3] @ self.robot.velocity()[0]
+        norm = float(np.linalg.norm(ahead))
+        speed0 = float(velocity[:2] @ ahead / norm) if norm > 0 else 0.0
+        self.trajectory = plan_trajectory(points, yaw, viewpoint.yaw, self.limits, speed0)
+        self.follower = PathFollower(points, self.params.lookahead)
+        self.target, self._reference = (cluster, viewpoint), 0.0
+        self._goal_deadline = (self.robot.world.time + GOAL_TIME_FACTOR * self.trajectory.duration
+                               + GOAL_TIME_SLACK)
+
+    def _in_view(self, viewpoint: Viewpoint, mask: np.ndarray) -> np.ndarray:
+        """The cells (K, 2) of the frontier `mask` seen from `viewpoint`."""
+        cells = np.argwhere(mask)
+        occupied = self.grid.state == OCCUPIED
+        return cells[seen_from(np.array(viewpoint.cell), viewpoint.yaw, cells, occupied, self.grid.resolution,
+                               self.info.params)]
+
+    def _finish(self, reached: bool) -> None:
+        """Count the viewpoint and mark exhausted the frontier cells of its cluster and those it has in view,
+        in case they are still frontier: from there they cannot be seen."""
+        cluster, viewpoint = self.target
+        self.exhausted[cluster.cells[:, 0], cluster.cells[:, 1]] = True
+        mask = frontier_mask(self.grid.state, self.region)
+        cells = self._in_view(viewpoint, mask)
+        self.exhausted[cells[:, 0], cells[:, 1]] = True
+        if reached:
+            self.goals_reached += 1
+        else:
+            self.goals_abandoned += 1
+        self.target = self.trajectory = self.follower = None
+        self._replan_now = True
+
+    # ------------------------------------------------------------ control
+
+    def _track(self, position: np.ndarray, yaw: float) -> None:
+        trajectory, follower = self.trajectory, self.follower
+        if trajectory is None:
+            self.driver.hold()
+            return
+        follower.update(position[:2])
+        goal, goal_yaw = trajectory.points[-1], trajectory.end_yaw
+        if (np.linalg.norm(goal - position[:2]) <= self.params.goal_tolerance
+                and abs(float(wrap_angle(goal_yaw - yaw))) <= self.params.yaw_tolerance):
+            self._finish(reached=True)
+            self.driver.hold()
+            return
+        if self.robot.world.time > self._goal_deadline:
+            self._finish(reached=False)
+            self.driver.hold()
+            return
+        # The reference advances with time while it is within a lookahead of the robot's progress.
+        step = self._control_every * self.robot.world.timestep
+        u = trajectory.progress(self._reference + step)[0]
+        if u * trajectory.length <= follower.progress + self.params.lookahead:
+            self._reference += step
+        u = trajectory.progress(self._reference + self.lead)[0]
+        carrot = trajectory.point_at(min(u * trajectory.length, follower.progress + self.params.lookahead))
+        heading = trajectory.at(self._reference + self.yaw_lead)[1]
+        refuge = self._refuge(position)
+        if refuge is not None:  # too close to something to turn: move off first
+            self.driver.go(refuge, yaw, self._height())
+            return
+        away = carrot - position[:2]
+        if np.linalg.norm(away) > self.params.goal_tolerance:  # keep the way ahead in view (module notes)
+            travel = math.atan2(away[1], away[0])
+            blind = self._blind_ahead(follower)
+            if blind or not self.uav:
+                look = 0.0 if blind else self.look
+                heading = travel + float(np.clip(wrap_angle(heading - travel), -look, look))
+                if abs(float(wrap_angle(travel - yaw))) > (self.look if blind else self.half_fov):
+                    carrot = follower.point_at(follower.progress)
+        self.driver.go(carrot, heading, self._height())
+
+    def _blind_ahead(self, follower: PathFollower) -> bool:
+        """Whether the path within a lookahead of the robot's progress crosses a cell not seen yet."""
+        s = follower.progress + np.linspace(0.0, self.params.lookahead, LOOK_SAMPLES)
+        cells = self.grid.cell_of(np.array([follower.point_at(v) for v in s]))
+        cells = cells[self.grid.contains(cells)]
+        return bool(np.any(self.grid.state[cells[:, 0], cells[:, 1]] == UNKNOWN))

@@ -1,0 +1,159 @@
+"""A trajectory that moves along a path and turns at the same time, within the robot's limits.
+
+The robot goes along a polyline of length L from its current speed to rest at the end, and turns from its
+yaw to the goal's (the shortest way, by D rad) in proportion to the distance gone: at progress u in [0, 1]
+it is at arc length u L facing yaw0 + u D, so it arrives at the end facing the goal's yaw. Speed, yaw rate
+and their derivatives are then u' L and u' |D|, u'' L and u'' |D|, ..., so the limits on u' are the
+tighter of speed / L and yaw rate / |D|, and likewise for u'' (acceleration, yaw acceleration) and u'''
+(jerk; the TIAGo's base controller has no jerk limit).
+
+The profile of u' is: a ramp from its start value to a cruise value, a cruise, a ramp down to zero. A ramp
+from v_a to v_b is a half cosine, v_a + (v_b - v_a)(1 - cos(pi t / T)) / 2, whose peak acceleration is
+pi |dv| / 2T and peak jerk pi^2 |dv| / 2T^2; T is the shortest that keeps both within the limits. The
+cruise value is the largest (up to the limit) whose two ramps fit in the distance; a start too fast to
+stop in the distance ramps straight down and the position stays at the end.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulation.control import wrap_angle
+
+BISECTIONS = 40
+
+
+@dataclass(frozen=True)
+class MotionLimits:
+    speed: float  # m/s
+    acceleration: float  # m/s^2
+    yaw_rate: float  # rad/s
+    yaw_acceleration: float  # rad/s^2
+    jerk: float | None = None  # m/s^3; None: not limited
+
+
+@dataclass(frozen=True)
+class Ramp:
+    start: float  # u' at its start
+    end: float  # u' at its end
+    duration: float
+
+    @property
+    def distance(self) -> float:
+        return (self.start + self.end) * self.duration / 2
+
+    def at(self, t: float) -> tuple[float, float, float, float]:
+        """(u gone, u', u'', u''') at t s into the ramp."""
+        if self.duration <= 0:
+            return 0.0, self.start, 0.0, 0.0
+        w, dv = math.pi / self.duration, self.end - self.start
+        return (self.start * t + dv / 2 * (t - math.sin(w * t) / w), self.start + dv / 2 * (1 - math.cos(w * t)),
+                dv / 2 * w * math.sin(w * t), dv / 2 * w * w * math.cos(w * t))
+
+
+def ramp(start: float, end: float, acceleration: float, jerk: float | None) -> Ramp:
+    """The shortest half-cosine ramp between two values of u' within the limits on u'' and u'''."""
+    change = abs(end - start)
+    duration = math.pi * change / (2 * acceleration)
+    if jerk is not None:
+        duration = max(duration, math.pi * math.sqrt(change / (2 * jerk)))
+    return Ramp(start, end, duration)
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Progress along a path (positions and yaw) over time from its start (module notes)."""
+
+    points: np.ndarray  # (M, 2) the path
+    yaw0: float
+    turn: float  # rad, signed
+    up: Ramp
+    cruise: float  # s at the cruise value of u'
+    down: Ramp
+    arc: np.ndarray  # (M,) arc length at each point
+
+    @property
+    def length(self) -> float:
+        return float(self.arc[-1])
+
+    @property
+    def duration(self) -> float:
+        return self.up.duration + self.cruise + self.down.duration
+
+    @property
+    def end_yaw(self) -> float:
+        return float(wrap_angle(self.yaw0 + self.turn))
+
+    def progress(self, t: float) -> tuple[float, float, float, float]:
+        """(u, u', u'', u''') at t s after the start (clamped to [0, duration]; u at most 1)."""
+        t = min(max(t, 0.0), self.duration)
+        if t < self.up.duration:
+            state = self.up.at(t)
+        elif t < self.up.duration + self.cruise:
+            state = (self.up.distance + self.up.end * (t - self.up.duration), self.up.end, 0.0, 0.0)
+        else:
+            u, v, a, j = self.down.at(t - self.up.duration - self.cruise)
+            state = (self.up.distance + self.up.end * self.cruise + u, v, a, j)
+        return min(state[0], 1.0), state[1], state[2], state[3]
+
+    def point_at(self, s: float) -> np.ndarray:
+        """The path point at arc length `s` (clamped)."""
+        s = min(max(s, 0.0), self.length)
+        k = int(np.clip(np.searchsorted(self.arc, s, side="right") - 1, 0, len(self.points) - 2))
+        span = self.arc[k + 1] - self.arc[k]
+        t = 0.0 if span <= 0 else (s - self.arc[k]) / span
+        return self.points[k] + t * (self.points[k + 1] - self.points[k])
+
+    def at(self, t: float) -> tuple[np.ndarray, float]:
+        """(position (2,), yaw) at t s after the start."""
+        u = self.progress(t)[0]
+        return self.point_at(u * self.length), float(wrap_angle(self.yaw0 + u * self.turn))
+
+    def sample(self, dt: float) -> dict[str, np.ndarray]:
+        """Speed, acceleration, jerk, yaw rate and yaw acceleration (magnitudes) every `dt` s."""
+        states = np.array([self.progress(t) for t in np.arange(0.0, self.duration + dt, dt)])
+        scale = np.array([self.length, abs(self.turn)])
+        return {"time": np.arange(len(states)) * dt, "progress": states[:, 0],
+                "speed": np.abs(states[:, 1]) * scale[0], "acceleration": np.abs(states[:, 2]) * scale[0],
+                "jerk": np.abs(states[:, 3]) * scale[0], "yaw_rate": np.abs(states[:, 1]) * scale[1],
+                "yaw_acceleration": np.abs(states[:, 2]) * scale[1]}
+
+
+def plan_trajectory(points: np.ndarray, yaw0: float, yaw1: float, limits: MotionLimits,
+                    speed0: float = 0.0) -> Trajectory:
+    """The trajectory along `points` (M, 2) from `speed0` m/s (along the path) and yaw `yaw0` to rest at the
+    end facing `yaw1` (module notes)."""
+    points = np.asarray(points, dtype=np.float64)
+    if len(points) == 1:
+        points = np.vstack([points, points])
+    arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0), axis=1))])
+    length, turn = float(arc[-1]), float(wrap_angle(yaw1 - yaw0))
+    # Limits on u', u'', u''' (module notes): the tighter of the translation's and the turn's.
+    rate, accel = math.inf, math.inf
+    jerk = None
+    if length > 0:
+        rate, accel = limits.speed / length, limits.acceleration / length
+        jerk = None if limits.jerk is None else limits.jerk / length
+    if turn != 0:
+        rate, accel = min(rate, limits.yaw_rate / abs(turn)), min(accel, limits.yaw_acceleration / abs(turn))
+    if not math.isfinite(rate):  # nothing to go, nothing to turn
+        return Trajectory(points, yaw0, 0.0, Ramp(0.0, 0.0, 0.0), 0.0, Ramp(0.0, 0.0, 0.0), arc)
+    start = min(max(speed0 / length, 0.0), rate) if length > 0 else 0.0
+
+    def ramps(cruise: float) -> tuple[Ramp, Ramp]:
+        return ramp(start, cruise, accel, jerk), ramp(cruise, 0.0, accel, jerk)
+
+    up, down = ramps(rate)
+    if up.distance + down.distance > 1.0:
+        lo, hi = 0.0, rate
+        for _ in range(BISECTIONS):
+            middle = (lo + hi) / 2
+            up, down = ramps(middle)
+            lo, hi = (middle, hi) if up.distance + down.distance <= 1.0 else (lo, middle)
+        up, down = ramps(lo)
+    gone = up.distance + down.distance
+    cruise = (1.0 - gone) / up.end if up.end > 0 and gone < 1.0 else 0.0
+    return Trajectory(points, yaw0, turn, up, cruise, down, arc)
