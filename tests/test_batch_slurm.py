@@ -34,7 +34,7 @@ REQUIRE_CLUSTER = os.environ.get("GRADE_REQUIRE_CLUSTER", "") == "1"
 SLURM = {"kind": "slurm", "workers": 2, "cpus_per_job": 1, "threads_per_job": 1, "slurm_mem_gb": 1, "retries": 1}
 BATCH_TIMEOUT_S = 300  # only bounds a failing run
 POLL_S = 0.2
-# slurmstepd's line in a cancelled job's error stream (src/slurmd/slurmstepd/req.c).
+# slurmstepd's line in a cancelled job's error stream: "*** JOB <id> ON <node> CANCELLED AT <time> ***".
 CANCELLED = "CANCELLED AT"
 
 
