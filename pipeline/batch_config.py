@@ -60,7 +60,8 @@ class ExecutorConfig(Strict):
         "local", description="local: a pool of `workers` processes here; ray: tasks on a Ray cluster (`ray_address`, "
                              "or a local instance); slurm: submitit jobs on a SLURM cluster; submitit-local: "
                              "submitit's local executor (the SLURM path without a cluster)")
-    workers: PositiveInt = Field(1, description="jobs at a time (local, ray, submitit-local)")
+    workers: PositiveInt = Field(1, description="jobs at a time (local, ray, submitit-local); on slurm, the jobs "
+                                                "kept in the queue at once")
     retries: Annotated[int, Field(ge=0, le=10)] = Field(1, description="attempts after a failed one, per job")
     ray_address: str | None = Field(None, description="ray: 'auto' or host:port; default: start a local instance")
     cpus_per_job: PositiveInt = Field(2, description="ray task num_cpus / slurm cpus_per_task")
