@@ -63,9 +63,8 @@ class RayCluster:
     the `ray_current_cluster` address file it writes for ray.init, so that no other Ray on the machine finds
     (or loses) this one."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, utils):
         self.folder = folder
-        utils = _ray_cluster_utils()
         with ray_temp_dir(self.folder):
             self.cluster = utils.Cluster(initialize_head=True, head_node_args={
                 "num_cpus": NODE_CPUS, "temp_dir": str(folder / "ray"), "include_dashboard": False,
@@ -141,8 +140,14 @@ def process_tree(pid: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[RayCluster]:
+    utils = _ray_cluster_utils()  # skips, or fails, before anything is made
     # A short folder: Ray's Unix sockets live in it, and a socket's path must fit in 107 bytes.
-    ray_cluster = RayCluster(Path(tempfile.mkdtemp(prefix="grade-ray-")))
+    folder = Path(tempfile.mkdtemp(prefix="grade-ray-"))
+    try:
+        ray_cluster = RayCluster(folder, utils)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # Ray stops what it started when the process exits
+        raise
     try:
         yield ray_cluster
     finally:
