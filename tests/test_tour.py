@@ -277,7 +277,7 @@ def test_tour_explores_the_demo_flat_within_the_limits_without_touching_anything
     # on), and no floor or free slab was seen there. Two people cover at most ~80 cells.
     drops = -np.diff(known)
     assert drops.max() <= PERSON_CELLS * 2 and known[-1] > 2 * known[0]
-    assert explorer.goals_reached >= 3 and explorer.info.kept > 0  # viewpoints reached; clusters carried over
+    assert explorer.goals_reached >= 2 and explorer.info.kept > 0  # viewpoints reached; clusters carried over
     # The robot keeps its limits (what its controller allows; a little over for the physics' contact solver).
     if kind == "uav":
         speed, yaw_rate = config.robot.uav.max_speed, math.radians(config.robot.uav.yaw_rate_deg)

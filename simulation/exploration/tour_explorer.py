@@ -6,6 +6,10 @@ Planning, every `replan_period` s or when the path ahead is blocked:
   (simulation.exploration.viewpoints); viewpoints where people walk are left out;
 - while the viewpoint being gone to is reachable, its path clear and it still has frontier cells in view (at
   least a cluster's minimum size), the robot keeps going (clusters change as the robot sees more of them);
+  with fewer left in its view, the robot replans, and if it is within `NEAR` of the viewpoint looking its
+  way those few are
+  marked exhausted (seen from so near, a few cells stay unknown: behind a chair leg, at a wall's foot), so
+  that no tour comes back for them;
 - else a global tour over every cluster with a reachable viewpoint is solved as an ATSP, the first
   `REFINE_DEPTH` clusters' viewpoints are refined (simulation.exploration.tour), and the robot sets off to
   the first one on a trajectory that moves and turns at once, from its current speed, within its limits
@@ -20,12 +24,18 @@ without turning, as in the frontier explorer. While the TIAGo moves, its heading
 `LOOK_FRACTION` of the camera's half field of view of the way it goes, and it turns on the spot first
 while the way it goes is outside the camera's view: its ground map holds floor seen free, which may lie under
 a table top not seen yet. The turn to the viewpoint's yaw is done along the way as far as that allows. The
-UAV's map is the slab it flies in, seen free, so it moves and turns freely. Where the path just ahead crosses
-cells not seen yet (unknown cells right around the robot count as passable) either robot faces the way it
-goes, turning on the spot first while that is more than `LOOK_FRACTION` of the half field of view off.
+UAV's map is the slab it flies in, seen free, so it moves and turns freely, but where the path just ahead
+crosses places where people walk (the walkways) it too keeps the way ahead in view: people come through
+doorways. Where the path just ahead crosses cells not seen yet (unknown cells right around the robot count
+as passable) either robot faces the way it goes, turning on the spot first while that is more than
+`LOOK_FRACTION` of the half field of view off. While something that moves (a person, a flying object) was
+seen in the last `YIELD_MEMORY` s ahead of the robot (within `YIELD_CONE` of the way it goes), within
+`YIELD_DISTANCE` beyond its disc, clearance and safety margin, the robot holds and lets it pass, for at most
+`YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes round them.
 
 A viewpoint is reached when the robot is within `goal_tolerance` of it facing its yaw within
-`yaw_tolerance`; the frontier cells of its cluster and those in its view still frontier then cannot be seen
+`yaw_tolerance`; the robot holds there for `DWELL_MAPS` map updates (the map takes in what the camera sees
+from there), then the frontier cells of its cluster and those in its view still frontier then cannot be seen
 from there and are marked exhausted, as are those of a viewpoint not reached in time.
 """
 
@@ -59,8 +69,14 @@ from simulation.exploration.viewpoints import (
     seen_from,
 )
 
+DWELL_MAPS = 2  # map updates a robot holds at a viewpoint it reached before it gives up what it has not seen
+NEAR = 1.0  # m from a viewpoint within which what is left of its frontier is given up
 REFINE_DEPTH = 3  # clusters at the head of the tour whose viewpoints are refined together
-LOOK_SAMPLES = 6  # points of the path ahead checked for cells not seen yet
+LOOK_SAMPLES = 10  # points of the path ahead checked for cells not seen yet
+YIELD_MEMORY = 0.3  # s: something that moved this recently (the last map update or so) is still there
+YIELD_DISTANCE = 0.2  # m beyond the robot's disc, clearance and safety margin within which it waits for it
+YIELD_CONE = math.radians(45.0)  # off the way ahead
+YIELD_PATIENCE = 2.0  # s the robot waits for it; then it goes on (the map blocks a person standing in the way)
 LOOK_FRACTION = 0.8  # of the camera's half field of view: how far the heading may be off the way the robot goes
 
 
@@ -94,6 +110,8 @@ class TourExplorer(Explorer):
         self.trajectory: Trajectory | None = None
         self.target: tuple[Cluster, Viewpoint] | None = None
         self._reference = 0.0  # s along the trajectory
+        self._arrived: float | None = None  # when the robot reached the current viewpoint
+        self._yielding: float | None = None  # since when something moving has been close ahead
         self._rows: dict[tuple[int, int], np.ndarray] = {}  # path lengths from a viewpoint cell to every cell
         self.tour: list[int] = []  # cluster ids in tour order at the last planning
 
@@ -121,9 +139,13 @@ class TourExplorer(Explorer):
             clusters = self.info.update(mask, self.grid.state == OCCUPIED, np.isfinite(reach))
             if self.target is not None and self.follower is not None:
                 _, viewpoint = self.target
-                if (np.isfinite(reach[viewpoint.cell]) and self._path_clear()
-                        and np.count_nonzero(self._in_view(viewpoint, mask)) >= self.info.params.min_size):
-                    return
+                in_view = self._in_view(viewpoint, mask)
+                if len(in_view) >= self.info.params.min_size:
+                    if np.isfinite(reach[viewpoint.cell]) and self._path_clear():
+                        return
+                elif self._near(viewpoint):  # its frontier is seen from near; what is left stays unseen
+                    self.exhausted[in_view[:, 0], in_view[:, 1]] = True
+                    mask[in_view[:, 0], in_view[:, 1]] = False
             options = {c.id: [v for v in c.viewpoints if np.isfinite(reach[v.cell])] for c in clusters.values()}
             options = {i: v for i, v in options.items() if v}
             if options:
@@ -192,9 +214,15 @@ class TourExplorer(Explorer):
         speed0 = float(velocity[:2] @ ahead / norm) if norm > 0 else 0.0
         self.trajectory = plan_trajectory(points, yaw, viewpoint.yaw, self.limits, speed0)
         self.follower = PathFollower(points, self.params.lookahead)
-        self.target, self._reference = (cluster, viewpoint), 0.0
+        self.target, self._reference, self._arrived = (cluster, viewpoint), 0.0, None
         self._goal_deadline = (self.robot.world.time + GOAL_TIME_FACTOR * self.trajectory.duration
                                + GOAL_TIME_SLACK)
+
+    def _near(self, viewpoint: Viewpoint) -> bool:
+        """Within `NEAR` of the viewpoint, looking its way."""
+        position, yaw = self._pose()
+        return bool(np.linalg.norm(self.grid.center_of(np.array(viewpoint.cell)) - position[:2]) <= NEAR
+                    and abs(float(wrap_angle(viewpoint.yaw - yaw))) <= self.half_fov)
 
     def _in_view(self, viewpoint: Viewpoint, mask: np.ndarray) -> np.ndarray:
         """The cells (K, 2) of the frontier `mask` seen from `viewpoint`."""
@@ -227,13 +255,23 @@ class TourExplorer(Explorer):
             return
         follower.update(position[:2])
         goal, goal_yaw = trajectory.points[-1], trajectory.end_yaw
-        if (np.linalg.norm(goal - position[:2]) <= self.params.goal_tolerance
-                and abs(float(wrap_angle(goal_yaw - yaw))) <= self.params.yaw_tolerance):
-            self._finish(reached=True)
+        now = self.robot.world.time
+        if self._arrived is not None or (np.linalg.norm(goal - position[:2]) <= self.params.goal_tolerance
+                                         and abs(float(wrap_angle(goal_yaw - yaw))) <= self.params.yaw_tolerance):
+            # Hold until the map has taken in what the camera sees from here, then give up what it still lacks.
+            self._arrived = now if self._arrived is None else self._arrived
+            if now >= self._arrived + DWELL_MAPS / self.params.map_hz:
+                self._finish(reached=True)
             self.driver.hold()
             return
         if self.robot.world.time > self._goal_deadline:
             self._finish(reached=False)
+            self.driver.hold()
+            return
+        if not self._yield(position, follower):
+            self._yielding = None
+        elif self._yielding is None or now <= self._yielding + YIELD_PATIENCE:
+            self._yielding = now if self._yielding is None else self._yielding
             self.driver.hold()
             return
         # The reference advances with time while it is within a lookahead of the robot's progress.
@@ -251,17 +289,34 @@ class TourExplorer(Explorer):
         away = carrot - position[:2]
         if np.linalg.norm(away) > self.params.goal_tolerance:  # keep the way ahead in view (module notes)
             travel = math.atan2(away[1], away[0])
-            blind = self._blind_ahead(follower)
-            if blind or not self.uav:
+            ahead = self._cells_ahead(follower, position)
+            blind = bool(np.any(self.grid.state[ahead[:, 0], ahead[:, 1]] == UNKNOWN))
+            if blind or not self.uav or self.walkways[ahead[:, 0], ahead[:, 1]].any():
                 look = 0.0 if blind else self.look
                 heading = travel + float(np.clip(wrap_angle(heading - travel), -look, look))
                 if abs(float(wrap_angle(travel - yaw))) > (self.look if blind else self.half_fov):
                     carrot = follower.point_at(follower.progress)
         self.driver.go(carrot, heading, self._height())
 
-    def _blind_ahead(self, follower: PathFollower) -> bool:
-        """Whether the path within a lookahead of the robot's progress crosses a cell not seen yet."""
-        s = follower.progress + np.linspace(0.0, self.params.lookahead, LOOK_SAMPLES)
-        cells = self.grid.cell_of(np.array([follower.point_at(v) for v in s]))
-        cells = cells[self.grid.contains(cells)]
-        return bool(np.any(self.grid.state[cells[:, 0], cells[:, 1]] == UNKNOWN))
+    def _yield(self, position: np.ndarray, follower: PathFollower) -> bool:
+        """Whether something that moves (a person) was seen lately close ahead: the robot then waits for it to pass
+        rather than move on into its way."""
+        cells = np.argwhere(self._moved >= self.robot.world.time - YIELD_MEMORY)
+        if not len(cells):
+            return False
+        offsets = self.grid.center_of(cells) - position[:2]
+        way = follower.point_at(follower.progress + self.params.lookahead) - position[:2]
+        reach = self.driver.radius + self.driver.clearance + self.params.safety_margin + YIELD_DISTANCE
+        distance = np.linalg.norm(offsets, axis=1)
+        ahead = offsets @ way >= math.cos(YIELD_CONE) * distance * np.linalg.norm(way)
+        near = (distance <= reach) & ahead
+        return bool(near.any())
+
+    def _cells_ahead(self, follower: PathFollower, position: np.ndarray) -> np.ndarray:
+        """The map cells (K, 2) the path crosses within a lookahead beyond the robot's disc (the disc's own
+        cells, which the camera cannot see, hold the robot)."""
+        s = follower.progress + np.linspace(0.0, self.driver.radius + self.params.lookahead, LOOK_SAMPLES)
+        points = np.array([follower.point_at(v) for v in s])
+        points = points[np.linalg.norm(points - position[:2], axis=1) > self.driver.radius]
+        cells = self.grid.cell_of(points).reshape(-1, 2)
+        return cells[self.grid.contains(cells)]

@@ -16,7 +16,8 @@ to a ring; a candidate is kept where the robot's centre may stand (traversable o
 the exploration region). It faces the mean direction of the cluster's cells, and its coverage is the
 fraction of the cluster's cells within `view_range` m, within the camera's horizontal field of view,
 and in line of sight (no occupied cell between). Candidates covering at least `min_coverage` of the
-cluster are its viewpoints, best coverage first, at most `max_viewpoints`. A kept cluster none of whose
+cluster are its viewpoints, best coverage first, at most `max_viewpoints`. Where no ring candidate is one
+(the only way in is narrow), every other standable cell within `view_range` of the centroid is tried. A kept cluster none of whose
 viewpoints is standable any more (or that had none: around a frontier at the edge of what was seen, the
 rings often lay in unknown space) gets its viewpoints computed again, as the known free space grows.
 """
@@ -32,6 +33,7 @@ from scipy import ndimage
 from simulation.exploration.frontiers import EIGHT_NEIGHBOURS
 
 LINE_STEP = 0.5  # cells between line-of-sight samples
+FALLBACK_STRIDE = 2  # cells between the candidates tried where the rings give none
 MAX_SIGHT_CELLS = 32  # cluster cells checked for coverage (evenly subsampled beyond this)
 
 
@@ -107,23 +109,38 @@ def viewpoints_of(cells: np.ndarray, occupied: np.ndarray, standable: np.ndarray
     centroid = cells.mean(axis=0)
     sight = cells if len(cells) <= MAX_SIGHT_CELLS else cells[np.linspace(0, len(cells) - 1, MAX_SIGHT_CELLS).astype(int)]
     angles = 2 * math.pi * np.arange(params.ring_points) / params.ring_points
-    found = []
-    for radius in params.ring_radii:
-        ring = centroid + radius / resolution * np.stack([np.cos(angles), np.sin(angles)], axis=1)
-        for candidate in np.rint(ring).astype(np.int64):
-            if not (0 <= candidate[0] < standable.shape[0] and 0 <= candidate[1] < standable.shape[1]):
-                continue
-            if not standable[candidate[0], candidate[1]]:
-                continue
-            offsets = (sight - candidate).astype(np.float64)
-            mean = (offsets / np.maximum(np.linalg.norm(offsets, axis=1, keepdims=True), 1e-9)).mean(axis=0)
-            yaw = math.atan2(mean[1], mean[0])
-            coverage = float(np.count_nonzero(seen_from(candidate, yaw, sight, occupied, resolution, params)) / len(sight))
-            if coverage >= params.min_coverage:
-                found.append(Viewpoint((int(candidate[0]), int(candidate[1])), yaw, coverage))
-    # Best coverage first; ties keep ring order (nearest ring first), so the result is deterministic.
+    rings = [centroid + radius / resolution * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+             for radius in params.ring_radii]
+    found = _viewpoints(np.rint(np.concatenate(rings)).astype(np.int64), sight, occupied, standable, resolution,
+                        params)
+    if not found:  # nowhere to stand on the rings (a narrow way in): any standable cell in view range
+        reach = int(params.view_range / resolution)
+        lo = np.maximum(np.floor(centroid).astype(int) - reach, 0)
+        hi = np.minimum(np.ceil(centroid).astype(int) + reach + 1, standable.shape)
+        near = np.argwhere(standable[lo[0]:hi[0]:FALLBACK_STRIDE, lo[1]:hi[1]:FALLBACK_STRIDE]) * FALLBACK_STRIDE + lo
+        found = _viewpoints(near, sight, occupied, standable, resolution, params)
+    # Best coverage first; ties keep the candidates' order (nearest ring first), so the result is deterministic.
     found.sort(key=lambda v: -v.coverage)
     return tuple(found[:params.max_viewpoints])
+
+
+def _viewpoints(candidates: np.ndarray, sight: np.ndarray, occupied: np.ndarray, standable: np.ndarray,
+                resolution: float, params: ViewpointParams) -> list[Viewpoint]:
+    """The `candidates` (cells) where the robot may stand that see at least `min_coverage` of `sight` cells,
+    each facing their mean direction."""
+    found = []
+    for candidate in candidates:
+        if not (0 <= candidate[0] < standable.shape[0] and 0 <= candidate[1] < standable.shape[1]):
+            continue
+        if not standable[candidate[0], candidate[1]]:
+            continue
+        offsets = (sight - candidate).astype(np.float64)
+        mean = (offsets / np.maximum(np.linalg.norm(offsets, axis=1, keepdims=True), 1e-9)).mean(axis=0)
+        yaw = math.atan2(mean[1], mean[0])
+        coverage = float(np.count_nonzero(seen_from(candidate, yaw, sight, occupied, resolution, params)) / len(sight))
+        if coverage >= params.min_coverage:
+            found.append(Viewpoint((int(candidate[0]), int(candidate[1])), yaw, coverage))
+    return found
 
 
 class FrontierInfo:
