@@ -1,11 +1,13 @@
-"""Exploration of the demo flat by the UAV and the TIAGo++ Omni, frontier planner against tour planner:
-coverage over time, path, speed, collisions, replans, planning CPU time.
+"""Exploration of the demo flat and the 3D-Front sample house by the UAV and the TIAGo++ Omni, frontier planner
+against tour planner: coverage over time, path, speed, collisions, replans, planning CPU time.
 
-Run: .venv/bin/python benchmarks/exploration.py [--budget 120] [--robots uav,lightweight] [--planners frontier,tour]
-     [--seed 42] [--humans MIN,MAX] [--objects MIN,MAX] [--resolution 0.1] [--uav-speed M/S]
+Run: .venv/bin/python benchmarks/exploration.py [--budget 120] [--scenes flat,house] [--robots uav,lightweight]
+     [--planners frontier,tour] [--seed 42] [--humans MIN,MAX] [--objects MIN,MAX] [--resolution 0.1]
+     [--uav-speed M/S]
 
-Prepares configs/demo.yaml (its humans and flying objects unless overridden) once per robot kind in a
-temporary folder, then lets each robot explore the flat with each planner and a 64x48, 100 deg depth camera
+Prepares configs/demo.yaml (its humans and flying objects unless overridden; the house: the real 3D-Front sample
+house from /work/shared/realdata, converted with its lights, no humans or flying objects) once per scene and
+robot kind in a temporary folder, then lets each robot explore with each planner and a 64x48, 100 deg depth camera
 (the UAV's on camera_link, the TIAGo's on its head tilted 25 deg down) until it is done or the budget
 (simulated seconds) runs out. Coverage is the fraction of the flat's free floor reachable by a disc of the
 robot's radius from its start (ground truth from the environment package's occupancy.npz, which the robot
@@ -44,11 +46,14 @@ ROBOTS = {  # name -> (robot.kind, overrides)
 }
 TIAGO_CAMERA = ["robot.sensors.cameras.0.mount.link=head_2_link", "robot.sensors.cameras.0.mount.rpy_deg=[0,25,0]"]
 EXPLORERS = {"frontier": Explorer, "tour": TourExplorer}
+HOUSE = ROOT.parent / "shared" / "realdata" / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"
+SCENES = {"flat": [], "house": ["environment.source=front3d", f"environment.path={HOUSE}",
+                                "humans.count={min: 0, max: 0}", "flying_objects.count={min: 0, max: 0}"]}
 
 
-def run(name: str, planner: str, args: argparse.Namespace, work: Path) -> dict:
+def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Path) -> dict:
     kind, overrides = ROBOTS[name]
-    overrides = overrides + CAMERA + (TIAGO_CAMERA if kind == "tiago_omni" else []) + [
+    overrides = SCENES[scene] + overrides + CAMERA + (TIAGO_CAMERA if kind == "tiago_omni" else []) + [
         f"seed={args.seed}", f"assets_dir={work / 'assets'}", f"exploration.map_resolution={args.resolution}",
         f"exploration.planner={planner}"]
     if args.humans:
@@ -58,7 +63,7 @@ def run(name: str, planner: str, args: argparse.Namespace, work: Path) -> dict:
     if args.uav_speed is not None and kind == "uav":
         overrides += [f"robot.uav.max_speed={args.uav_speed}"]
     config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
-    prepared = prepare(config, work / kind)
+    prepared = prepare(config, work / scene / kind)
     world = EmbeddedWorld(config, prepared.scene)
     occupancy = read_occupancy(prepared.environment / OCCUPANCY_FILE)
     map2d, origin, res = occupancy.grid, occupancy.origin, occupancy.resolution
@@ -85,7 +90,7 @@ def run(name: str, planner: str, args: argparse.Namespace, work: Path) -> dict:
     explorer = EXPLORERS[planner](world.robot(), config.robot, params, area)
     result = explorer.run(on_step, on_map)
     at = [max([c for t, c in covered if t <= checkpoint + 1e-9], default=0.0) for checkpoint in CHECKPOINTS]
-    return {"robot": name, "planner": planner, "coverage": at, "path": path[0], "speed": path[0] / max(result.time, 1e-9),
+    return {"scene": scene, "robot": name, "planner": planner, "coverage": at, "path": path[0], "speed": path[0] / max(result.time, 1e-9),
             "collisions": collisions[0], "replans": result.replans, "plan_cpu": explorer.planning_time / max(result.time, 1e-9),
             "end": f"{result.reason} {result.time:.0f}s"}
 
@@ -93,6 +98,7 @@ def run(name: str, planner: str, args: argparse.Namespace, work: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--budget", type=float, default=120.0, help="simulated seconds per robot and planner")
+    parser.add_argument("--scenes", default="flat", help="flat (the demo's), house (the 3D-Front sample)")
     parser.add_argument("--robots", default="uav,lightweight")
     parser.add_argument("--planners", default="frontier,tour")
     parser.add_argument("--seed", type=int, default=42)
@@ -101,18 +107,21 @@ def main() -> None:
     parser.add_argument("--resolution", type=float, default=0.1, help="map resolution, m")
     parser.add_argument("--uav-speed", type=float, default=None, help="robot.uav.max_speed (default: the config's)")
     args = parser.parse_args()
-    header = (f"{'robot':<12} {'planner':<9}" + "".join(f" {f'{c:.0f} s':>6}" for c in CHECKPOINTS)
+    header = (f"{'scene':<6} {'robot':<12} {'planner':<9}" + "".join(f" {f'{c:.0f} s':>6}" for c in CHECKPOINTS)
               + f" {'path m':>7} {'m/s':>5} {'coll.':>5} {'replans':>7} {'plan CPU':>8}  end")
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for name in args.robots.split(","):
-            for planner in args.planners.split(","):
-                row = run(name, planner, args, Path(folder))
-                rows.append(row)
-                print(f"done {name} {planner}: {row}", flush=True)
-    print(f"\ndemo flat, seed {args.seed}, budget {args.budget:.0f} s\n{header}")
+        for scene in args.scenes.split(","):
+            if scene == "house" and not HOUSE.is_file():
+                raise SystemExit(f"the 3D-Front sample house is not at {HOUSE}; leave out --scenes house")
+            for name in args.robots.split(","):
+                for planner in args.planners.split(","):
+                    row = run(scene, name, planner, args, Path(folder))
+                    rows.append(row)
+                    print(f"done {scene} {name} {planner}: {row}", flush=True)
+    print(f"\nseed {args.seed}, budget {args.budget:.0f} s\n{header}")
     for r in rows:
-        print(f"{r['robot']:<12} {r['planner']:<9}" + "".join(f" {c:6.3f}" for c in r["coverage"])
+        print(f"{r['scene']:<6} {r['robot']:<12} {r['planner']:<9}" + "".join(f" {c:6.3f}" for c in r["coverage"])
               + f" {r['path']:7.1f} {r['speed']:5.2f} {r['collisions']:5d} {r['replans']:7d} {r['plan_cpu']:8.3f}  {r['end']}")
 
 
