@@ -3,14 +3,14 @@ the robot builds, with the frontier explorer's perception, phases and safety (si
 
 Planning, every `replan_period` s or when the path ahead is blocked:
 - the frontier clusters and their viewpoints are brought up to date incrementally
-  (simulation.exploration.viewpoints); viewpoints where people walk are left out;
+  (simulation.exploration.viewpoints); viewpoints where people walk are left out while there are others;
 - while the viewpoint being gone to is reachable, its path clear and it still has frontier cells in view (at
   least a cluster's minimum size), the robot keeps going (clusters change as the robot sees more of them);
   with fewer left in its view, the robot replans, and if it is within `NEAR` of the viewpoint looking its
-  way those few are
-  marked exhausted (seen from so near, a few cells stay unknown: behind a chair leg, at a wall's foot), so
-  that no tour comes back for them;
-- else a global tour over every cluster with a reachable viewpoint is solved as an ATSP, the first
+  way those few are marked exhausted (seen from so near, a few cells stay unknown: behind a chair leg, at a
+  wall's foot), so that no tour comes back for them;
+- else a global tour over every cluster with a reachable viewpoint is solved as an ATSP (path lengths from
+  each viewpoint are kept for `ROW_LIFETIME` s, so most rounds run Dijkstra only from new ones), the first
   `REFINE_DEPTH` clusters' viewpoints are refined (simulation.exploration.tour), and the robot sets off to
   the first one on a trajectory that moves and turns at once, from its current speed, within its limits
   (simulation.exploration.trajectory).
@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from core.config import RobotConfig
@@ -71,6 +72,7 @@ from simulation.exploration.viewpoints import (
 
 DWELL_MAPS = 2  # map updates a robot holds at a viewpoint it reached before it gives up what it has not seen
 NEAR = 1.0  # m from a viewpoint within which what is left of its frontier is given up
+ROW_LIFETIME = 10.0  # s a viewpoint's path lengths to everywhere are reused (the map grows meanwhile)
 REFINE_DEPTH = 3  # clusters at the head of the tour whose viewpoints are refined together
 LOOK_SAMPLES = 10  # points of the path ahead checked for cells not seen yet
 YIELD_MEMORY = 0.3  # s: something that moved this recently (the last map update or so) is still there
@@ -113,6 +115,7 @@ class TourExplorer(Explorer):
         self._arrived: float | None = None  # when the robot reached the current viewpoint
         self._yielding: float | None = None  # since when something moving has been close ahead
         self._rows: dict[tuple[int, int], np.ndarray] = {}  # path lengths from a viewpoint cell to every cell
+        self._row_times: dict[tuple[int, int], float] = {}  # when each was computed
         self.tour: list[int] = []  # cluster ids in tour order at the last planning
 
     # ------------------------------------------------------------ planning
@@ -158,20 +161,22 @@ class TourExplorer(Explorer):
         order = self._tour(graph, tree, ids, options)
         self.tour = [ids[k - 1] for k in order[1:]]
         head = self.tour[:REFINE_DEPTH]
-        choice = self._refine(tree, [options[i] for i in head], head)
+        choice = self._refine(tree, [options[i] for i in head])
         self._set_off(tree, clusters[head[0]], options[head[0]][choice[0]])
 
-    def _tour(self, graph, tree: SearchTree, ids: list[int], options: dict[int, list[Viewpoint]]) -> list[int]:
+    def _tour(self, graph: csr_matrix, tree: SearchTree, ids: list[int], options: dict[int, list[Viewpoint]]) -> list[int]:
         """The ATSP order over the robot (node 0) and each cluster's best reachable viewpoint."""
         cells = [options[i][0].cell for i in ids]
-        missing = [c for c in cells if c not in self._rows]
+        now = self.robot.world.time
+        missing = [c for c in cells if c not in self._rows or self._row_times[c] < now - ROW_LIFETIME]
         if missing:
             flats = np.ravel_multi_index(np.array(missing).T, self.grid.shape)
             rows = dijkstra(graph, directed=True, indices=flats)
             for cell, row in zip(missing, rows):
-                self._rows[cell] = row.reshape(self.grid.shape)
+                self._rows[cell], self._row_times[cell] = row.reshape(self.grid.shape), now
         used = set(cells)
         self._rows = {c: r for c, r in self._rows.items() if c in used}
+        self._row_times = {c: t for c, t in self._row_times.items() if c in used}
         n = len(cells) + 1
         lengths = np.full((n, n), np.inf)
         for a, cell_a in enumerate(cells, start=1):
@@ -182,7 +187,7 @@ class TourExplorer(Explorer):
         yaws = np.array([self._pose()[1]] + [options[i][0].yaw for i in ids])
         return solve_tour(cost_matrix(lengths, yaws, self.limits.speed, self.limits.yaw_rate))
 
-    def _refine(self, tree: SearchTree, layers: list[list[Viewpoint]], head: list[int]) -> list[int]:
+    def _refine(self, tree: SearchTree, layers: list[list[Viewpoint]]) -> list[int]:
         """One viewpoint per cluster at the head of the tour, by least total travel time."""
         speed, yaw_rate, yaw = self.limits.speed, self.limits.yaw_rate, self._pose()[1]
         blocked, resolution = ~self.costs.traversable, self.grid.resolution
