@@ -47,8 +47,8 @@ def _start_server() -> None:
                 os.environ[key] = value
 
 
-def _child(args: list[str], cwd: str, stdout: str, stderr: str, path: list[str]) -> None:
-    sys.path[:] = path
+def _child(args: list[str], cwd: str, stdout: str, stderr: str, sys_path: list[str]) -> None:
+    sys.path[:] = sys_path
     os.environ.update(CLI_ENV)
     os.chdir(cwd)
     for fd, path in ((1, stdout), (2, stderr)):
