@@ -100,3 +100,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def run_grade(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run the CLI as a user would, in a process of its own (tests/cli_process.py)."""
     return run_cli(list(args), cwd or ROOT, timeout)
+
+
+def assert_refused(result: subprocess.CompletedProcess, *mentions: str) -> None:
+    """A bad request refused as the project's standard asks: exit 2, one paragraph that names `mentions`, no
+    traceback."""
+    assert result.returncode == 2 and all(m in result.stderr for m in mentions), result.stderr
+    assert "Traceback" not in result.stderr and "\n\n" not in result.stderr.strip()

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,8 @@ pytestmark = pytest.mark.slow
 # Enough for two workers at once, or for a finished job beside one cut off by the kill.
 SEEDS = PAIR = [1, 2]
 FOLLOW_TIMEOUT_S = 30
-KILL_TIMEOUT_S = 120
+DRIVER_TIMEOUT_S = 300  # only bounds a failing run
+POLL_S = 0.2
 
 
 def tiny_experiment(folder: Path) -> Path:
@@ -58,6 +60,24 @@ def write_batch(folder: Path, exports: tuple[str, ...] = (), seeds: list[int] = 
 def ground_truth(out: Path, seeds: list[int] = SEEDS) -> dict[str, str]:
     return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for seed in seeds for p in sorted(out.glob(f"default-seed{seed}/gt/**/*")) if p.is_file()}
+
+
+def start_driver(batch: Path, log: Path, env: Mapping[str, str] = os.environ) -> subprocess.Popen:
+    """`grade batch BATCH` as a user starts it, in a process group of its own (os.killpg kills it with its local
+    jobs), its output in `log`."""
+    with open(log, "wb") as output:
+        return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT,
+                                env={**env, "GRADE_QUIET": "1"}, stdout=output, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def wait_for(what: str, ready: Callable[[], bool], driver: subprocess.Popen, log: Path) -> None:
+    """Poll real state until `ready()`; fail when the driver exits first or DRIVER_TIMEOUT_S passes."""
+    deadline = time.monotonic() + DRIVER_TIMEOUT_S
+    while not ready():
+        if driver.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{what}: not seen (driver exit status {driver.poll()}):\n{log.read_text()[-3000:]}")
+        time.sleep(POLL_S)
 
 
 @pytest.fixture(scope="module")
@@ -109,21 +129,16 @@ def seed_environment(out: Path, seed: int) -> Path:
 
 
 def test_a_killed_driver_resumes_without_redoing_finished_jobs(local, tmp_path):
-    batch = write_batch(tmp_path, seeds=PAIR, workers=1)
-    env = {**os.environ, "GRADE_QUIET": "1"}
+    batch, log = write_batch(tmp_path, seeds=PAIR, workers=1), tmp_path / "driver.log"
     first = tmp_path / "out" / "default-seed1"
     # Holding the second sequence's first package lock keeps the driver mid-batch, whatever the machine's speed:
     # the first sequence finishes, the second waits for the lock until the driver is killed.
     with package_lock(seed_environment(tmp_path / "out", PAIR[1])):
-        driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + KILL_TIMEOUT_S  # only bounds a failing run
-        while stage_status(first) is not StageStatus.COMPLETE:
-            assert driver.poll() is None and time.monotonic() < deadline, "the first sequence did not finish"
-            time.sleep(0.2)
+        driver = start_driver(batch, log)
+        wait_for("the first sequence finished", lambda: stage_status(first) is StageStatus.COMPLETE, driver, log)
         follow = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", "status", str(tmp_path / "out"),
-                                   "--follow"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True)
+                                   "--follow"], cwd=ROOT, env={**os.environ, "GRADE_QUIET": "1"},
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         running = run_grade("batch", "status", str(tmp_path / "out"))
         assert "(driver running)" in running.stderr and "[" in running.stderr, running.stderr
         assert driver.poll() is None

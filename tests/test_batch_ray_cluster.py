@@ -14,11 +14,9 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -30,8 +28,15 @@ from core.formats.run_layout import ASSETS_DIR
 from core.outputs import LOCK_FILE, package_lock
 from core.rundir import PARTIAL_SUFFIX
 from pipeline.batch import batch_status
-from tests.conftest import ROOT, run_grade
-from tests.test_batch import ground_truth, seed_environment, write_batch
+from tests.conftest import run_grade
+from tests.test_batch import (
+    DRIVER_TIMEOUT_S,
+    ground_truth,
+    seed_environment,
+    start_driver,
+    wait_for,
+    write_batch,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"),
                                                      reason="finds a node's processes in /proc (Linux)")]
@@ -43,8 +48,6 @@ NODE_CPUS = 1
 # The head notices a lost node within a second or two (Ray's defaults: 5 missed checks of 3 s).
 HEALTH_CHECKS = {"health_check_period_ms": 500, "health_check_failure_threshold": 3}
 OBJECT_STORE_BYTES = 80 * 1024 * 1024  # the jobs pass nothing through it
-EVENT_TIMEOUT_S = 120  # only bounds a failing run
-POLL_S = 0.1
 
 
 def _ray_cluster_utils():
@@ -183,14 +186,6 @@ def test_jobs_run_on_both_nodes_and_status_says_where(cluster, spread):
         assert ran[0].split(": ", 1)[1].split(", ") == [name for name, node in nodes.items() if node.id == node_id]
 
 
-def wait_for(condition: Callable[[], bool], driver: subprocess.Popen, what: str) -> None:
-    deadline = time.monotonic() + EVENT_TIMEOUT_S
-    while not condition():
-        assert driver.poll() is None, f"the driver exited ({driver.returncode}) before {what}: {driver.stderr.read()}"
-        assert time.monotonic() < deadline, f"no {what} after {EVENT_TIMEOUT_S} s"
-        time.sleep(POLL_S)
-
-
 def headers(log: Path) -> list[str]:
     """The first line of each attempt in a job's log (run_job's), which names the attempt's node."""
     return [line for line in log.read_text().splitlines() if line.startswith("--- grade generate")]
@@ -209,12 +204,6 @@ def partly_done(spread: Path, out: Path, redone: list[int]) -> dict[Path, int]:
             if p.is_file() and p.name != LOCK_FILE}
 
 
-def start_driver(batch: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT,
-                            env={**os.environ, "GRADE_QUIET": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-
-
 def running(out: Path) -> list[str]:
     """The jobs whose run folder a job has locked now, once the driver has written batch.json."""
     return sorted(batch_status(out)["running"]) if (out / BATCH_FILE).is_file() else []
@@ -226,15 +215,15 @@ def test_a_worker_node_lost_mid_batch_costs_only_its_attempt(cluster, spread, tm
     complete = partly_done(spread, out, SEEDS)
     assert complete
     names = [f"default-seed{seed}" for seed in SEEDS]
-    batch = cluster_batch(tmp_path, cluster.address, SEEDS)
+    batch, log = cluster_batch(tmp_path, cluster.address, SEEDS), tmp_path / "driver.log"
     with ExitStack() as held:
         # Holding their houses' package locks keeps the two jobs mid-run (run folder locked, assets being made).
         for seed in SEEDS:
             held.enter_context(package_lock(seed_environment(out, seed)))
-        driver = start_driver(batch)
+        driver = start_driver(batch, log)
         try:
             # Two jobs running at once hold both nodes' CPUs: one of them runs on the worker.
-            wait_for(lambda: running(out) == names, driver, "two jobs running")
+            wait_for("two jobs running", lambda: running(out) == names, driver, log)
             lost = [name for name in names
                     if f"(node {cluster.worker.node_id})" in headers(out / "logs" / f"{name}.log")[-1]]
             assert len(lost) == 1
@@ -242,12 +231,13 @@ def test_a_worker_node_lost_mid_batch_costs_only_its_attempt(cluster, spread, tm
             killed = cluster.kill_worker()
             # the lost job's own process died with its node (an orphan would go on and finish its run)
             assert any(f"generate {out / 'jobs' / lost[0]}.yaml" in command for command in killed), killed
-            wait_for(lambda: read_batch_state(out).jobs[lost[0]].attempts == 2, driver, "retry of the lost job")
+            wait_for("the lost job tried again", lambda: read_batch_state(out).jobs[lost[0]].attempts == 2, driver,
+                     log)
         except BaseException:
             if driver.poll() is None:
                 os.killpg(driver.pid, signal.SIGKILL)
             raise
-    assert driver.wait(timeout=EVENT_TIMEOUT_S) == 0, driver.stderr.read()
+    assert driver.wait(timeout=DRIVER_TIMEOUT_S) == 0, log.read_text()
     state = read_batch_state(out)
     for job in state.jobs.values():
         assert job.status == "done" and stage_status(Path(job.run), verify_hashes=True) is StageStatus.COMPLETE
@@ -268,11 +258,11 @@ def test_a_driver_killed_mid_batch_resumes_on_the_cluster(cluster, spread, tmp_p
     redone = SEEDS[:1]
     complete = partly_done(spread, out, redone)
     assert any(p.name == "MANIFEST.json" and p.parent.name == f"default-seed{SEEDS[1]}" for p in complete)
-    batch = cluster_batch(tmp_path, cluster.address, SEEDS)
+    batch, log = cluster_batch(tmp_path, cluster.address, SEEDS), tmp_path / "driver.log"
     with package_lock(seed_environment(out, redone[0])):
-        driver = start_driver(batch)
+        driver = start_driver(batch, log)
         try:
-            wait_for(lambda: running(out) == [f"default-seed{redone[0]}"], driver, "the job running")
+            wait_for("the job running", lambda: running(out) == [f"default-seed{redone[0]}"], driver, log)
         finally:
             os.killpg(driver.pid, signal.SIGKILL)  # the driver alone: its jobs run under the cluster's raylets
             driver.wait()

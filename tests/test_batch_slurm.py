@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -22,9 +20,17 @@ from core.formats.manifest import StageStatus, stage_status
 from core.formats.run_layout import ASSETS_DIR
 from core.outputs import LOCK_FILE, TEMP_SUFFIXES, package_lock
 from pipeline.batch import batch_status
-from tests.conftest import ROOT, run_grade
+from tests.conftest import run_grade
 from tests.slurm_cluster import SlurmCluster, missing_programs, slurm_cluster
-from tests.test_batch import PAIR, ground_truth, seed_environment, write_batch
+from tests.test_batch import (
+    DRIVER_TIMEOUT_S,
+    PAIR,
+    ground_truth,
+    seed_environment,
+    start_driver,
+    wait_for,
+    write_batch,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +38,6 @@ pytestmark = pytest.mark.slow
 REQUIRE_CLUSTER = os.environ.get("GRADE_REQUIRE_CLUSTER", "") == "1"
 # Two 1-CPU jobs at once on the cluster's 2 CPUs, each asking for less memory than the node offers.
 SLURM = {"kind": "slurm", "workers": 2, "cpus_per_job": 1, "threads_per_job": 1, "slurm_mem_gb": 1, "retries": 1}
-BATCH_TIMEOUT_S = 300  # only bounds a failing run
-POLL_S = 0.2
 # slurmstepd's line in a cancelled job's error stream: "*** JOB <id> ON <node> CANCELLED AT <time> ***".
 CANCELLED = "CANCELLED AT"
 
@@ -66,24 +70,13 @@ def local_pair(tmp_path_factory) -> Path:
 def grade_batch(slurm: SlurmCluster, batch: Path, log: Path) -> Iterator[subprocess.Popen]:
     """`grade batch BATCH` in a process of its own that reaches the cluster (SLURM_CONF), its output in `log`;
     killed if it is still running when the block ends (a failed test)."""
-    with open(log, "wb") as output:
-        driver = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "batch", str(batch)], cwd=ROOT,
-                                  env={**slurm.env, "GRADE_QUIET": "1"}, stdout=output, stderr=subprocess.STDOUT)
+    driver = start_driver(batch, log, slurm.env)
     try:
         yield driver
     finally:
         if driver.poll() is None:
             driver.kill()
             driver.wait()
-
-
-def wait_until(what: str, ready: Callable[[], bool], driver: subprocess.Popen, log: Path) -> None:
-    """Poll real state until `ready()`; fail when the driver exits first or BATCH_TIMEOUT_S passes."""
-    deadline = time.monotonic() + BATCH_TIMEOUT_S
-    while not ready():
-        if driver.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"{what}: not seen (driver exit status {driver.poll()}):\n{log.read_text()[-3000:]}")
-        time.sleep(POLL_S)
 
 
 def slurm_job_logs(out: Path, stream: str) -> dict[str, str]:
@@ -110,7 +103,7 @@ def test_a_batch_on_slurm_gives_the_local_pools_ground_truth(slurm, local_pair, 
     out.mkdir()
     (out / ASSETS_DIR).symlink_to(local_pair / ASSETS_DIR, target_is_directory=True)
     with grade_batch(slurm, write_batch(tmp_path, seeds=PAIR, **SLURM), log) as driver:
-        assert driver.wait(BATCH_TIMEOUT_S) == 0, log.read_text()
+        assert driver.wait(DRIVER_TIMEOUT_S) == 0, log.read_text()
     state = read_batch_state(out)
     assert {name: (job.status, job.attempts) for name, job in state.jobs.items()} == {
         f"default-seed{seed}": ("done", 1) for seed in PAIR}
@@ -139,17 +132,17 @@ def test_a_cancelled_job_is_retried_and_the_finished_one_is_left_alone(slurm, lo
     held = ExitStack()
     held.enter_context(package_lock(seed_environment(out, PAIR[1])))
     with held, grade_batch(slurm, batch, log) as driver:
-        wait_until("the first job done and the second running", lambda: (
+        wait_for("the first job done and the second running", lambda: (
             stage_status(finished) is StageStatus.COMPLETE and batch_status(out)["running"] == [cut.name]
             and len(slurm.job_ids(cut.name)) == 1), driver, log)
         untouched = {p: p.stat().st_mtime_ns for p in finished.rglob("*") if p.is_file() and p.name != LOCK_FILE}
         (cancelled,) = slurm.job_ids(cut.name)
         slurm.run("scancel", cancelled)
-        wait_until("the cancelled job submitted again", lambda: read_batch_state(out).jobs[cut.name].attempts == 2,
+        wait_for("the cancelled job submitted again", lambda: read_batch_state(out).jobs[cut.name].attempts == 2,
                    driver, log)
         assert stage_status(cut) is not StageStatus.COMPLETE  # cancelled before it recorded
         held.close()  # the package released, the second attempt goes on
-        assert driver.wait(BATCH_TIMEOUT_S) == 0, log.read_text()
+        assert driver.wait(DRIVER_TIMEOUT_S) == 0, log.read_text()
     state = read_batch_state(out)
     assert {name: (job.status, job.attempts) for name, job in state.jobs.items()} == {
         finished.name: ("done", 1), cut.name: ("done", 2)}
