@@ -21,7 +21,6 @@ clusters' best viewpoints plus the candidates' offsets from them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -91,8 +90,3 @@ def refine(layers: Sequence[Sequence[tuple[np.ndarray, float]]], start_cost: Cal
     for pointers in reversed(back):
         choice.append(int(pointers[choice[-1]]))
     return choice[::-1]
-
-
-def straight_length(a: np.ndarray, b: np.ndarray, clear: Callable[[np.ndarray, np.ndarray], bool]) -> float:
-    """|a - b| where the straight line between the points is `clear`, else inf."""
-    return float(np.linalg.norm(b - a)) if clear(a, b) else math.inf
