@@ -59,6 +59,9 @@ log = get_logger("convert.front3d")
 
 CONVERTER = "3d-front"
 WHITE = (1.0, 1.0, 1.0)  # 3D-Front's colour of materials that have none of their own
+WINDOW_CLASS = "window"
+CLOSED_FRACTION = 0.5  # of its opening a window's faces across it cover when it has glass of its own
+ACROSS = 0.9  # |cos| between a face's normal and the window's through direction for a face across the opening
 Z_UP = np.block([[Y_UP_TO_Z_UP, np.zeros((3, 1))], [np.zeros((1, 3)), np.ones((1, 1))]])
 
 
@@ -113,21 +116,44 @@ def _place(vertices: np.ndarray, faces: np.ndarray, transform: np.ndarray) -> tu
 
 
 def _arch_surface(house: House, mesh: ArchMesh, placement: Placement, default_class: str, vertices: np.ndarray,
-                  faces: np.ndarray, sources: _Sources, stats: dict[str, int]) -> Surface:
+                  faces: np.ndarray, uvs: np.ndarray | None, sources: _Sources, stats: dict[str, int]) -> Surface:
     """The texture of the mesh's material from the texture folder, else its class material."""
     material = house.materials.get(mesh.material or "")
     if material is None:
         stats["meshes_without_material"] += 1
-    elif sources.textures is not None and mesh.uvs is not None:
+    elif sources.textures is not None and uvs is not None:
         texture = find_texture(sources.textures, material)
         if texture is not None:
             return Material(f"{material.uid}_tex", base_color=material.color or WHITE, texture=texture), vertices, \
-                faces, mesh.uvs
+                faces, uvs
         # Most materials are plain colours; only a material naming a texture URL expects a file.
         stats["textures_missing"] += bool(material.texture_url)
     stats["class_materials"] += 1
     key = f"{material.uid}/{default_class}" if material is not None else placement.where
     return sources.materials.surface(key, default_class, vertices, faces, material)
+
+
+def window_pane(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The pane (4 vertices, 2 faces) across a window's opening at mid-depth, or None when the window's own
+    faces across the opening cover at least CLOSED_FRACTION of it. The opening spans the window's vertical
+    extent and its wider horizontal principal direction (any wall angle); the narrower one goes through it."""
+    xy = vertices[:, :2] - vertices[:, :2].mean(axis=0)
+    _, axes = np.linalg.eigh(xy.T @ xy)
+    through, along = axes[:, 0], axes[:, 1]
+    a, d, z = xy @ along, xy @ through, vertices[:, 2]
+    width, height = np.ptp(a), np.ptp(z)
+    if width * height <= 0:
+        return None
+    corners = vertices[faces]
+    normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]) / 2  # area-weighted
+    across = np.abs(normals[:, :2] @ through) >= ACROSS * np.linalg.norm(normals, axis=1)
+    # Glass and frame front and back count once: the opening's cover is half their area.
+    if np.linalg.norm(normals[across], axis=1).sum() / 2 >= CLOSED_FRACTION * width * height:
+        return None
+    centre = vertices[:, :2].mean(axis=0) + through * (d.min() + d.max()) / 2
+    ends = [centre + along * a.min(), centre + along * a.max()]
+    pane = np.array([[*ends[0], z.min()], [*ends[1], z.min()], [*ends[1], z.max()], [*ends[0], z.max()]])
+    return pane, np.array([[0, 1, 2], [0, 2, 3]])
 
 
 def _arch_piece(house: House, room: Room, placement: Placement, sources: _Sources,
@@ -137,9 +163,17 @@ def _arch_piece(house: House, room: Room, placement: Placement, sources: _Source
         stats["empty_meshes_skipped"] += 1
         return None
     vertices, faces = _place(mesh.vertices, mesh.faces, placement.transform)
+    uvs = mesh.uvs
     default = architecture_class(mesh.type)
+    pane = window_pane(vertices, faces) if default == WINDOW_CLASS else None
+    if pane is not None:
+        stats["window_panes"] += 1
+        faces = np.vstack([faces, pane[1] + len(vertices)])
+        vertices = np.vstack([vertices, pane[0]])
+        uvs = None if uvs is None else np.vstack([uvs, np.zeros((len(pane[0]), 2))])
     label = apply_label_map(mesh.type, default, sources.label_map)
-    material, vertices, faces, uvs = _arch_surface(house, mesh, placement, default, vertices, faces, sources, stats)
+    material, vertices, faces, uvs = _arch_surface(house, mesh, placement, default, vertices, faces, uvs, sources,
+                                                   stats)
     scene_mesh = SceneMesh(f"{room.instance_id}_{mesh.type or 'mesh'}", vertices, faces, label, "architecture",
                            material, uvs, is_floor=default == FLOOR_CLASS)
     return _Piece(scene_mesh, mesh.type, room.instance_id, default)
@@ -199,7 +233,7 @@ def house_pieces(house: House, rooms: list[Room], sources: _Sources) -> tuple[li
     """Every placed architecture mesh and furniture piece of `rooms`, Z up, with counts of fallbacks."""
     stats = dict.fromkeys(("architecture_meshes", "furniture_models", "furniture_boxes",
                            "furniture_without_size_skipped", "empty_meshes_skipped", "meshes_without_material",
-                           "textures_missing", "class_materials", "rooms_without_light", "lamp_lights"), 0)
+                           "textures_missing", "class_materials", "rooms_without_light", "lamp_lights", "window_panes"), 0)
     stats["dangling_furniture_refs_skipped"] = sum(len(room.dangling) for room in rooms)
     pieces, counters = [], {}
     for room in rooms:

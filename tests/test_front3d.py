@@ -19,7 +19,7 @@ from scipy.spatial.distance import cdist
 from scipy.spatial.transform import Rotation
 
 from asset_converters.class_materials import LOOKS
-from asset_converters.front3d import convert_house
+from asset_converters.front3d import convert_house, window_pane
 from core.assets.usd_read import get_semantic_label, read_meshes
 from core.errors import ExitCode, InputError
 from core.formats.asset_meta import load_meta
@@ -176,7 +176,8 @@ def test_real_house_collision_and_occupancy(house_pkg, house_data):
     collision = trimesh.load(house_pkg / "collision.stl")
     np.testing.assert_allclose(collision.bounds, meta.environment.bounds, atol=TOL)
     source_faces = sum(len(m["faces"]) // 3 for m in house_data["mesh"])
-    assert len(collision.faces) == source_faces + 12 * len(expected_boxes(house_data))
+    windows = sum(m["type"] == "Window" for m in house_data["mesh"])  # the sample's are open: each gets a pane
+    assert len(collision.faces) == source_faces + 12 * len(expected_boxes(house_data)) + 2 * windows
 
     grids = np.load(house_pkg / "occupancy.npz")
     res, origin, grid = float(grids["map2d_resolution"]), grids["map2d_origin"], grids["map2d"]
@@ -196,6 +197,38 @@ def test_real_house_collision_and_occupancy(house_pkg, house_data):
     voxels = grids["voxels"]
     size = np.array(meta.environment.bounds[1]) - meta.environment.bounds[0]
     assert voxels.shape == tuple(np.ceil(size / float(grids["voxel_size"])).astype(int)) and voxels.any()
+
+
+def window_tube(width: float, depth: float, bottom: float, top: float, angle: float) -> tuple[np.ndarray, np.ndarray]:
+    """3D-Front's window: the four sides of an opening `width` wide through a wall `depth` thick, turned by
+    `angle` about z, as a triangle soup."""
+    w, d = width / 2, depth / 2
+    corners = {(i, j, k): np.array([i * w, j * d, (bottom, top)[k]]) for i in (-1, 1) for j in (-1, 1) for k in (0, 1)}
+    quads = [[(-1, -1, 0), (1, -1, 0), (1, 1, 0), (-1, 1, 0)], [(-1, -1, 1), (1, -1, 1), (1, 1, 1), (-1, 1, 1)],
+             [(-1, -1, 0), (-1, 1, 0), (-1, 1, 1), (-1, -1, 1)], [(1, -1, 0), (1, 1, 0), (1, 1, 1), (1, -1, 1)]]
+    turn = Rotation.from_euler("z", angle).as_matrix()
+    vertices = np.array([corners[c] for quad in quads for c in quad]) @ turn.T + [2.0, -1.0, 0.0]
+    faces = np.array([[4 * q, 4 * q + 1, 4 * q + 2] for q in range(4)] + [[4 * q, 4 * q + 2, 4 * q + 3] for q in range(4)])
+    return vertices, faces
+
+
+@pytest.mark.parametrize("angle", [0.0, 0.4, np.pi / 2])
+def test_an_open_window_gets_a_pane_across_its_opening_and_a_glazed_one_none(angle):
+    vertices, faces = window_tube(1.2, 0.2, 0.8, 2.1, angle)
+    pane, pane_faces = window_pane(vertices, faces)
+    # The pane lies in the wall's middle plane and spans the opening: a ray through the opening meets it.
+    turn = Rotation.from_euler("z", angle).as_matrix()
+    local = (pane - [2.0, -1.0, 0.0]) @ turn
+    np.testing.assert_allclose(local[:, 1], 0.0, atol=1e-9)
+    np.testing.assert_allclose(sorted(local[:, 0]), [-0.6, -0.6, 0.6, 0.6], atol=1e-9)
+    np.testing.assert_allclose(sorted(local[:, 2]), [0.8, 0.8, 2.1, 2.1], atol=1e-9)
+    opening = trimesh.Trimesh(pane, pane_faces)
+    centre = np.array([0.3, -1.0, 1.5]) @ turn.T + [2.0, -1.0, 0.0]
+    hits, _, _ = opening.ray.intersects_location([centre], [turn @ [0.0, 1.0, 0.0]])
+    assert len(hits) == 1
+    glazed_vertices = np.vstack([vertices, pane])
+    glazed_faces = np.vstack([faces, pane_faces + len(vertices), pane_faces[:, ::-1] + len(vertices)])
+    assert window_pane(glazed_vertices, glazed_faces) is None
 
 
 @pytest.mark.slow

@@ -288,7 +288,7 @@ def test_run_json_and_manifest(uav_run):
     info = read_run_info(uav_run)
     assert info.status == "complete" and info.sim_time_end == pytest.approx(TOTAL)
     assert info.frame_counts["camera/camera"] == round(30 * TOTAL) + 1
-    assert info.mission["planner"] == "frontier"
+    assert info.mission["planner"] == "tour"
     assert info.derived_seeds["placement/humans"] == derived_seed(info.master_seed, "placement/humans")
     manifest = read_manifest(uav_run)
     assert manifest.stage == "record"

@@ -107,6 +107,13 @@ def test_trajectory_moves_and_turns_within_the_limits(points, yaw0, yaw1, speed0
     turn = abs(math.remainder(yaw1 - yaw0, 2 * math.pi))
     if speed0 <= limits.speed and trajectory.length > 0:  # a start it can stop from: the whole path, in no less time
         assert trajectory.duration >= max(trajectory.length / limits.speed, turn / limits.yaw_rate) - 1e-9
+    # The velocity fed forward is the motion of the reference: the difference of its positions (its speed,
+    # until a start too fast to stop in the distance leaves it at the end).
+    for t in np.linspace(0.0, trajectory.duration, 7)[1:-1]:
+        velocity, h = trajectory.velocity_at(t), 1e-6
+        np.testing.assert_allclose(velocity, (trajectory.at(t + h)[0] - trajectory.at(t - h)[0]) / (2 * h), atol=1e-4)
+        if trajectory.progress(t)[0] < 1.0:
+            assert np.linalg.norm(velocity) == pytest.approx(samples["speed"][round(t / 1e-3)], abs=2e-3)
     # Moving and turning at once: midway the robot has gone part of the way and turned part of the turn.
     if trajectory.length > 0 and turn > 0:
         _, middle_yaw = trajectory.at(trajectory.duration / 2)
@@ -223,6 +230,7 @@ def test_the_tour_visits_every_frontier_cluster_until_the_rooms_are_known():
 # ---------------------------------------------------------------- exploring the demo flat
 
 BUDGET = 40.0  # simulated seconds
+PUSH_SETTLE = 0.25  # s after a person walked into the robot during which its speed is theirs, not its own
 PERSON_CELLS = 40  # map cells a person stands on, seen from around (a 0.35 m disc at 0.1 m)
 MIN_COVERAGE = {"uav": 0.75, "tiago_omni": 0.7}
 EXPLORE_OVERRIDES = ["humans.count.min=2", "humans.count.max=2", "flying_objects.count.min=0",
@@ -253,14 +261,19 @@ def explore_flat(kind: str, asset_cache, folder, budget: float, on_step=None, on
 def test_tour_explores_the_demo_flat_within_the_limits_without_touching_anything(kind, asset_cache, tmp_path):
     contacts = {"environment": 0, "human": 0, "object": 0}
     speeds, yaw_rates = [], []
+    pushed = [-math.inf]  # when a person last walked into the robot (kinematic: it pushes the robot on)
 
     def on_step(b: EmbeddedWorld) -> None:
         pose = b.robot().pose()
         linear, angular = b.robot().velocity()
         for key, count in robot_contacts(b.physics, (pose[:3, 3], pose[:3, :3] @ linear)).items():
             contacts[key] += count
-        speeds.append(float(np.linalg.norm((pose[:3, :3] @ linear)[:2])))
-        yaw_rates.append(abs(float((pose[:3, :3] @ angular)[2])))
+        touching = robot_contacts(b.physics)
+        if touching["human"] or touching["object"]:
+            pushed[0] = b.time
+        if b.time > pushed[0] + PUSH_SETTLE:
+            speeds.append(float(np.linalg.norm((pose[:3, :3] @ linear)[:2])))
+            yaw_rates.append(abs(float((pose[:3, :3] @ angular)[2])))
 
     known = []  # known cells at each map update since the robot is at its cruise height
 

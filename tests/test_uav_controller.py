@@ -97,6 +97,28 @@ def test_position_step_stays_within_limits_tilts_the_right_way_and_settles():
     assert np.abs(log["attitude"][:, 0]).max() < 1e-6  # no sideways acceleration, no roll
 
 
+def test_a_moving_set_point_with_its_velocity_fed_forward_is_tracked_without_the_pid_lag():
+    """A set point gliding along x at 0.4 m/s: a PID alone trails it by speed / kp (0.2 m); with the set
+    point's velocity fed forward the UAV flies with it (the velocity shaping's lag is a few cm)."""
+    speed, kp = 0.4, 2.0
+    gaps = {}
+    for feed in (False, True):
+        controller = UavController(LIMITS, PidGains(kp=kp, ki=0.0, kd=0.0), PidGains(kp=3.0, ki=0.0, kd=0.1))
+        world = build_world(uav(), START)
+        for step in range(round(6.0 / DT)):
+            t = step * DT
+            set_point = np.array([speed * t, 0.0, 1.0])
+            controller.set_position_target(set_point, 0.0, np.array([speed, 0.0, 0.0]) if feed else None)
+            state = UavState.from_joint_states(world.joint_states())
+            world.set_joint_velocities(controller.command(state, DT))
+            world.step()
+        gaps[feed] = speed * world.time - UavState.from_joint_states(world.joint_states()).position[0]
+    assert gaps[False] == pytest.approx(speed / kp, rel=0.05)
+    assert abs(gaps[True]) < 0.05
+    with pytest.raises(ValueError):
+        UavController(LIMITS, PidGains(), PidGains()).set_position_target(np.zeros(3), 0.0, np.array([np.nan, 0, 0]))
+
+
 def test_sideways_step_rolls_negative_and_yaw_settles():
     controller = UavController.from_config(RobotConfig())
     controller.set_position_target(np.array([0.0, 1.5, 1.6]), yaw=math.radians(90.0))

@@ -11,7 +11,7 @@ from core.config.base import NonNegFloat, PositiveFloat, Strict, Vec3
 
 class ExplorationConfig(Strict):
     planner: Literal["frontier", "tour", "waypoints", "none"] = Field(
-        "frontier", description="frontier: go to the best-looking frontier next; tour: a global tour over frontier "
+        "tour", description="frontier: go to the best-looking frontier next; tour: a global tour over frontier "
                                 "clusters (FUEL-like), moving and turning at once; waypoints: the given points; "
                                 "none: stay put")
     waypoints: list[Vec3] = Field(default_factory=list, description="x, y, z (m) for planner 'waypoints'")

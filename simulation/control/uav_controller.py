@@ -5,8 +5,9 @@ roll, pitch, yaw nested in that order, so its orientation is Rx(roll) Ry(pitch) 
 axis (body z) points along (sin p, -sin r cos p, cos r cos p) whatever the yaw.
 
 Translation. In position mode a PID on the position error (gains `robot.position_gains`; its derivative
-is minus the measured velocity, so a new set point gives no derivative kick) gives a velocity set point;
-in velocity mode the set point is given. Either is limited to `max_speed` (norm over x, y, z), and z is
+is minus the measured velocity, so a new set point gives no derivative kick), plus the set point's own velocity
+when one is given (feed-forward: a moving set point is tracked without the lag of a PID alone), gives a
+velocity set point; in velocity mode the set point is given. Either is limited to `max_speed` (norm over x, y, z), and z is
 kept inside `z_band` (a position target is clamped into it; a vertical velocity is throttled near its
 edges). The commanded velocity follows the set point through a jerk-limited profile: the acceleration
 it asks for is the gap over `VELOCITY_TIME_CONSTANT`, at most `max_acceleration` (and g tan(max_tilt),
@@ -96,6 +97,7 @@ class UavController:
                                 output_limit=self.rate_limits, integral_limit=self.rate_limits)
         self._mode = "hold"
         self._position_target: np.ndarray | None = None
+        self._feedforward = np.zeros(3)
         self._yaw_target: float | None = None
         self._velocity_target = np.zeros(3)
         self._yaw_rate_target = 0.0
@@ -111,11 +113,17 @@ class UavController:
 
     # ------------------------------------------------------------ set points
 
-    def set_position_target(self, position: np.ndarray, yaw: float | None = None) -> None:
-        """Fly to `position` (z clamped into z_band) and turn to `yaw` (rad; None keeps the current target)."""
+    def set_position_target(self, position: np.ndarray, yaw: float | None = None,
+                            velocity: np.ndarray | None = None) -> None:
+        """Fly to `position` (z clamped into z_band) and turn to `yaw` (rad; None keeps the current target);
+        `velocity` (world, m/s) is how the set point moves, fed forward (None: it stands still)."""
         position = np.asarray(position, dtype=np.float64)
         if position.shape != (3,) or not np.isfinite(position).all():
             raise ValueError(f"a position target is 3 finite numbers, got {position}")
+        feedforward = np.zeros(3) if velocity is None else np.asarray(velocity, dtype=np.float64)
+        if feedforward.shape != (3,) or not np.isfinite(feedforward).all():
+            raise ValueError(f"a set point's velocity is 3 finite numbers, got {velocity}")
+        self._feedforward = feedforward
         band = self.limits.z_band
         position = np.array([position[0], position[1], min(max(position[2], band.min), band.max)])
         if self._mode != "position":
@@ -175,7 +183,7 @@ class UavController:
         band, speed = self.limits.z_band, self.limits.max_speed
         if self._mode == "position":
             error = self._position_target - state.position
-            return clip_norm(self.position_pid.update(error, dt, -state.velocity), speed)
+            return clip_norm(self._feedforward + self.position_pid.update(error, dt, -state.velocity), speed)
         velocity = clip_norm(self._velocity_target, speed)
         # Throttle the climb or descent so z eases onto the band's edge instead of crossing it: with this
         # gain the loop through the velocity lag is critically damped.

@@ -48,10 +48,12 @@ class UavDriver:
         self.controller.set_velocity_target(np.zeros(3), math.radians(self.controller.limits.yaw_rate_deg))
         self._send()
 
-    def go(self, target: np.ndarray, heading: float, altitude: float) -> None:
-        """Fly for the point (x, y) at `altitude`, turning to `heading`."""
+    def go(self, target: np.ndarray, heading: float, altitude: float, velocity: np.ndarray | None = None) -> None:
+        """Fly for the point (x, y) at `altitude`, turning to `heading`; `velocity` (x, y) is how the point
+        moves (fed forward)."""
         self._hold = None
-        self.controller.set_position_target(np.array([target[0], target[1], altitude]), heading)
+        feedforward = None if velocity is None else np.array([velocity[0], velocity[1], 0.0])
+        self.controller.set_position_target(np.array([target[0], target[1], altitude]), heading, feedforward)
         self._send()
 
     def hold(self) -> None:
@@ -88,8 +90,10 @@ class BaseDriver:
     def spin(self) -> None:
         self.robot.set_command(self.controller.spin(self.controller.limits.max_yaw_rate, self.dt))
 
-    def go(self, target: np.ndarray, heading: float, altitude: float | None = None) -> None:
-        """Drive for the point (x, y) turning to `heading`; `altitude` is ignored."""
+    def go(self, target: np.ndarray, heading: float, altitude: float | None = None,
+           velocity: np.ndarray | None = None) -> None:
+        """Drive for the point (x, y) turning to `heading`; `altitude` and `velocity` are ignored (the base
+        controller's S-curve shapes its own approach)."""
         self.robot.set_command(self.controller.command(self._pose(), target, heading, self.dt))
 
     def hold(self) -> None:

@@ -1,25 +1,31 @@
 """The tour explorer (`exploration.planner: tour`): FUEL-like exploration (Zhou et al., RA-L 2021) on the map
 the robot builds, with the frontier explorer's perception, phases and safety (simulation.exploration.explorer).
 
+Frontiers lie between free cells and cells never seen: a cell the map knew and now doubts again (a voxel a
+person walked through, a ray's end clipping a seen-free voxel) keeps its last known state for planning, or
+every person walking by would leave new frontier behind them for the tour to come back to.
+
 Planning, every `replan_period` s or when the path ahead is blocked:
 - the frontier clusters and their viewpoints are brought up to date incrementally
   (simulation.exploration.viewpoints); viewpoints where people walk are left out while there are others;
-- while the viewpoint being gone to is reachable, its path clear and it still has frontier cells in view (at
-  least a cluster's minimum size), the robot keeps going (clusters change as the robot sees more of them);
-  with fewer left in its view, the robot replans, and if it is within `NEAR` of the viewpoint looking its
-  way those few are marked exhausted (seen from so near, a few cells stay unknown: behind a chair leg, at a
-  wall's foot), so that no tour comes back for them;
+- while the viewpoint being gone to is reachable, its path clear and it still has frontier cells in view, the
+  robot keeps going (clusters change as the robot sees more of them; re-solving the tour whenever one shrinks
+  on the way would flip between far-apart targets); once it is within `NEAR` of the viewpoint looking its way
+  with fewer than a cluster's minimum size left in view, those few are marked exhausted, and those hidden
+  from there only by people (seen from so near, a few cells stay unknown: behind a chair leg, at a wall's
+  foot, behind a person walking by), so that no tour comes back for them, and the robot replans;
 - else a global tour over every cluster with a reachable viewpoint is solved as an ATSP (path lengths from
   each viewpoint are kept for `ROW_LIFETIME` s, so most rounds run Dijkstra only from new ones), the first
   `REFINE_DEPTH` clusters' viewpoints are refined (simulation.exploration.tour), and the robot sets off to
   the first one on a trajectory that moves and turns at once, from its current speed, within its limits
   (simulation.exploration.trajectory).
 
-Tracking. The trajectory's reference runs in simulation time; the set point sent to the robot's controller
-is the reference `lead` s ahead (the controller's position loop lags its set point by about 1 / gain, the
-UAV's velocity shaping by its time constant more), and the reference is held back while it is more than a
-`lookahead` ahead of the robot's progress along the path, so that a robot held up (a person in the way)
-never gets a set point across a corner. A robot closer to an obstacle than its radius moves off first
+Tracking. The trajectory's reference runs in simulation time, and is held back while it is more than a
+`lookahead` ahead of the robot's progress along the path, so that a robot held up (a person in the way) never
+gets a set point across a corner. The UAV's set point is the reference itself with the reference's velocity
+fed forward (taken the controller's velocity time constant ahead, the lag of its velocity shaping), so it flies
+with the reference at full speed; while the reference is held back nothing is fed forward. The TIAGo's set
+point is the reference `1 / gain` s ahead (its base controller's position loop lags its set point by that). A robot closer to an obstacle than its radius moves off first
 without turning, as in the frontier explorer. While the TIAGo moves, its heading stays within
 `LOOK_FRACTION` of the camera's half field of view of the way it goes, and it turns on the spot first
 while the way it goes is outside the camera's view: its ground map holds floor seen free, which may lie under
@@ -105,10 +111,10 @@ class TourExplorer(Explorer):
         self.half_fov = math.radians(camera.fov_deg) / 2
         self.look = LOOK_FRACTION * self.half_fov
         if self.uav:
-            self.lead = 1.0 / config.position_gains.kp + VELOCITY_TIME_CONSTANT
+            self.lead, self.velocity_lead = 0.0, VELOCITY_TIME_CONSTANT
             self.yaw_lead = 1.0 / config.attitude_gains.kp
         else:
-            self.lead, self.yaw_lead = 1.0 / POSITION_GAIN, 1.0 / YAW_GAIN
+            self.lead, self.velocity_lead, self.yaw_lead = 1.0 / POSITION_GAIN, None, 1.0 / YAW_GAIN
         self.trajectory: Trajectory | None = None
         self.target: tuple[Cluster, Viewpoint] | None = None
         self._reference = 0.0  # s along the trajectory
@@ -117,6 +123,13 @@ class TourExplorer(Explorer):
         self._rows: dict[tuple[int, int], np.ndarray] = {}  # path lengths from a viewpoint cell to every cell
         self._row_times: dict[tuple[int, int], float] = {}  # when each was computed
         self.tour: list[int] = []  # cluster ids in tour order at the last planning
+        # Each cell's latest known state: frontiers lie next to cells never seen (module notes).
+        self.seen = np.full(self.grid.shape, UNKNOWN, dtype=np.int8)
+
+    def _perceive(self) -> None:
+        super()._perceive()
+        known = self.grid.state != UNKNOWN
+        self.seen[known] = self.grid.state[known]
 
     # ------------------------------------------------------------ planning
 
@@ -135,20 +148,23 @@ class TourExplorer(Explorer):
         flat = int(np.ravel_multi_index(start, shape))
         cost, predecessors = dijkstra(graph, directed=True, indices=flat, return_predecessors=True)
         tree = SearchTree(start, cost.reshape(shape), predecessors)
-        mask = frontier_mask(self.grid.state, self.region) & ~self.exhausted
+        mask = frontier_mask(self.seen, self.region) & ~self.exhausted
         # Viewpoints only where the robot can go now, and not where people walk while there are others.
         for avoid in (self.walkways, np.zeros_like(self.walkways)):
             reach = np.where(avoid | ~self.region, np.inf, tree.cost)
             clusters = self.info.update(mask, self.grid.state == OCCUPIED, np.isfinite(reach))
             if self.target is not None and self.follower is not None:
                 _, viewpoint = self.target
-                in_view = self._in_view(viewpoint, mask)
-                if len(in_view) >= self.info.params.min_size:
+                in_view, near = self._in_view(viewpoint, mask), self._near(viewpoint)
+                # Committed while anything is left to see from there: a tour re-solved whenever a cluster
+                # shrinks below its minimum size on the way flips between far-apart targets.
+                if len(in_view) >= self.info.params.min_size or (len(in_view) and not near):
                     if np.isfinite(reach[viewpoint.cell]) and self._path_clear():
                         return
-                elif self._near(viewpoint):  # its frontier is seen from near; what is left stays unseen
-                    self.exhausted[in_view[:, 0], in_view[:, 1]] = True
-                    mask[in_view[:, 0], in_view[:, 1]] = False
+                elif near:  # its frontier is seen from near; what is left in view (past people) stays unseen
+                    left = self._in_view(viewpoint, mask, past_people=True)
+                    self.exhausted[left[:, 0], left[:, 1]] = True
+                    mask[left[:, 0], left[:, 1]] = False
             options = {c.id: [v for v in c.viewpoints if np.isfinite(reach[v.cell])] for c in clusters.values()}
             options = {i: v for i, v in options.items() if v}
             if options:
@@ -229,10 +245,13 @@ class TourExplorer(Explorer):
         return bool(np.linalg.norm(self.grid.center_of(np.array(viewpoint.cell)) - position[:2]) <= NEAR
                     and abs(float(wrap_angle(viewpoint.yaw - yaw))) <= self.half_fov)
 
-    def _in_view(self, viewpoint: Viewpoint, mask: np.ndarray) -> np.ndarray:
-        """The cells (K, 2) of the frontier `mask` seen from `viewpoint`."""
+    def _in_view(self, viewpoint: Viewpoint, mask: np.ndarray, past_people: bool = False) -> np.ndarray:
+        """The cells (K, 2) of the frontier `mask` seen from `viewpoint` (`past_people`: as if the people in
+        the way, the occupied cells where things moved lately, were not there)."""
         cells = np.argwhere(mask)
         occupied = self.grid.state == OCCUPIED
+        if past_people:
+            occupied &= ~self.walkways
         return cells[seen_from(np.array(viewpoint.cell), viewpoint.yaw, cells, occupied, self.grid.resolution,
                                self.info.params)]
 
@@ -241,7 +260,7 @@ class TourExplorer(Explorer):
         in case they are still frontier: from there they cannot be seen."""
         cluster, viewpoint = self.target
         self.exhausted[cluster.cells[:, 0], cluster.cells[:, 1]] = True
-        mask = frontier_mask(self.grid.state, self.region)
+        mask = frontier_mask(self.seen, self.region)
         cells = self._in_view(viewpoint, mask)
         self.exhausted[cells[:, 0], cells[:, 1]] = True
         if reached:
@@ -281,17 +300,23 @@ class TourExplorer(Explorer):
             return
         # The reference advances with time while it is within a lookahead of the robot's progress.
         step = self._control_every * self.robot.world.timestep
+        reach = follower.progress + self.params.lookahead
         u = trajectory.progress(self._reference + step)[0]
-        if u * trajectory.length <= follower.progress + self.params.lookahead:
+        advancing = u * trajectory.length <= reach
+        if advancing:
             self._reference += step
         u = trajectory.progress(self._reference + self.lead)[0]
-        carrot = trajectory.point_at(min(u * trajectory.length, follower.progress + self.params.lookahead))
+        carrot = trajectory.point_at(min(u * trajectory.length, reach))
+        velocity = None
+        if self.velocity_lead is not None and advancing and u * trajectory.length <= reach:
+            velocity = trajectory.velocity_at(self._reference + self.velocity_lead)
         heading = trajectory.at(self._reference + self.yaw_lead)[1]
         refuge = self._refuge(position)
         if refuge is not None:  # too close to something to turn: move off first
             self.driver.go(refuge, yaw, self._height())
             return
-        away = carrot - position[:2]
+        # The way the robot goes: to the path a lookahead on (the set point itself may be right by the robot).
+        away = follower.point_at(follower.progress + self.params.lookahead) - position[:2]
         if np.linalg.norm(away) > self.params.goal_tolerance:  # keep the way ahead in view (module notes)
             travel = math.atan2(away[1], away[0])
             ahead = self._cells_ahead(follower, position)
@@ -300,8 +325,8 @@ class TourExplorer(Explorer):
                 look = 0.0 if blind else self.look
                 heading = travel + float(np.clip(wrap_angle(heading - travel), -look, look))
                 if abs(float(wrap_angle(travel - yaw))) > (self.look if blind else self.half_fov):
-                    carrot = follower.point_at(follower.progress)
-        self.driver.go(carrot, heading, self._height())
+                    carrot, velocity = follower.point_at(follower.progress), None
+        self.driver.go(carrot, heading, self._height(), velocity)
 
     def _yield(self, position: np.ndarray, follower: PathFollower) -> bool:
         """Whether something that moves (a person) was seen lately close ahead: the robot then waits for it to pass

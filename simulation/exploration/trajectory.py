@@ -112,6 +112,18 @@ class Trajectory:
         u = self.progress(t)[0]
         return self.point_at(u * self.length), float(wrap_angle(self.yaw0 + u * self.turn))
 
+    def velocity_at(self, t: float) -> np.ndarray:
+        """The velocity (2,) m/s at t s after the start: along the path's segment there at u' L (none once
+        the position stays at the end)."""
+        u, rate = self.progress(t)[:2]
+        if u >= 1.0:
+            return np.zeros(2)
+        s = u * self.length
+        k = int(np.clip(np.searchsorted(self.arc, s, side="right") - 1, 0, len(self.points) - 2))
+        segment = self.points[k + 1] - self.points[k]
+        norm = float(np.linalg.norm(segment))
+        return np.zeros(2) if norm <= 0 else segment / norm * rate * self.length
+
     def sample(self, dt: float) -> dict[str, np.ndarray]:
         """Speed, acceleration, jerk, yaw rate and yaw acceleration (magnitudes) every `dt` s."""
         states = np.array([self.progress(t) for t in np.arange(0.0, self.duration + dt, dt)])
