@@ -4,6 +4,11 @@ against tour planner: coverage over time, path, speed, collisions, replans, plan
 Run: .venv/bin/python benchmarks/exploration.py [--budget 120] [--scenes flat,house] [--robots uav,lightweight]
      [--planners frontier,tour] [--seed 42] [--humans MIN,MAX] [--objects MIN,MAX] [--resolution 0.1]
      [--uav-speed M/S]
+     .venv/bin/python benchmarks/exploration.py --demo [--planners frontier,tour]
+
+--demo records configs/demo.yaml as `make demo` does (its 640x480 camera, 25 s) with each planner and prints
+the rooms the robot flew through (simulation.exploration.metrics.rooms on the flat's ground-truth map), its
+path, and the CPU seconds spent planning against the whole process's CPU seconds (all threads).
 
 Prepares configs/demo.yaml (its humans and flying objects unless overridden; the house: the real 3D-Front sample
 house from /work/shared/realdata, converted with its lights, no humans or flying objects) once per scene and
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -29,10 +35,12 @@ import numpy as np
 from core.assets.layout import OCCUPANCY_FILE
 from core.config_io import load_experiment
 from core.formats.occupancy import read_occupancy
+from core.formats.states import STATES_FILE, load_robot_path
+from pipeline.generate import generate
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, Explorer, ExplorerParams
-from simulation.exploration.metrics import coverage, reachable_free, robot_contacts
+from simulation.exploration.metrics import coverage, reachable_free, robot_contacts, rooms, rooms_visited
 from simulation.exploration.tour_explorer import TourExplorer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +103,40 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
             "end": f"{result.reason} {result.time:.0f}s"}
 
 
+def demo(planner: str, work: Path) -> str:
+    """One `make demo` recording with `planner`: rooms visited, path, planning's share of the CPU."""
+    spent = [0.0]
+
+    def timed(plan):
+        def wrapper(self) -> None:
+            began = time.process_time()
+            plan(self)
+            spent[0] += time.process_time() - began
+        return wrapper
+
+    config = load_experiment(ROOT / "configs" / "demo.yaml", [f"exploration.planner={planner}"])
+    saved = {cls: cls._plan for cls in (Explorer, TourExplorer)}
+    for cls, plan in saved.items():
+        cls._plan = timed(plan)
+    try:
+        began = time.process_time()
+        result = generate(config, work / planner, cache=work / "assets")
+        cpu = time.process_time() - began
+    finally:
+        for cls, plan in saved.items():
+            cls._plan = plan
+    trail = load_robot_path(result.run / STATES_FILE)
+    xy, times = trail.position[:, :2], trail.time
+    package = next((work / "assets").glob(f"**/environment/**/{OCCUPANCY_FILE}")).parent
+    occupancy = read_occupancy(package / OCCUPANCY_FILE)
+    labels = rooms(occupancy.grid, occupancy.resolution)
+    visited = rooms_visited(labels, occupancy.origin, occupancy.resolution, xy)
+    path = float(np.linalg.norm(np.diff(xy, axis=0), axis=1).sum())
+    return (f"{planner:<9} {len(set(visited))} of {labels.max()} rooms (in order {visited}), path {path:.1f} m "
+            f"in {times[-1] - times[0]:.0f} s, planning {spent[0]:.2f} CPU s of {cpu:.1f} "
+            f"({100 * spent[0] / cpu:.1f}%)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--budget", type=float, default=120.0, help="simulated seconds per robot and planner")
@@ -106,7 +148,13 @@ def main() -> None:
     parser.add_argument("--objects", type=lambda s: [int(v) for v in s.split(",")], default=None)
     parser.add_argument("--resolution", type=float, default=0.1, help="map resolution, m")
     parser.add_argument("--uav-speed", type=float, default=None, help="robot.uav.max_speed (default: the config's)")
+    parser.add_argument("--demo", action="store_true", help="record configs/demo.yaml with each planner instead")
     args = parser.parse_args()
+    if args.demo:
+        with tempfile.TemporaryDirectory() as folder:
+            lines = [demo(planner, Path(folder)) for planner in args.planners.split(",")]
+        print("\nconfigs/demo.yaml\n" + "\n".join(lines))
+        return
     header = (f"{'scene':<6} {'robot':<12} {'planner':<9}" + "".join(f" {f'{c:.0f} s':>6}" for c in CHECKPOINTS)
               + f" {'path m':>7} {'m/s':>5} {'coll.':>5} {'replans':>7} {'plan CPU':>8}  end")
     rows = []

@@ -18,7 +18,7 @@ from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, ExplorerParams
 from simulation.exploration.frontiers import frontier_mask
-from simulation.exploration.metrics import coverage, reachable_free, robot_contacts
+from simulation.exploration.metrics import coverage, reachable_free, robot_contacts, rooms, rooms_visited
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN
 from simulation.exploration.planner import cost_map, grid_graph, search
 from simulation.exploration.tour import cost_matrix, refine, solve_tour, travel_time
@@ -225,6 +225,24 @@ def test_the_tour_visits_every_frontier_cluster_until_the_rooms_are_known():
     floor = reachable_free(np.where(truth == OCCUPIED, 1, 0), np.zeros(2), RES, (robot + 0.5) * RES, RADIUS)
     assert np.count_nonzero(known[floor] == UNKNOWN) <= 2 * params.min_size
     assert fractions == sorted(fractions) and len(set(visited)) == len(visited)
+
+
+def test_rooms_are_the_floor_split_at_its_doorways_and_a_walk_through_them_is_counted_in_order():
+    """Two rectangular rooms (3 x 3 m and 4 x 2 m) joined by a 0.9 m doorway through a 0.1 m wall: each is one
+    room of exactly its own area (an opening keeps a rectangle wider than the door), the doorway none."""
+    res = 0.05
+    map2d = np.ones((160, 80), dtype=np.int8)  # x 0..8 m, y 0..4 m; 1: occupied
+    map2d[0:60, 0:60] = 0  # room A: x 0..3, y 0..3
+    map2d[62:142, 0:40] = 0  # room B: x 3.1..7.1, y 0..2
+    map2d[60:62, 10:28] = 0  # the doorway: y 0.5..1.4
+    labels = rooms(map2d, res, door=1.2)
+    areas = sorted(np.bincount(labels.ravel())[1:] * res * res)
+    assert areas == pytest.approx([8.0, 9.0]) and labels[60:62].max() == 0
+    a, b = labels[30, 30], labels[100, 20]
+    walk = np.array([[1.5, 1.0], [2.9, 1.0], [3.05, 1.0], [5.0, 1.0], [3.05, 0.9], [1.0, 0.9]])
+    assert rooms_visited(labels, np.zeros(2), res, walk) == [a, b, a]
+    with pytest.raises(ValueError):
+        rooms_visited(np.zeros_like(labels), np.zeros(2), res, walk)
 
 
 # ---------------------------------------------------------------- exploring the demo flat

@@ -7,6 +7,8 @@
 - `robot_contacts`: current MuJoCo contacts of the robot's chassis with the environment, people, objects.
 - `box_overlap`: ground-truth occupied cells or voxels inside the robot's body box (shrunk by a cell,
   for the maps' discretisation).
+- `rooms` / `rooms_visited`: the floor split into rooms at its doorways (the free cells left by a morphological
+  opening wider than a door), and the rooms a trajectory passes through in order.
 """
 
 from __future__ import annotations
@@ -107,3 +109,29 @@ def box_overlap(occupied: np.ndarray, origin: np.ndarray, cell: float, pose: np.
     points = origin + (cells + 0.5) * cell
     local = (points - centre) @ pose[:dims, :dims]
     return int(np.count_nonzero(np.all(np.abs(local) <= half, axis=1)))
+
+
+def rooms(map2d: np.ndarray, resolution: float, door: float = 1.2, min_area: float = 4.0) -> np.ndarray:
+    """Room labels (int, 0: none) over `map2d`'s free cells: what is left of the free floor after an opening
+    by a square `door` m wide, which closes doorways (narrower than that) and keeps rooms (wider), in
+    connected parts of at least `min_area` m^2."""
+    side = max(1, round(door / resolution))
+    core = ndimage.binary_opening(map2d == FREE_CELL, structure=np.ones((side, side), dtype=bool))
+    labels, count = ndimage.label(core)
+    areas = np.bincount(labels.ravel(), minlength=count + 1) * resolution * resolution
+    keep = np.flatnonzero(areas >= min_area)
+    relabel = np.zeros(count + 1, dtype=np.int64)
+    relabel[keep[keep > 0]] = np.arange(1, np.count_nonzero(keep > 0) + 1)
+    return relabel[labels]
+
+
+def rooms_visited(labels: np.ndarray, origin: np.ndarray, resolution: float, xy: np.ndarray) -> list[int]:
+    """The rooms (labels of `rooms`) positions `xy` (N, 2) pass through, in order, each stay once; a position
+    off every room (a doorway) counts for the nearest."""
+    if not labels.any():
+        raise ValueError("no room in the map")
+    cells = np.floor((np.asarray(xy, dtype=np.float64) - origin) / resolution).astype(int)
+    cells = np.clip(cells, 0, np.array(labels.shape) - 1)
+    _, (ii, jj) = ndimage.distance_transform_edt(labels == 0, return_indices=True)
+    found = labels[ii[cells[:, 0], cells[:, 1]], jj[cells[:, 0], cells[:, 1]]]
+    return [int(room) for k, room in enumerate(found) if k == 0 or room != found[k - 1]]
