@@ -16,7 +16,8 @@ robot kind in a temporary folder, then lets each robot explore with each planner
 (the UAV's on camera_link, the TIAGo's on its head tilted 25 deg down) until it is done or the budget
 (simulated seconds) runs out. Coverage is the fraction of the flat's free floor reachable by a disc of the
 robot's radius from its start (ground truth from the environment package's occupancy.npz, which the robot
-never reads) that the robot's own map knows, at 15, 30, 60 and 120 s (the last value once exploration ended).
+never reads; for the UAV, free where nothing stands in the slab it flies in: it flies over tables) that the
+robot's own map knows, at 15, 30, 60 and 120 s (the last value once exploration ended).
 Path: the robot's horizontal path length; speed: path / time explored; collisions: physics steps with a
 contact of the robot with the environment, or with a person or flying object it moved towards (MuJoCo);
 replans: planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock
@@ -34,13 +35,15 @@ import numpy as np
 
 from core.assets.layout import OCCUPANCY_FILE
 from core.config_io import load_experiment
-from core.formats.occupancy import read_occupancy
+from core.formats.occupancy import read_occupancy, read_voxels
 from core.formats.states import STATES_FILE, load_robot_path
 from pipeline.generate import generate
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, Explorer, ExplorerParams
-from simulation.exploration.metrics import coverage, reachable_free, robot_contacts, rooms, rooms_visited
+from simulation.exploration.drivers import UAV_HALF_HEIGHT
+from simulation.exploration.explorer import UAV_VERTICAL_MARGIN
+from simulation.exploration.metrics import coverage, flight_map, reachable_free, robot_contacts, rooms, rooms_visited
 from simulation.exploration.tour_explorer import TourExplorer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,6 +79,13 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     occupancy = read_occupancy(prepared.environment / OCCUPANCY_FILE)
     map2d, origin, res = occupancy.grid, occupancy.origin, occupancy.resolution
     start = world.robot().pose()[:3, 3]
+    area = ExplorationArea.from_package(prepared.environment)
+    params = ExplorerParams.from_config(config, budget=args.budget)
+    explorer = EXPLORERS[planner](world.robot(), config.robot, params, area)
+    if kind == "uav":  # it flies over what stands below its slab
+        reach = UAV_HALF_HEIGHT + UAV_VERTICAL_MARGIN
+        map2d = flight_map(map2d, origin, res, *read_voxels(prepared.environment / OCCUPANCY_FILE),
+                           explorer.altitude - reach, explorer.altitude + reach)
     truth = reachable_free(map2d, origin, res, start[:2], UAV_RADIUS if kind == "uav" else TIAGO_RADIUS)
 
     collisions, path, last = [0], [0.0], [start[:2].copy()]
@@ -93,9 +103,6 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
         covered.append((t - world_start, coverage(grid, truth, origin, res)))
 
     world_start = world.time
-    area = ExplorationArea.from_package(prepared.environment)
-    params = ExplorerParams.from_config(config, budget=args.budget)
-    explorer = EXPLORERS[planner](world.robot(), config.robot, params, area)
     result = explorer.run(on_step, on_map)
     at = [max([c for t, c in covered if t <= checkpoint + 1e-9], default=0.0) for checkpoint in CHECKPOINTS]
     return {"scene": scene, "robot": name, "planner": planner, "coverage": at, "path": path[0], "speed": path[0] / max(result.time, 1e-9),

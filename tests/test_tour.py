@@ -18,7 +18,14 @@ from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, ExplorerParams
 from simulation.exploration.frontiers import frontier_mask
-from simulation.exploration.metrics import coverage, reachable_free, robot_contacts, rooms, rooms_visited
+from simulation.exploration.metrics import (
+    coverage,
+    flight_map,
+    reachable_free,
+    robot_contacts,
+    rooms,
+    rooms_visited,
+)
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN
 from simulation.exploration.planner import cost_map, grid_graph, search
 from simulation.exploration.tour import cost_matrix, refine, solve_tour, travel_time
@@ -243,6 +250,26 @@ def test_rooms_are_the_floor_split_at_its_doorways_and_a_walk_through_them_is_co
     assert rooms_visited(labels, np.zeros(2), res, walk) == [a, b, a]
     with pytest.raises(ValueError):
         rooms_visited(np.zeros_like(labels), np.zeros(2), res, walk)
+
+
+def test_the_flight_map_blocks_what_stands_in_the_slab_and_frees_what_stands_below_it():
+    """A 4 x 4 m room (0.1 m cells, walls round it, outside beyond x = 3.5) with a table top at 0.75 m and a
+    cupboard up to 2 m: flying at 1.2-1.8 m the UAV meets the walls and the cupboard, not the table."""
+    res, size = 0.1, 0.2
+    map2d = np.zeros((40, 40), dtype=np.uint8)
+    map2d[[0, -1], :] = map2d[:, [0, -1]] = 1
+    map2d[35:, :] = 2
+    map2d[10:20, 10:20] = 1  # table
+    map2d[25:30, 5:10] = 1  # cupboard
+    voxels = np.zeros((20, 20, 15), dtype=bool)  # 0.2 m voxels up to 3 m
+    voxels[[0, -1], :, :] = voxels[:, [0, -1], :] = True
+    voxels[5:10, 5:10, 3] = True  # the table top at 0.6-0.8 m
+    voxels[12:15, 2:5, :10] = True  # the cupboard, to 2 m
+    flight = flight_map(map2d, np.zeros(2), res, voxels, np.zeros(3), size, 1.2, 1.8)
+    assert (flight[35:] == 2).all() and (flight[:2, :] == 1).all() and (flight[:35, :2] == 1).all()
+    assert (flight[10:20, 10:20] == 0).all()  # flown over
+    assert (flight[24:30, 4:10] == 1).all()  # the cupboard's voxel columns (0.2 m) cover its cells
+    assert np.count_nonzero(flight[2:35, 2:38] == 1) == 6 * 6  # nothing else inside the walls blocks
 
 
 # ---------------------------------------------------------------- exploring the demo flat

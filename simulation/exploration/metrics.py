@@ -4,6 +4,8 @@
   1 occupied, 2 outside) that a disc of the robot's radius can cover, starting from its start pose:
   the disc centres it can reach by a flood fill over cells with enough clearance, grown by the radius.
 - `coverage`: the fraction of such cells the robot's own map knows (free or occupied).
+- `flight_map`: the 2D map as a UAV flying in a slab sees it: a cell is occupied where the ground-truth surface
+  voxels (occupancy.npz `voxels`) have anything in the slab, so furniture below it does not block the UAV.
 - `robot_contacts`: current MuJoCo contacts of the robot's chassis with the environment, people, objects.
 - `box_overlap`: ground-truth occupied cells or voxels inside the robot's body box (shrunk by a cell,
   for the maps' discretisation).
@@ -23,6 +25,7 @@ from simulation.robots.mjcf import CHASSIS_BIT, KINEMATIC_BIT, STATIC_BIT
 
 FREE_CELL = 0  # occupancy.npz map2d legend: 0 free, 1 occupied, 2 outside
 OCCUPIED_CELL = 1
+OUTSIDE_CELL = 2
 
 
 def reachable_free(map2d: np.ndarray, origin: np.ndarray, resolution: float, start_xy: np.ndarray,
@@ -45,6 +48,24 @@ def reachable_free(map2d: np.ndarray, origin: np.ndarray, resolution: float, sta
         start = (ii[start], jj[start])
     reached = labels == labels[start]
     return free & (ndimage.distance_transform_edt(~reached) * resolution <= radius)
+
+
+def flight_map(map2d: np.ndarray, origin: np.ndarray, resolution: float, voxels: np.ndarray,
+               voxels_origin: np.ndarray, voxel_size: float, z_lo: float, z_hi: float) -> np.ndarray:
+    """`map2d` (same legend, same cells) with its inside cells occupied where the voxel column under the cell's
+    centre has a surface voxel between heights `z_lo` and `z_hi`, else free."""
+    layers = slice(max(0, int(np.floor((z_lo - voxels_origin[2]) / voxel_size))),
+                   max(0, int(np.ceil((z_hi - voxels_origin[2]) / voxel_size))))
+    column = voxels[:, :, layers].any(axis=2)
+    i, j = np.indices(map2d.shape)
+    x = origin[0] + (i + 0.5) * resolution
+    y = origin[1] + (j + 0.5) * resolution
+    vi = np.floor((x - voxels_origin[0]) / voxel_size).astype(int)
+    vj = np.floor((y - voxels_origin[1]) / voxel_size).astype(int)
+    inside = (vi >= 0) & (vi < column.shape[0]) & (vj >= 0) & (vj < column.shape[1])
+    blocked = np.zeros(map2d.shape, dtype=bool)
+    blocked[inside] = column[vi[inside], vj[inside]]
+    return np.where(map2d == OUTSIDE_CELL, OUTSIDE_CELL, np.where(blocked, OCCUPIED_CELL, FREE_CELL)).astype(map2d.dtype)
 
 
 def coverage(grid: Grid2D, truth: np.ndarray, truth_origin: np.ndarray, truth_resolution: float) -> float:
