@@ -18,9 +18,7 @@ Planning, every `replan_period` s or when the path ahead is blocked:
   each viewpoint are kept for `ROW_LIFETIME` s, so most rounds run Dijkstra only from new ones), the first
   `REFINE_DEPTH` clusters' viewpoints are refined (simulation.exploration.tour), and the robot sets off to
   the first one on a trajectory that moves and turns at once, from its current speed, within its limits
-  (simulation.exploration.trajectory); with frontier left but no cluster with a reachable viewpoint (its
-  cells seen only past a person, deep in a corner), the robot goes to the frontier explorer's goal instead
-  (simulation.exploration.goals), and only with none of those either does it look around once more and stop.
+  (simulation.exploration.trajectory).
 
 Tracking. The trajectory's reference runs in simulation time, and is held back while it is more than a
 `lookahead` ahead of the robot's progress along the path, so that a robot held up (a person in the way) never
@@ -63,8 +61,7 @@ from simulation.control.uav_controller import VELOCITY_TIME_CONSTANT
 from simulation.exploration.drivers import BaseDriver, UavDriver
 from simulation.exploration.explorer import GOAL_TIME_FACTOR, GOAL_TIME_SLACK, Explorer
 from simulation.exploration.follower import PathFollower
-from simulation.exploration.frontiers import frontier_clusters, frontier_mask
-from simulation.exploration.goals import choose_goal
+from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.occupancy import OCCUPIED, UNKNOWN
 from simulation.exploration.params import ExplorationArea, ExplorerParams
 from simulation.exploration.planner import SearchTree, grid_graph
@@ -88,7 +85,6 @@ YIELD_MEMORY = 0.3  # s: something that moved this recently (the last map update
 YIELD_DISTANCE = 0.2  # m beyond the robot's disc, clearance and safety margin within which it waits for it
 YIELD_CONE = math.radians(45.0)  # off the way ahead
 YIELD_PATIENCE = 2.0  # s the robot waits for it; then it goes on (the map blocks a person standing in the way)
-FALLBACK_CLUSTER = -1  # id of the frontier explorer's goal taken when no cluster has a reachable viewpoint
 LOOK_FRACTION = 0.8  # of the camera's half field of view: how far the heading may be off the way the robot goes
 
 
@@ -174,36 +170,15 @@ class TourExplorer(Explorer):
             if options:
                 break
         else:
-            fallback = self._frontier_goal(tree, mask)
-            if fallback is None:
-                self.target = self.trajectory = None
-                self._out_of_goals(mask.any())
-                return
-            self.tour, self._looked_around = [], False
-            self._set_off(tree, *fallback)
+            self.target = self.trajectory = None
+            self._out_of_goals(mask.any())
             return
-        self._looked_around = False
         ids = sorted(options)
         order = self._tour(graph, tree, ids, options)
         self.tour = [ids[k - 1] for k in order[1:]]
         head = self.tour[:REFINE_DEPTH]
         choice = self._refine(tree, [options[i] for i in head])
         self._set_off(tree, clusters[head[0]], options[head[0]][choice[0]])
-
-    def _frontier_goal(self, tree: SearchTree, mask: np.ndarray) -> tuple[Cluster, Viewpoint] | None:
-        """The frontier explorer's goal (simulation.exploration.goals: information gain against path length) as a
-        cluster of one viewpoint, for frontier that no viewpoint sees well enough (a cluster seen past a person,
-        deep in a corner)."""
-        labels, _ = frontier_clusters(mask, self.params.min_frontier_cells)
-        cost = np.where(self.walkways | ~self.region, np.inf, tree.cost)
-        unknown = (self.seen == UNKNOWN) & self.region
-        goal = choose_goal(labels > 0, unknown, cost, self.grid.resolution, self.params.goal)
-        if goal is None:
-            return None
-        cells = np.argwhere(labels == labels[goal.target])
-        facing = self.grid.center_of(np.array(goal.target)) - self.grid.center_of(np.array(goal.cell))
-        yaw = math.atan2(facing[1], facing[0]) if np.any(facing) else self._pose()[1]
-        return Cluster(FALLBACK_CLUSTER, cells, cells.mean(axis=0), ()), Viewpoint(goal.cell, yaw, 0.0)
 
     def _tour(self, graph: csr_matrix, tree: SearchTree, ids: list[int], options: dict[int, list[Viewpoint]]) -> list[int]:
         """The ATSP order over the robot (node 0) and each cluster's best reachable viewpoint."""
