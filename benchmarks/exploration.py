@@ -18,7 +18,7 @@ robot kind in a temporary folder, then lets each robot explore with each planner
 robot's radius from its start (ground truth from the environment package's occupancy.npz, which the robot
 never reads; for the UAV, free where nothing stands in the slab it flies in: it flies over tables) that the
 robot's own map knows, at 15, 30, 60 and 120 s (the last value once exploration ended).
-Path: the robot's horizontal path length; speed: path / time explored; collisions: physics steps with a
+Floor: the area of that reachable floor; path: the robot's horizontal path length; speed: path / time explored; collisions: physics steps with a
 contact of the robot with the environment, or with a person or flying object it moved towards (MuJoCo);
 replans: planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock
 measure, so it varies from run to run; everything else is deterministic).
@@ -105,7 +105,7 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     world_start = world.time
     result = explorer.run(on_step, on_map)
     at = [max([c for t, c in covered if t <= checkpoint + 1e-9], default=0.0) for checkpoint in CHECKPOINTS]
-    return {"scene": scene, "robot": name, "planner": planner, "coverage": at, "path": path[0], "speed": path[0] / max(result.time, 1e-9),
+    return {"scene": scene, "robot": name, "planner": planner, "floor": float(truth.sum()) * res * res, "coverage": at, "path": path[0], "speed": path[0] / max(result.time, 1e-9),
             "collisions": collisions[0], "replans": result.replans, "plan_cpu": explorer.planning_time / max(result.time, 1e-9),
             "end": f"{result.reason} {result.time:.0f}s"}
 
@@ -162,7 +162,7 @@ def main() -> None:
             lines = [demo(planner, Path(folder)) for planner in args.planners.split(",")]
         print("\nconfigs/demo.yaml\n" + "\n".join(lines))
         return
-    header = (f"{'scene':<6} {'robot':<12} {'planner':<9}" + "".join(f" {f'{c:.0f} s':>6}" for c in CHECKPOINTS)
+    header = (f"{'scene':<6} {'robot':<12} {'planner':<9} {'floor m2':>8}" + "".join(f" {f'{c:.0f} s':>6}" for c in CHECKPOINTS)
               + f" {'path m':>7} {'m/s':>5} {'coll.':>5} {'replans':>7} {'plan CPU':>8}  end")
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -176,7 +176,7 @@ def main() -> None:
                     print(f"done {scene} {name} {planner}: {row}", flush=True)
     print(f"\nseed {args.seed}, budget {args.budget:.0f} s\n{header}")
     for r in rows:
-        print(f"{r['scene']:<6} {r['robot']:<12} {r['planner']:<9}" + "".join(f" {c:6.3f}" for c in r["coverage"])
+        print(f"{r['scene']:<6} {r['robot']:<12} {r['planner']:<9} {r['floor']:8.1f}" + "".join(f" {c:6.3f}" for c in r["coverage"])
               + f" {r['path']:7.1f} {r['speed']:5.2f} {r['collisions']:5d} {r['replans']:7d} {r['plan_cpu']:8.3f}  {r['end']}")
 
 

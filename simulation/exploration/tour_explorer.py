@@ -22,22 +22,23 @@ Planning, every `replan_period` s or when the path ahead is blocked:
 
 Tracking. The trajectory's reference runs in simulation time, and is held back while it is more than a
 `lookahead` ahead of the robot's progress along the path, so that a robot held up (a person in the way) never
-gets a set point across a corner. The UAV's set point is the reference itself with the reference's velocity
-fed forward (taken the controller's velocity time constant ahead, the lag of its velocity shaping), so it flies
-with the reference at full speed; while the reference is held back nothing is fed forward. The TIAGo's set
-point is the reference `1 / gain` s ahead (its base controller's position loop lags its set point by that). A robot closer to an obstacle than its radius moves off first
-without turning, as in the frontier explorer. While the TIAGo moves, its heading stays within
-`LOOK_FRACTION` of the camera's half field of view of the way it goes, and it turns on the spot first
-while the way it goes is outside the camera's view: its ground map holds floor seen free, which may lie under
-a table top not seen yet. The turn to the viewpoint's yaw is done along the way as far as that allows. The
-UAV's map is the slab it flies in, seen free, so it moves and turns freely, but where the path just ahead
-crosses places where people walk (the walkways) it too keeps the way ahead in view: people come through
-doorways. Where the path just ahead crosses cells not seen yet (unknown cells right around the robot count
-as passable) either robot faces the way it goes, turning on the spot first while that is more than
-`LOOK_FRACTION` of the half field of view off. While something that moves (a person, a flying object) was
-seen in the last `YIELD_MEMORY` s ahead of the robot (within `YIELD_CONE` of the way it goes), within
-`YIELD_DISTANCE` beyond its disc, clearance and safety margin, the robot holds and lets it pass, for at most
-`YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes round them.
+gets a set point across a corner. The UAV's set point is the reference itself with the reference's velocity fed
+forward (taken the controller's velocity time constant ahead, the lag of its velocity shaping), so it flies with
+the reference at full speed; while the reference is held back nothing is fed forward. The TIAGo's set point is
+the reference `1 / gain` s ahead (its base controller's position loop lags its set point by that). A robot closer
+to an obstacle than its radius moves off first without turning, as in the frontier explorer. While the TIAGo
+moves, its heading stays within `LOOK_FRACTION` of the camera's half field of view of the way it goes, and it
+turns on the spot first while the way it goes is outside the camera's view: its ground map holds floor seen free,
+which may lie under a table top not seen yet. The turn to the viewpoint's yaw is done along the way as far as
+that allows. The way the robot goes is towards the path a lookahead on (the UAV's set point itself may be right
+by it). The UAV's map is the slab it flies in, seen free, so it moves and turns freely, but where the path just
+ahead crosses places where people walk (the walkways) it too keeps the way ahead in view: people come through
+doorways. Where the path just ahead crosses cells not seen yet (unknown cells right around the robot count as
+passable) either robot faces the way it goes, turning on the spot first while that is more than `LOOK_FRACTION`
+of the half field of view off. While something that moves (a person, a flying object) was seen in the last
+`YIELD_MEMORY` s ahead of the robot (within `YIELD_CONE` of the way it goes), within `YIELD_DISTANCE` beyond its
+disc, clearance and safety margin, the robot holds and lets it pass, for at most `YIELD_PATIENCE` s: someone who
+stands there blocks the map's cells, and the path goes round them.
 
 A viewpoint is reached when the robot is within `goal_tolerance` of it facing its yaw within
 `yaw_tolerance`; the robot holds there for `DWELL_MAPS` map updates (the map takes in what the camera sees
