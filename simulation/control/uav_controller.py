@@ -4,16 +4,16 @@ The UAV model (simulation.robots.uav_model) moves on slide joints x, y, z (world
 roll, pitch, yaw nested in that order, so its orientation is Rx(roll) Ry(pitch) Rz(yaw) and its thrust
 axis (body z) points along (sin p, -sin r cos p, cos r cos p) whatever the yaw.
 
-Translation. In position mode a PID on the position error (gains `robot.position_gains`; its derivative
-is minus the measured velocity, so a new set point gives no derivative kick), plus the set point's own velocity
+Translation. In position mode a PID on the position error (gains `robot.position_gains`; its derivative is
+minus the measured velocity, so a new set point gives no derivative kick), plus the set point's own velocity
 when one is given (feed-forward: a moving set point is tracked without the lag of a PID alone), gives a
-velocity set point; in velocity mode the set point is given. Either is limited to `max_speed` (norm over x, y, z), and z is
-kept inside `z_band` (a position target is clamped into it; a vertical velocity is throttled near its
-edges). The commanded velocity follows the set point through a jerk-limited profile: the acceleration
-it asks for is the gap over `VELOCITY_TIME_CONSTANT`, at most `max_acceleration` (and g tan(max_tilt),
-the most a quadrotor tilted by max_tilt can reach), and at most sqrt(max_jerk * gap), so that it can be
-wound down at half the jerk limit by the time the gap closes; the acceleration moves towards it by at
-most `max_jerk` per second. So the commanded velocity never steps and its acceleration never jumps.
+velocity set point; in velocity mode the set point is given. Either is limited to `max_speed` (norm over x, y,
+z), and z is kept inside `z_band` (a position target is clamped into it; a vertical velocity is throttled near
+its edges). The commanded velocity follows the set point through a jerk-limited profile: the acceleration it
+asks for is the gap over `VELOCITY_TIME_CONSTANT`, at most `max_acceleration` (and g tan(max_tilt), the most a
+quadrotor tilted by max_tilt can reach), and at most sqrt(max_jerk * gap), so that it can be wound down at
+half the jerk limit by the time the gap closes; the acceleration moves towards it by at most `max_jerk` per
+second. So the commanded velocity never steps and its acceleration never jumps.
 
 Attitude. Roll and pitch set points are the tilt a quadrotor needs for that acceleration, clipped to
 +-max_tilt, or zero with `lock_roll_pitch` ("horizontal" flight: the body stays level while the virtual

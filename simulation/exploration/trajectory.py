@@ -99,10 +99,14 @@ class Trajectory:
             state = (self.up.distance + self.up.end * self.cruise + u, v, a, j)
         return min(state[0], 1.0), state[1], state[2], state[3]
 
+    def _segment(self, s: float) -> int:
+        """The index of the path segment holding arc length `s`."""
+        return int(np.clip(np.searchsorted(self.arc, s, side="right") - 1, 0, len(self.points) - 2))
+
     def point_at(self, s: float) -> np.ndarray:
         """The path point at arc length `s` (clamped)."""
         s = min(max(s, 0.0), self.length)
-        k = int(np.clip(np.searchsorted(self.arc, s, side="right") - 1, 0, len(self.points) - 2))
+        k = self._segment(s)
         span = self.arc[k + 1] - self.arc[k]
         t = 0.0 if span <= 0 else (s - self.arc[k]) / span
         return self.points[k] + t * (self.points[k + 1] - self.points[k])
@@ -118,8 +122,7 @@ class Trajectory:
         u, rate = self.progress(t)[:2]
         if u >= 1.0:
             return np.zeros(2)
-        s = u * self.length
-        k = int(np.clip(np.searchsorted(self.arc, s, side="right") - 1, 0, len(self.points) - 2))
+        k = self._segment(u * self.length)
         segment = self.points[k + 1] - self.points[k]
         norm = float(np.linalg.norm(segment))
         return np.zeros(2) if norm <= 0 else segment / norm * rate * self.length
