@@ -233,7 +233,8 @@ def house_pieces(house: House, rooms: list[Room], sources: _Sources) -> tuple[li
     """Every placed architecture mesh and furniture piece of `rooms`, Z up, with counts of fallbacks."""
     stats = dict.fromkeys(("architecture_meshes", "furniture_models", "furniture_boxes",
                            "furniture_without_size_skipped", "empty_meshes_skipped", "meshes_without_material",
-                           "textures_missing", "class_materials", "rooms_without_light", "lamp_lights", "window_panes"), 0)
+                           "textures_missing", "class_materials", "rooms_without_light", "lamp_lights",
+                           "window_panes"), 0)
     stats["dangling_furniture_refs_skipped"] = sum(len(room.dangling) for room in rooms)
     pieces, counters = [], {}
     for room in rooms:

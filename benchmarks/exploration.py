@@ -11,17 +11,17 @@ the rooms the robot flew through (simulation.exploration.metrics.rooms on the fl
 path, and the CPU seconds spent planning against the whole process's CPU seconds (all threads).
 
 Prepares configs/demo.yaml (its humans and flying objects unless overridden; the house: the real 3D-Front sample
-house from /work/shared/realdata, converted with its lights, no humans or flying objects) once per scene and
+house from ../shared/realdata, converted with its lights, no humans or flying objects) once per scene and
 robot kind in a temporary folder, then lets each robot explore with each planner and a 64x48, 100 deg depth camera
 (the UAV's on camera_link, the TIAGo's on its head tilted 25 deg down) until it is done or the budget
 (simulated seconds) runs out. Coverage is the fraction of the flat's free floor reachable by a disc of the
-robot's radius from its start (ground truth from the environment package's occupancy.npz, which the robot
-never reads; for the UAV, free where nothing stands in the slab it flies in: it flies over tables) that the
-robot's own map knows, at 15, 30, 60 and 120 s (the last value once exploration ended).
-Floor: the area of that reachable floor; path: the robot's horizontal path length; speed: path / time explored; collisions: physics steps with a
-contact of the robot with the environment, or with a person or flying object it moved towards (MuJoCo);
-replans: planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock
-measure, so it varies from run to run; everything else is deterministic).
+robot's radius from its start (ground truth from the environment package's occupancy.npz, which the robot never
+reads; for the UAV, free where nothing stands in the slab it flies in: it flies over tables) that the robot's own
+map knows, at 15, 30, 60 and 120 s (the last value once exploration ended). Floor: the area of that reachable
+floor; path: the robot's horizontal path length; speed: path / time explored; collisions: physics steps with a
+contact of the robot with the environment, or with a person or flying object it moved towards (MuJoCo); replans:
+planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock measure, so it
+varies from run to run; everything else is deterministic).
 """
 
 from __future__ import annotations
@@ -41,8 +41,6 @@ from pipeline.generate import generate
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, Explorer, ExplorerParams
-from simulation.exploration.drivers import UAV_HALF_HEIGHT
-from simulation.exploration.explorer import UAV_VERTICAL_MARGIN
 from simulation.exploration.metrics import coverage, flight_map, reachable_free, robot_contacts, rooms, rooms_visited
 from simulation.exploration.tour_explorer import TourExplorer
 
@@ -83,9 +81,8 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     params = ExplorerParams.from_config(config, budget=args.budget)
     explorer = EXPLORERS[planner](world.robot(), config.robot, params, area)
     if kind == "uav":  # it flies over what stands below its slab
-        reach = UAV_HALF_HEIGHT + UAV_VERTICAL_MARGIN
         map2d = flight_map(map2d, origin, res, *read_voxels(prepared.environment / OCCUPANCY_FILE),
-                           explorer.altitude - reach, explorer.altitude + reach)
+                           *explorer.slab(explorer.altitude))
     truth = reachable_free(map2d, origin, res, start[:2], UAV_RADIUS if kind == "uav" else TIAGO_RADIUS)
 
     collisions, path, last = [0], [0.0], [start[:2].copy()]
@@ -105,33 +102,32 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     world_start = world.time
     result = explorer.run(on_step, on_map)
     at = [max([c for t, c in covered if t <= checkpoint + 1e-9], default=0.0) for checkpoint in CHECKPOINTS]
-    return {"scene": scene, "robot": name, "planner": planner, "floor": float(truth.sum()) * res * res, "coverage": at, "path": path[0], "speed": path[0] / max(result.time, 1e-9),
-            "collisions": collisions[0], "replans": result.replans, "plan_cpu": explorer.planning_time / max(result.time, 1e-9),
+    seconds = max(result.time, 1e-9)
+    return {"scene": scene, "robot": name, "planner": planner, "floor": float(truth.sum()) * res * res,
+            "coverage": at, "path": path[0], "speed": path[0] / seconds, "collisions": collisions[0],
+            "replans": result.replans, "plan_cpu": explorer.planning_time / seconds,
             "end": f"{result.reason} {result.time:.0f}s"}
 
 
 def demo(planner: str, work: Path) -> str:
-    """One `make demo` recording with `planner`: rooms visited, path, planning's share of the CPU."""
-    spent = [0.0]
+    """One `make demo` recording with `planner`: rooms visited, path, planning's share of the CPU (the
+    explorers' own `planning_time`; the run makes them, so they are collected as they are made)."""
+    explorers: list[Explorer] = []
+    made = Explorer.__init__
 
-    def timed(plan):
-        def wrapper(self) -> None:
-            began = time.process_time()
-            plan(self)
-            spent[0] += time.process_time() - began
-        return wrapper
+    def collect(self, *args, **kwargs) -> None:
+        made(self, *args, **kwargs)
+        explorers.append(self)
 
     config = load_experiment(ROOT / "configs" / "demo.yaml", [f"exploration.planner={planner}"])
-    saved = {cls: cls._plan for cls in (Explorer, TourExplorer)}
-    for cls, plan in saved.items():
-        cls._plan = timed(plan)
+    Explorer.__init__ = collect
     try:
         began = time.process_time()
         result = generate(config, work / planner, cache=work / "assets")
         cpu = time.process_time() - began
     finally:
-        for cls, plan in saved.items():
-            cls._plan = plan
+        Explorer.__init__ = made
+    spent = sum(explorer.planning_time for explorer in explorers)
     trail = load_robot_path(result.run / STATES_FILE)
     xy, times = trail.position[:, :2], trail.time
     package = next((work / "assets").glob(f"**/environment/**/{OCCUPANCY_FILE}")).parent
@@ -140,8 +136,8 @@ def demo(planner: str, work: Path) -> str:
     visited = rooms_visited(labels, occupancy.origin, occupancy.resolution, xy)
     path = float(np.linalg.norm(np.diff(xy, axis=0), axis=1).sum())
     return (f"{planner:<9} {len(set(visited))} of {labels.max()} rooms (in order {visited}), path {path:.1f} m "
-            f"in {times[-1] - times[0]:.0f} s, planning {spent[0]:.2f} CPU s of {cpu:.1f} "
-            f"({100 * spent[0] / cpu:.1f}%)")
+            f"in {times[-1] - times[0]:.0f} s, planning {spent:.2f} CPU s of {cpu:.1f} "
+            f"({100 * spent / cpu:.1f}%)")
 
 
 def main() -> None:

@@ -208,7 +208,8 @@ def window_tube(width: float, depth: float, bottom: float, top: float, angle: fl
              [(-1, -1, 0), (-1, 1, 0), (-1, 1, 1), (-1, -1, 1)], [(1, -1, 0), (1, 1, 0), (1, 1, 1), (1, -1, 1)]]
     turn = Rotation.from_euler("z", angle).as_matrix()
     vertices = np.array([corners[c] for quad in quads for c in quad]) @ turn.T + [2.0, -1.0, 0.0]
-    faces = np.array([[4 * q, 4 * q + 1, 4 * q + 2] for q in range(4)] + [[4 * q, 4 * q + 2, 4 * q + 3] for q in range(4)])
+    faces = np.array([[4 * q, 4 * q + 1, 4 * q + 2] for q in range(4)]
+                     + [[4 * q, 4 * q + 2, 4 * q + 3] for q in range(4)])
     return vertices, faces
 
 

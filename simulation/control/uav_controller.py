@@ -24,12 +24,12 @@ sqrt(angular acceleration * error) (so the turn can stop on its target); a roll 
 carry the joint past +-max_tilt within the step is cut back. The commanded rates move towards their set
 points by at most `roll_pitch_acceleration_deg` and `yaw_acceleration_deg` per second.
 
-Servos. The commanded velocities and rates above are the motion the body should have. The model's
-velocity servos (simulation.robots.uav_model) reach a command with a first-order lag, so the command
-sent leads the reference's next value by the servo's time constant times the reference's acceleration
-(MuJoCo's implicit-fast step moves the body by (command - velocity) / (time constant + step)): the
-body then moves with the reference, its accelerations within the limits. Call `command` once per physics step (a flight controller's inner
-loop; the set points may come slower): a command held for several steps moves the body in steps.
+Servos. The commanded velocities and rates above are the motion the body should have. The model's velocity
+servos (simulation.robots.uav_model) reach a command with a first-order lag, so the command sent leads the
+reference's next value by the servo's time constant times the reference's acceleration (MuJoCo's implicit-fast
+step moves the body by (command - velocity) / (time constant + step)): the body then moves with the reference,
+its accelerations within the limits. Call `command` once per physics step (a flight controller's inner loop;
+the set points may come slower): a command held for several steps moves the body in steps.
 """
 
 from __future__ import annotations

@@ -211,12 +211,19 @@ class Explorer:
         elif not self._path_clear():
             self._replan_now = True
 
+    @staticmethod
+    def slab(height: float, below: float = UAV_VERTICAL_MARGIN,
+             above: float = UAV_VERTICAL_MARGIN) -> tuple[float, float]:
+        """The heights (m) between which the UAV's 2D map is made: the slab its frame occupies at `height`
+        plus `below` and `above` m."""
+        return height - UAV_HALF_HEIGHT - below, height + UAV_HALF_HEIGHT + above
+
     def _layers(self, height: float, below: float = UAV_VERTICAL_MARGIN, above: float = UAV_VERTICAL_MARGIN) -> slice:
-        """The voxel layers the 2D map is made of: for the UAV the slab its frame occupies at `height` plus
-        `below` and `above` m; for the TIAGo everything above the floor layer."""
+        """The voxel layers the 2D map is made of: for the UAV those of its slab (`slab`); for the TIAGo
+        everything above the floor layer."""
         if not self.uav:
             return slice(1, None)
-        return self.map.layers(height - UAV_HALF_HEIGHT - below, height + UAV_HALF_HEIGHT + above)
+        return self.map.layers(*self.slab(height, below, above))
 
     def _project(self, layers: slice) -> Grid2D:
         blocked = self.map.recently_hit(self.robot.world.time)

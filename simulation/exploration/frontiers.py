@@ -36,17 +36,23 @@ def frontier_mask(state: np.ndarray, region: np.ndarray | None = None) -> np.nda
     return (state == FREE) & region & touches_unknown
 
 
-def frontier_clusters(mask: np.ndarray, min_size: int = 1) -> tuple[np.ndarray, list[Frontier]]:
-    """(labels, clusters): `labels` numbers each kept cluster's cells 1..n (0 elsewhere)."""
-    labels, count = ndimage.label(mask, structure=EIGHT_NEIGHBOURS)
+def label_parts(mask: np.ndarray, min_size: int = 1,
+                structure: np.ndarray = EIGHT_NEIGHBOURS) -> tuple[np.ndarray, int]:
+    """(labels, n): the connected parts of `mask` of at least `min_size` cells numbered 1..n (0 elsewhere)."""
+    labels, count = ndimage.label(mask, structure=structure)
     sizes = np.bincount(labels.ravel(), minlength=count + 1)
     keep = np.flatnonzero(sizes >= min_size)
     keep = keep[keep > 0]
     relabel = np.zeros(count + 1, dtype=np.int64)
     relabel[keep] = np.arange(1, len(keep) + 1)
-    labels = relabel[labels]
+    return relabel[labels], len(keep)
+
+
+def frontier_clusters(mask: np.ndarray, min_size: int = 1) -> tuple[np.ndarray, list[Frontier]]:
+    """(labels, clusters): `labels` numbers each kept cluster's cells 1..n (0 elsewhere)."""
+    labels, count = label_parts(mask, min_size)
     clusters = []
-    for label in range(1, len(keep) + 1):
+    for label in range(1, count + 1):
         cells = np.argwhere(labels == label)
         clusters.append(Frontier(cells, cells.mean(axis=0)))
     return labels, clusters

@@ -15,9 +15,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import ndimage
 
+from simulation.exploration.frontiers import FOUR_NEIGHBOURS, label_parts
 from simulation.exploration.occupancy import UNKNOWN, Grid2D
 from simulation.exploration.planner import clearance_map
 from simulation.physics import PhysicsWorld
@@ -65,7 +68,8 @@ def flight_map(map2d: np.ndarray, origin: np.ndarray, resolution: float, voxels:
     inside = (vi >= 0) & (vi < column.shape[0]) & (vj >= 0) & (vj < column.shape[1])
     blocked = np.zeros(map2d.shape, dtype=bool)
     blocked[inside] = column[vi[inside], vj[inside]]
-    return np.where(map2d == OUTSIDE_CELL, OUTSIDE_CELL, np.where(blocked, OCCUPIED_CELL, FREE_CELL)).astype(map2d.dtype)
+    inside = np.where(blocked, OCCUPIED_CELL, FREE_CELL)
+    return np.where(map2d == OUTSIDE_CELL, OUTSIDE_CELL, inside).astype(map2d.dtype)
 
 
 def coverage(grid: Grid2D, truth: np.ndarray, truth_origin: np.ndarray, truth_resolution: float) -> float:
@@ -138,12 +142,7 @@ def rooms(map2d: np.ndarray, resolution: float, door: float = 1.2, min_area: flo
     connected parts of at least `min_area` m^2."""
     side = max(1, round(door / resolution))
     core = ndimage.binary_opening(map2d == FREE_CELL, structure=np.ones((side, side), dtype=bool))
-    labels, count = ndimage.label(core)
-    areas = np.bincount(labels.ravel(), minlength=count + 1) * resolution * resolution
-    keep = np.flatnonzero(areas >= min_area)
-    relabel = np.zeros(count + 1, dtype=np.int64)
-    relabel[keep[keep > 0]] = np.arange(1, np.count_nonzero(keep > 0) + 1)
-    return relabel[labels]
+    return label_parts(core, math.ceil(min_area / resolution**2 - 1e-6), FOUR_NEIGHBOURS)[0]
 
 
 def rooms_visited(labels: np.ndarray, origin: np.ndarray, resolution: float, xy: np.ndarray) -> list[int]:

@@ -181,7 +181,8 @@ class TourExplorer(Explorer):
         choice = self._refine(tree, [options[i] for i in head])
         self._set_off(tree, clusters[head[0]], options[head[0]][choice[0]])
 
-    def _tour(self, graph: csr_matrix, tree: SearchTree, ids: list[int], options: dict[int, list[Viewpoint]]) -> list[int]:
+    def _tour(self, graph: csr_matrix, tree: SearchTree, ids: list[int],
+              options: dict[int, list[Viewpoint]]) -> list[int]:
         """The ATSP order over the robot (node 0) and each cluster's best reachable viewpoint."""
         cells = [options[i][0].cell for i in ids]
         now = self.robot.world.time

@@ -11,15 +11,15 @@ connected frontier cells it was split from are exactly the same; only the groups
 changed are clustered anew and get viewpoints. Viewpoints are the costly part (line-of-sight
 tests), and most clusters are far from where the map changed.
 
-Viewpoints. Candidates lie on rings of `ring_radii` m around the cluster's centroid, `ring_points`
-to a ring; a candidate is kept where the robot's centre may stand (traversable on the cost map, inside
-the exploration region). It faces the mean direction of the cluster's cells, and its coverage is the
-fraction of the cluster's cells within `view_range` m, within the camera's horizontal field of view,
-and in line of sight (no occupied cell between). Candidates covering at least `min_coverage` of the
-cluster are its viewpoints, best coverage first, at most `max_viewpoints`. Where no ring candidate is one
-(the only way in is narrow), every other standable cell within `view_range` of the centroid is tried. A kept cluster none of whose
-viewpoints is standable any more (or that had none: around a frontier at the edge of what was seen, the
-rings often lay in unknown space) gets its viewpoints computed again, as the known free space grows.
+Viewpoints. Candidates lie on rings of `ring_radii` m around the cluster's centroid, `ring_points` to a ring;
+a candidate is kept where the robot's centre may stand (traversable on the cost map, inside the exploration
+region). It faces the mean direction of the cluster's cells, and its coverage is the fraction of the cluster's
+cells within `view_range` m, within the camera's horizontal field of view, and in line of sight (no occupied
+cell between). Candidates covering at least `min_coverage` of the cluster are its viewpoints, best coverage
+first, at most `max_viewpoints`. Where no ring candidate is one (the only way in is narrow), every other
+standable cell within `view_range` of the centroid is tried. A kept cluster none of whose viewpoints is
+standable any more (or that had none: around a frontier at the edge of what was seen, the rings often lay in
+unknown space) gets its viewpoints computed again, as the known free space grows.
 """
 
 from __future__ import annotations
@@ -107,7 +107,9 @@ def viewpoints_of(cells: np.ndarray, occupied: np.ndarray, standable: np.ndarray
     """The viewpoints of a cluster of frontier `cells` (module notes); `standable` marks cells where the
     robot's centre may stand."""
     centroid = cells.mean(axis=0)
-    sight = cells if len(cells) <= MAX_SIGHT_CELLS else cells[np.linspace(0, len(cells) - 1, MAX_SIGHT_CELLS).astype(int)]
+    sight = cells
+    if len(cells) > MAX_SIGHT_CELLS:
+        sight = cells[np.linspace(0, len(cells) - 1, MAX_SIGHT_CELLS).astype(int)]
     angles = 2 * math.pi * np.arange(params.ring_points) / params.ring_points
     rings = [centroid + radius / resolution * np.stack([np.cos(angles), np.sin(angles)], axis=1)
              for radius in params.ring_radii]
