@@ -34,13 +34,15 @@ from pathlib import Path
 import numpy as np
 
 from core.assets.layout import OCCUPANCY_FILE
+from core.config import RobotConfig
 from core.config_io import load_experiment
 from core.formats.occupancy import read_occupancy, read_voxels
 from core.formats.states import STATES_FILE, load_robot_path
+from core.robot_catalogue import robot_body
 from pipeline.generate import generate
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
-from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, Explorer, ExplorerParams
+from simulation.exploration import ExplorationArea, Explorer, ExplorerParams
 from simulation.exploration.metrics import coverage, flight_map, reachable_free, robot_contacts, rooms, rooms_visited
 from simulation.exploration.tour_explorer import TourExplorer
 
@@ -83,7 +85,7 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     if kind == "uav":  # it flies over what stands below its slab
         map2d = flight_map(map2d, origin, res, *read_voxels(prepared.environment / OCCUPANCY_FILE),
                            *explorer.slab(explorer.altitude))
-    truth = reachable_free(map2d, origin, res, start[:2], UAV_RADIUS if kind == "uav" else TIAGO_RADIUS)
+    truth = reachable_free(map2d, origin, res, start[:2], robot_body(RobotConfig(kind=kind)).radius)
 
     collisions, path, last = [0], [0.0], [start[:2].copy()]
     covered: list[tuple[float, float]] = []

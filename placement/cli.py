@@ -15,14 +15,14 @@ from core.errors import ConfigError
 from core.formats.asset_meta import load_meta
 from core.formats.placement import PLACEMENT_FILE
 from core.progress import console
-from core.robot_catalogue import ROBOTS
+from core.robot_catalogue import KINDS
 
 RANGE_PATTERN = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 HUMAN_DEFAULTS = HumansConfig()
 
 
-# The --robot choices: the catalogue's robot kinds.
-RobotChoice = enum.Enum("RobotChoice", {kind: kind for kind in ROBOTS}, type=str)
+# The --robot choices: the catalogue's built-in robot kinds (a description robot needs a config).
+RobotChoice = enum.Enum("RobotChoice", {kind: kind for kind, entry in KINDS.items() if entry.built_in}, type=str)
 DEFAULT_ROBOT = RobotChoice(RobotConfig().kind)
 
 

@@ -25,7 +25,7 @@ import trimesh
 from core.config import RobotConfig
 from core.errors import GradeError
 from core.formats.placement import RobotStart, RobotVolume
-from core.robot_catalogue import ROBOTS
+from core.robot_catalogue import RobotBody, robot_body
 from core.seeding import generator
 from placement.collide import TEST_LIFT, probe_points
 from placement.world import Solid, World
@@ -41,10 +41,9 @@ ROBOT_SPACING = 0.5
 CYLINDER_SECTIONS = 32
 
 
-def robot_volume(kind: str) -> RobotVolume:
-    """The collision volume of a robot kind (core.robot_catalogue), as placement.json records it."""
-    facts = ROBOTS[kind]
-    return RobotVolume(shape=facts.volume_shape, extents=facts.volume_extents)
+def robot_volume(body: RobotBody) -> RobotVolume:
+    """A robot's collision volume (core.robot_catalogue), as placement.json records it."""
+    return RobotVolume(shape=body.volume_shape, extents=body.volume_extents)
 
 
 def bounding_cylinder(volume: RobotVolume) -> tuple[float, float]:
@@ -65,15 +64,16 @@ def open_heading(world: World, x: float, y: float, heights: list[float]) -> tupl
     return float(angles[best]), float(smoothed[best])
 
 
-def body_center_z(start: RobotStart) -> float:
-    return start.z if start.kind == "uav" else start.z + start.volume.extents[2] / 2.0 + TEST_LIFT
+def body_center_z(start: RobotStart, flies: bool) -> float:
+    """The height of the centre of a robot's volume at its start (a flying robot's start is its centre)."""
+    return start.z if flies else start.z + start.volume.extents[2] / 2.0 + TEST_LIFT
 
 
-def robot_solid(start: RobotStart) -> Solid:
+def robot_solid(start: RobotStart, flies: bool) -> Solid:
     """The robot's bounding cylinder at its start, as a closed solid the humans must keep clear of."""
     radius, height = bounding_cylinder(start.volume)
     mesh = trimesh.creation.cylinder(radius=radius, height=height, sections=CYLINDER_SECTIONS)
-    mesh.apply_translation((start.x, start.y, body_center_z(start)))
+    mesh.apply_translation((start.x, start.y, body_center_z(start, flies)))
     # The polygonal cylinder lies inside the true one; push its corners out to circumscribe it.
     mesh.vertices[:, :2] = (mesh.vertices[:, :2] - (start.x, start.y)) / np.cos(np.pi / CYLINDER_SECTIONS) + (
         start.x, start.y)
@@ -100,15 +100,16 @@ def place_robots(world: World, robots: Sequence[tuple[str, RobotConfig]], seed: 
 
 def place_robot(world: World, robot: RobotConfig, seed: int, max_tries: int = ROBOT_MAX_TRIES,
                 others: Sequence[RobotStart] = (), stream: str = "placement/robot") -> RobotStart:
-    """A start pose for `robot.kind`: UAVs at a height drawn from `robot.uav.z_band` (above the floor),
+    """A start pose for `robot`: flying robots at a height drawn from `robot.uav.z_band` (above the floor),
     ground robots on the floor; clear of the robots in `others` (module notes)."""
     rng = generator(seed, stream)
-    volume = robot_volume(robot.kind)
+    body = robot_body(robot)
+    volume = robot_volume(body)
     radius, height = bounding_cylinder(volume)
     xy = world.sample_xy(rng, max_tries)
     altitudes = rng.uniform(robot.uav.z_band.min, robot.uav.z_band.max, max_tries)
     floor = world.floor_height
-    flying = robot.kind == "uav"
+    flying = body.flies
     best: RobotStart | None = None
     found = 0
     for attempt, ((x, y), altitude) in enumerate(zip(xy, altitudes), start=1):

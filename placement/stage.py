@@ -15,6 +15,7 @@ from core.formats.asset_meta import load_meta
 from core.formats.manifest import MANIFEST
 from core.formats.placement import EnvironmentRef, Placement, PlacementParameters, write_placement
 from core.geometry import transform_points
+from core.robot_catalogue import robot_body
 from placement.flying import place_flying_objects
 from placement.humans import HUMAN_CONTACT_THRESHOLD, Crowd, place_animals, place_humans
 from placement.preview import render_preview, write_preview
@@ -70,8 +71,10 @@ def place_scene(environment: str | Path, human_packages: list[Path], object_pack
     polygon); deterministic from `seed`."""
     world = load_world(environment, region)
     starts = place_robots(world, fleet, seed) if fleet else [place_robot(world, robot, seed)]
+    flies = [robot_body(config).flies for _, config in fleet] if fleet else [robot_body(robot).flies]
+    blockers = tuple(robot_solid(start, flying) for start, flying in zip(starts, flies, strict=True))
     placed, rejected, crowd, candidates = place_humans(world, human_packages, humans, seed, human_contact_threshold,
-                                                       blockers=tuple(robot_solid(s) for s in starts))
+                                                       blockers=blockers)
     animals = animals if animals is not None else AnimalsConfig()
     animals_placed, animals_rejected, animal_candidates = place_animals(crowd, list(animal_packages), animals, seed)
     flying_placed, flying_rejected, flying_candidates = place_flying_objects(world, object_packages, flying, seed)

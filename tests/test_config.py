@@ -12,7 +12,7 @@ from conftest import CONFIGS, ROOT
 from core.config import NOT_AVAILABLE, ExperimentConfig, input_paths
 from core.config_io import _models_at, apply_overrides, load_experiment
 from core.errors import ConfigError
-from core.robot_catalogue import ROBOTS
+from core.robot_catalogue import KINDS
 from pipeline.batch_config import BatchConfig, expand_batch, load_batch
 from pipeline.benchmark_config import load_slam_benchmark
 from pipeline.cli import main
@@ -190,7 +190,7 @@ def test_batch_variant_error_names_variant(tmp_path):
 def test_robot_links_cover_demo_mounts():
     config = load_experiment(CONFIGS / "demo.yaml")
     for cam in config.robot.sensors.cameras:
-        assert cam.mount.link in ROBOTS["uav"].links
+        assert cam.mount.link in KINDS["uav"].links(config.robot)
 
 
 # ---------------------------------------------------------------- no setting that does nothing

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from conftest import CONFIGS
 
+from core.config import RobotConfig
 from core.config_io import load_experiment
 from core.errors import ConfigError, InputError
+from core.robot_catalogue import robot_body
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import (
     FREE,
     OCCUPIED,
-    TIAGO_RADIUS,
-    UAV_RADIUS,
     UNKNOWN,
     ExplorationArea,
     Explorer,
@@ -331,7 +331,7 @@ def test_robot_explores_the_demo_house_without_touching_anything(kind, asset_cac
     map2d, origin2d = occupancy["map2d"], occupancy["map2d_origin"]
     res2d = float(occupancy["map2d_resolution"])
     start = world.robot().pose()[:3, 3]
-    truth = reachable_free(map2d, origin2d, res2d, start[:2], UAV_RADIUS if kind == "uav" else TIAGO_RADIUS)
+    truth = reachable_free(map2d, origin2d, res2d, start[:2], robot_body(RobotConfig(kind=kind)).radius)
     assert truth.sum() * res2d**2 > 30.0  # the three rooms, not just the start room
 
     contacts = {"environment": 0, "human": 0, "object": 0}
@@ -363,7 +363,7 @@ def test_robot_explores_the_demo_house_without_touching_anything(kind, asset_cac
     # People standing in a doorway close the rooms behind it: the floor to cover is the floor reachable
     # without passing where a person was during the run.
     discs = [(i * res2d, j * res2d, r) for i, j, r in people]
-    reachable = reachable_free(map2d, origin2d, res2d, start[:2], UAV_RADIUS if kind == "uav" else TIAGO_RADIUS,
+    reachable = reachable_free(map2d, origin2d, res2d, start[:2], robot_body(RobotConfig(kind=kind)).radius,
                                discs)
     covered = coverage(result.grid, reachable, origin2d, res2d)
     assert covered >= MIN_COVERAGE, (covered, result.reason, result.time)

@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 from rosbags.highlevel import AnyReader
 
+from core.config import RobotConfig
 from core.config_io import load_experiment
 from core.formats.class_map import DEFAULT_CLASSES
 from core.formats.placement import load_placement
 from core.recording import Recording
+from core.robot_catalogue import robot_body
 from pipeline.generate import generate
 from pipeline.prepare import prepare
 from placement.robot_start import bounding_cylinder, robot_volume
@@ -107,9 +109,9 @@ def test_both_states_and_no_contact_although_their_paths_cross(runs):
     assert gaps.min() < start_gap - 2.0
     # ... but their bodies never met: the UAV flew within the TIAGo's height, so it is their horizontal distance
     # that must stay above the sum of their bounding cylinders' radii (flying straight on, they touch at ~0.3 m).
-    _, tiago_height = bounding_cylinder(robot_volume("tiago_omni"))
+    _, tiago_height = bounding_cylinder(robot_volume(robot_body(RobotConfig(kind="tiago_omni"))))
     assert np.all((uav.position[:, 2] > 0) & (uav.position[:, 2] < tiago_height))
-    radii = sum(bounding_cylinder(robot_volume(kind))[0] for kind in ("uav", "tiago_omni"))
+    radii = sum(bounding_cylinder(robot_volume(robot_body(RobotConfig(kind=kind))))[0] for kind in ("uav", "tiago_omni"))
     assert gaps.min() > radii
 
 

@@ -38,6 +38,7 @@ from core.formats.asset_meta import SourceInfo, load_meta
 from core.formats.manifest import MANIFEST, write_manifest
 from core.formats.placement import AnimationSchedule, animation_time, flying_pose, load_placement
 from core.geometry import axis_angle_to_quat_wxyz, yaw_rotation
+from core.robot_catalogue import robot_body
 from placement.cli import place_command
 from placement.humans import Crowd, load_human, place_humans
 from placement.robot_start import open_heading, robot_volume
@@ -300,7 +301,7 @@ def test_forty_candidates_no_overlap_by_boolean_intersection(assets, robot_kind)
             assert overlap_volume(a, b) < VOLUME_TOL
 
     robot = placement.robot
-    assert robot.volume == robot_volume(robot_kind)
+    assert robot.volume == robot_volume(robot_body(RobotConfig(kind=robot_kind)))
     body = robot_mesh(robot)
     for piece in [*pieces.values(), *traces]:
         assert overlap_volume(body, piece) < VOLUME_TOL

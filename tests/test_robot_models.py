@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from core.config import RobotConfig
 from core.geometry import wxyz_to_xyzw
-from core.robot_catalogue import ROBOTS, RobotKind
+from core.robot_catalogue import KINDS, RobotKind, robot_body
 from core.seeding import generator
 from simulation.physics import StartPose, build_world
-from simulation.robots import robot_model
+from simulation.robots import MODELS, robot_model
 from simulation.robots.mecanum import (
     HALF_TRACK,
     HALF_WHEELBASE,
@@ -93,14 +94,15 @@ def test_ik_keeps_every_bottom_roller_from_slipping_along_its_axis():
 # ---------------------------------------------------------------- model structure
 
 
-def test_the_catalogue_has_an_entry_for_every_robot_kind_the_schema_accepts():
-    assert set(get_args(RobotKind)) == set(ROBOTS)
+def test_the_catalogue_and_the_models_have_an_entry_for_every_robot_kind_the_schema_accepts():
+    assert set(get_args(RobotKind)) == set(KINDS) == set(MODELS)
 
 
 @pytest.mark.parametrize("kind, variant", [("uav", "uav"), ("tiago_omni", "physical"), ("tiago_omni", "lightweight")])
 def test_links_match_the_config_schema_and_their_tree_the_compiled_bodies(kind, variant):
-    robot = robot_model(kind, variant)
-    assert robot.links == ROBOTS[kind].links
+    config = RobotConfig(kind=kind, tiago={"model": variant} if kind == "tiago_omni" else {})
+    robot = robot_model(config)
+    assert robot.links == robot_body(config).links
     world = build_world(robot)
     model = world.model
     for link in robot.links:
@@ -282,14 +284,9 @@ def test_uav_hovers_and_tracks_joint_velocity_commands():
     gyroscopic = abs(command[4] * command[5]) * SERVO_TIME_CONSTANT
     np.testing.assert_allclose(world.data.qvel[:6], command, atol=2.5 * gyroscopic)
     assert abs(world.data.qvel[3] - command[3]) > 0.5 * gyroscopic  # the coupling is there, of that size
-    with pytest.raises(TypeError, match="TIAGo"):
+    with pytest.raises(TypeError, match="flies"):
         world.set_base_twist(np.zeros(3))
     with pytest.raises(ValueError, match="6 finite"):
         world.set_joint_velocities(np.zeros(5))
 
 
-def test_robot_model_rejects_unknown_names():
-    with pytest.raises(ValueError, match="unknown robot kind"):
-        robot_model("car")
-    with pytest.raises(ValueError, match="unknown TIAGo model"):
-        robot_model("tiago_omni", "heavy")

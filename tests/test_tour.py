@@ -12,11 +12,13 @@ import pytest
 from conftest import CONFIGS
 from scipy.sparse.csgraph import dijkstra
 
+from core.config import RobotConfig
 from core.config_io import load_experiment
 from core.geometry import yaw_of
+from core.robot_catalogue import robot_body
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
-from simulation.exploration import TIAGO_RADIUS, UAV_RADIUS, ExplorationArea, ExplorerParams
+from simulation.exploration import ExplorationArea, ExplorerParams
 from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.metrics import (
     coverage,
@@ -329,7 +331,7 @@ def test_tour_explores_the_demo_flat_within_the_limits_without_touching_anything
     config, prepared, start, explorer, result = explore_flat(kind, asset_cache, tmp_path, BUDGET, on_step, on_map)
     occupancy = np.load(prepared.environment / "occupancy.npz")
     map2d, origin, res = occupancy["map2d"], occupancy["map2d_origin"], float(occupancy["map2d_resolution"])
-    truth = reachable_free(map2d, origin, res, start, UAV_RADIUS if kind == "uav" else TIAGO_RADIUS)
+    truth = reachable_free(map2d, origin, res, start, robot_body(RobotConfig(kind=kind)).radius)
     assert coverage(result.grid, truth, origin, res) >= MIN_COVERAGE[kind]
     assert contacts == {"environment": 0, "human": 0, "object": 0}
     # Coverage only grows, but for columns seen only with a person in them: their hits decay (the person walks

@@ -17,7 +17,7 @@ from core.config.render import RenderConfig
 from core.config.robots import DEFAULT_ROBOT_NAME, MAX_ROBOTS, RobotConfig, RobotEntry
 from core.config.simulation import SimulationConfig
 from core.errors import ConfigError
-from core.robot_catalogue import ROBOTS
+from core.robot_catalogue import KINDS
 
 
 class ExperimentConfig(Strict):
@@ -152,7 +152,9 @@ class ExperimentConfig(Strict):
     @model_validator(mode="after")
     def _links_exist(self) -> ExperimentConfig:
         for _, robot_key, robot, _ in self.robot_entries():
-            links = ROBOTS[robot.kind].links
+            links = KINDS[robot.kind].links(robot)
+            if links is None:  # a description's links: checked when it is loaded (simulation.embedded.sensors)
+                continue
             sensors = robot.sensors
             mounts = [(f"cameras.{i}", c.mount) for i, c in enumerate(sensors.cameras)]
             mounts += [(f"imus.{i}", m.mount) for i, m in enumerate(sensors.imus)]

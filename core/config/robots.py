@@ -1,17 +1,18 @@
 """The robot (`robot`, or each entry of `robots`): its kind, flight and drive limits, controller gains and
-sensors. What each kind is (links, volume) lives in core.robot_catalogue."""
+sensors; for a robot of kind `custom`, its description file. What each kind is (links, volume, drive) lives in
+core.robot_catalogue."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool
+from pydantic import Field, SerializerFunctionWrapHandler, StrictBool, model_serializer, model_validator
 
 from core.config.base import FloatRange, NonNegFloat, PositiveFloat, Strict
 from core.config.exploration import ExplorationConfig
 from core.config.paths import InputPath
 from core.config.sensors import SensorsConfig
-from core.robot_catalogue import RobotKind
+from core.robot_catalogue import CUSTOM_KEYS, KINDS, Drive, RobotKind
 
 
 class UavLimits(Strict):
@@ -53,13 +54,47 @@ class TiagoConfig(Strict):
                               "(demo house, 90 s: 76-79% coverage with wall contacts instead of 97% and none)")
 
 
+class GroundLimits(Strict):
+    """A ground robot of kind `custom`: how fast its base drives and turns."""
+
+    max_speed: PositiveFloat = 1.0
+    max_yaw_rate_deg: PositiveFloat = 90.0
+
+
 class RobotConfig(Strict):
-    kind: RobotKind = "uav"
-    uav: UavLimits = Field(default_factory=UavLimits)
+    kind: RobotKind = Field("uav", description="uav, tiago_omni, or custom: a robot from its URDF or MJCF "
+                                               "`description`")
+    uav: UavLimits = Field(default_factory=UavLimits, description="flight limits (the UAV; a custom robot with "
+                                                                  "drive floating)")
     position_gains: PidGains = Field(default_factory=PidGains)
     attitude_gains: PidGains = Field(default_factory=lambda: PidGains(kp=3.0, ki=0.0, kd=0.1))
     tiago: TiagoConfig = Field(default_factory=TiagoConfig)
+    description: InputPath | None = Field(None, description="kind custom: the robot's URDF (.urdf) or MJCF (.xml)")
+    packages: dict[str, InputPath] = Field(default_factory=dict, description="kind custom: the folder each ROS "
+                                           "package of the description's package:// URIs is in")
+    drive: Drive | None = Field(None, description="kind custom: differential (forward and turn; skid steer too), "
+                                                  "holonomic (any planar twist) or floating (flies like the UAV)")
+    base_link: str | None = Field(None, description="kind custom: the link that is the robot's base (default "
+                                                    "base_link, else the description's root link)")
+    ground: GroundLimits = Field(default_factory=GroundLimits, description="kind custom, drive differential or "
+                                                                           "holonomic: base speed limits")
     sensors: SensorsConfig = Field(default_factory=SensorsConfig)
+
+    @model_validator(mode="after")
+    def _kind_settings(self) -> RobotConfig:
+        KINDS[self.kind].check(self)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump_kind_settings(self, handler: SerializerFunctionWrapHandler) -> dict:
+        data = handler(self)
+        for name in self.unwritten_fields():
+            data.pop(name, None)
+        return data
+
+    def unwritten_fields(self) -> frozenset[str]:
+        """A description's keys, for a built-in kind: so its dumps (run.json) stay as they were."""
+        return frozenset() if self.kind == "custom" else frozenset(CUSTOM_KEYS)
 
 
 # Most robots in one run: each gets its own MuJoCo collision bit (simulation.physics.model.ROBOT_BIT_SHIFT).

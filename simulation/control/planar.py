@@ -4,7 +4,11 @@ The translational command points at the target with a speed proportional to its 
 `max_speed`; the yaw rate is proportional to the heading error (the shortest way round), limited to
 `max_yaw_rate`. Both are expressed in the base frame (vx, vy, wz) and change by at most
 `max_acceleration` (m/s^2) and `max_yaw_acceleration` (rad/s^2), so the command is continuous as a
-real base's would be. The explorer uses it to follow paths with the TIAGo++ Omni.
+real base's would be. The explorer uses it to follow paths with a ground base.
+
+A base that is not holonomic (differential, skid steer) cannot move sideways: while the target is farther than
+`FACE_DISTANCE` it turns to face it instead of to the heading asked for, and drives forward at the speed the
+holonomic law gives times the cosine of its heading error (none while facing more than 90 deg away).
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.config import RobotConfig
+from core.robot_catalogue import RobotBody
 from simulation.control.uav_controller import clip_norm, wrap_angle
 
 POSITION_GAIN = 1.5  # 1/s: speed per metre of distance to the target
 YAW_GAIN = 2.0  # 1/s: yaw rate per radian of heading error
 MAX_ACCELERATION = 1.0  # m/s^2
 MAX_YAW_ACCELERATION = 3.0  # rad/s^2
+FACE_DISTANCE = 0.1  # m: a non-holonomic base faces its target while it is farther than this
 
 
 @dataclass(frozen=True)
@@ -34,16 +39,16 @@ class PlanarLimits:
 class PlanarController:
     """Twist commands (vx, vy, wz in the base frame) towards a target point and heading."""
 
-    def __init__(self, limits: PlanarLimits, position_gain: float = POSITION_GAIN, yaw_gain: float = YAW_GAIN):
+    def __init__(self, limits: PlanarLimits, position_gain: float = POSITION_GAIN, yaw_gain: float = YAW_GAIN,
+                 holonomic: bool = True):
         self.limits = limits
-        self.position_gain, self.yaw_gain = position_gain, yaw_gain
+        self.position_gain, self.yaw_gain, self.holonomic = position_gain, yaw_gain, holonomic
         self._twist = np.zeros(3)
 
     @classmethod
-    def from_config(cls, robot: RobotConfig) -> PlanarController:
-        """With the TIAGo limits of a config's `robot` section."""
-        tiago = robot.tiago
-        return cls(PlanarLimits(tiago.max_speed, math.radians(tiago.max_yaw_rate_deg)))
+    def from_body(cls, body: RobotBody) -> PlanarController:
+        """With a ground robot's speed limits and drive."""
+        return cls(PlanarLimits(body.max_speed, math.radians(body.max_yaw_rate_deg)), holonomic=body.holonomic)
 
     @property
     def twist(self) -> np.ndarray:
@@ -60,8 +65,12 @@ class PlanarController:
         if target is not None:
             offset = np.asarray(target, dtype=np.float64)[:2] - (x, y)
             velocity = clip_norm(self.position_gain * offset, self.limits.max_speed)
+            if not self.holonomic and np.hypot(*offset) > FACE_DISTANCE:
+                heading = math.atan2(offset[1], offset[0])
         c, s = math.cos(yaw), math.sin(yaw)
         local = np.array([c * velocity[0] + s * velocity[1], -s * velocity[0] + c * velocity[1]])
+        if not self.holonomic:  # forward only: the part of the velocity along the heading
+            local = np.array([max(local[0], 0.0), 0.0])
         rate = 0.0 if heading is None else self.yaw_gain * float(wrap_angle(heading - yaw))
         rate = float(np.clip(rate, -self.limits.max_yaw_rate, self.limits.max_yaw_rate))
         return self._shape(np.array([local[0], local[1], rate]), dt)

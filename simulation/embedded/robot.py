@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from core.config import RenderConfig, RobotConfig
+from core.robot_catalogue import robot_body
 from simulation.backend import ImuReading, LidarScan
 from simulation.embedded.robot_meshes import RobotTrack
 from simulation.embedded.sensors import BODY_TO_OPTICAL, CameraSensor, LidarSensor, check_mount_links
@@ -60,19 +61,23 @@ class EmbeddedRobot:
     track: RobotTrack | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self._command = np.zeros(6 if self.model.kind == "uav" else 3)
+        self._command = np.zeros(6 if self.flies else 3)
+
+    @property
+    def flies(self) -> bool:
+        """Its commands are the six virtual joint velocities of a flying base; a ground base's are twists."""
+        return self.model.drive == "joint_velocity"
 
     @classmethod
     def from_config(cls, name: str, key: str, robot: RobotConfig, render: RenderConfig) -> EmbeddedRobot:
         """The robot of config section `key`; ConfigError naming the field for unknown mount links or bad cameras."""
-        model = robot_model(robot.kind, robot.tiago.model)
+        model = robot_model(robot)
         sensors = robot.sensors
-        check_mount_links(model, sensors)
+        check_mount_links(model, sensors, key)
         cameras = {c.name: CameraSensor.from_config(c, i, render) for i, c in enumerate(sensors.cameras)}
         mounts = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]
         mounts += [SensorMount.from_config(sensors.lidar.name, sensors.lidar.mount)] if sensors.lidar else []
-        tiago = robot.tiago
-        profile = follower_for(tiago) if robot.kind == "tiago_omni" and tiago.velocity_profile == "s_curve" else None
+        profile = follower_for(robot.tiago) if robot_body(robot).s_curve else None
         return cls(name, key, model, cameras, LidarSensor.from_config(sensors.lidar) if sensors.lidar else None,
                    [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None, mounts, profile,
                    PROFILE_PREFIX if key == "robot" else f"{PROFILE_PREFIX}{name}/")
@@ -80,7 +85,7 @@ class EmbeddedRobot:
     # ------------------------------------------------------------ drive and body
 
     def set_command(self, command: np.ndarray) -> None:
-        if self.model.kind == "uav":
+        if self.flies:
             self.handle.set_joint_velocities(command)
         elif self.profile is not None:
             self.profile.command(command)  # the twist reaches the base through the S-curve, step by step

@@ -40,16 +40,21 @@ _NO_HIT = -1
 _STEPS_TOLERANCE = 1e-9
 
 
-def check_mount_links(robot: RobotModel, sensors: SensorsConfig) -> None:
-    """Every sensor's link exists on the robot, else ConfigError naming it and the valid links."""
+def check_mount_links(robot: RobotModel, sensors: SensorsConfig, robot_key: str = "robot") -> None:
+    """Every sensor's link exists on the robot and no sensor is named after a link (sensors get TF frames of
+    their own), else ConfigError naming the field and listing the links."""
     mounts = [(f"cameras.{i}", c.name, c.mount.link) for i, c in enumerate(sensors.cameras)]
     mounts += [(f"imus.{i}", m.name, m.mount.link) for i, m in enumerate(sensors.imus)]
     mounts += [("lidar", sensors.lidar.name, sensors.lidar.mount.link)] if sensors.lidar else []
     for key, name, link in mounts:
+        if name in robot.links:
+            raise ConfigError(f"sensor {name!r} has the name of a link of the robot; sensors get their own TF frames, "
+                              f"so name it differently (links: {sorted(robot.links)})",
+                              field=f"{robot_key}.sensors.{key}.name")
         if link not in robot.links:
             raise ConfigError(f"sensor {name!r} is mounted on link {link!r}, which robot {robot.kind!r} "
                               f"({robot.variant}) does not have; valid links: {sorted(robot.links)}",
-                              field=f"robot.sensors.{key}.mount.link")
+                              field=f"{robot_key}.sensors.{key}.mount.link")
 
 
 @dataclass(frozen=True)

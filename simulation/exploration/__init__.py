@@ -1,6 +1,6 @@
 """Frontier-based active exploration on an occupancy map built from the robot's own depth camera."""
 
-from simulation.exploration.drivers import TIAGO_RADIUS, UAV_RADIUS, BaseDriver, UavDriver, make_driver
+from simulation.exploration.drivers import BaseDriver, UavDriver, make_driver
 from simulation.exploration.explorer import Explorer, explore
 from simulation.exploration.follower import PathFollower
 from simulation.exploration.frontiers import Frontier, frontier_clusters, frontier_mask
@@ -20,7 +20,7 @@ from simulation.exploration.params import ExplorationArea, ExplorationResult, Ex
 from simulation.exploration.planner import CostMap, SearchTree, cost_map, path_is_clear, plan_path, search
 
 __all__ = [
-    "FREE", "OCCUPIED", "TIAGO_RADIUS", "UAV_RADIUS", "UNKNOWN", "BaseDriver", "CostMap", "ExplorationArea",
+    "FREE", "OCCUPIED", "UNKNOWN", "BaseDriver", "CostMap", "ExplorationArea",
     "ExplorationResult", "Explorer", "ExplorerParams", "Frontier", "Goal", "GoalParams", "Grid2D", "LogOdds",
     "PathFollower", "SearchTree", "UavDriver", "VoxelMap", "choose_goal", "cost_map", "depth_rays", "explore",
     "frontier_clusters", "frontier_mask", "information_gain", "make_driver", "path_is_clear", "plan_path",

@@ -23,23 +23,18 @@ import numpy as np
 
 from core.config import RobotConfig
 from core.geometry import yaw_of
+from core.robot_catalogue import RobotBody, robot_body
 from simulation.backend import Robot
 from simulation.control import PlanarController, UavController, UavState
-from simulation.robots.tiago_model import CHASSIS_HALF_XY
-from simulation.robots.uav_model import FRAME_HALF_SIZE
-
-UAV_RADIUS = math.hypot(FRAME_HALF_SIZE[0], FRAME_HALF_SIZE[1])  # disc around the frame and propellers
-UAV_HALF_HEIGHT = FRAME_HALF_SIZE[2]
-TIAGO_RADIUS = math.hypot(CHASSIS_HALF_XY[0], CHASSIS_HALF_XY[1])  # disc around the base's corners
-TIAGO_HEIGHT = 1.5  # m: the head tops out below this with the torso at mid lift
-UAV_CLEARANCE = 0.15  # m, hard margin beyond the UAV's disc (see above)
 
 
 class UavDriver:
-    def __init__(self, robot: Robot, config: RobotConfig):
+    """A flying base (the UAV, a description robot with drive floating)."""
+
+    def __init__(self, robot: Robot, config: RobotConfig, body: RobotBody):
         self.robot, self.dt = robot, robot.world.timestep
         self.controller = UavController.from_config(config)
-        self.radius, self.clearance, self.speed = UAV_RADIUS, UAV_CLEARANCE, config.uav.max_speed
+        self.radius, self.clearance, self.speed = body.radius, body.clearance, body.max_speed
         self._hold: np.ndarray | None = None
 
     def spin(self) -> None:
@@ -76,12 +71,12 @@ class UavDriver:
 
 
 class BaseDriver:
-    """The TIAGo++ Omni's base (either model): twists towards the carrot."""
+    """A ground base (the TIAGo++ Omni's, either model; a description robot's): twists towards the carrot."""
 
-    def __init__(self, robot: Robot, config: RobotConfig, dt: float):
+    def __init__(self, robot: Robot, body: RobotBody, dt: float):
         self.robot, self.dt = robot, dt
-        self.controller = PlanarController.from_config(config)
-        self.radius, self.clearance, self.speed = TIAGO_RADIUS, 0.0, config.tiago.max_speed
+        self.controller = PlanarController.from_body(body)
+        self.radius, self.clearance, self.speed = body.radius, body.clearance, body.max_speed
 
     def _pose(self) -> tuple[float, float, float]:
         pose = self.robot.pose()
@@ -108,5 +103,6 @@ class BaseDriver:
 
 
 def make_driver(robot: Robot, config: RobotConfig, dt: float) -> UavDriver | BaseDriver:
-    """The robot's driver; `dt` is the period of its set-point calls (the UAV's runs every physics step)."""
-    return UavDriver(robot, config) if config.kind == "uav" else BaseDriver(robot, config, dt)
+    """The robot's driver; `dt` is the period of its set-point calls (a flying base's runs every physics step)."""
+    body = robot_body(config)
+    return UavDriver(robot, config, body) if body.flies else BaseDriver(robot, body, dt)

@@ -44,9 +44,10 @@ from scipy import ndimage
 from core.config import ExperimentConfig, RobotConfig
 from core.errors import ConfigError
 from core.geometry import yaw_of
+from core.robot_catalogue import robot_body
 from simulation.backend import Robot, World
 from simulation.control import wrap_angle
-from simulation.exploration.drivers import TIAGO_HEIGHT, UAV_HALF_HEIGHT, make_driver
+from simulation.exploration.drivers import make_driver
 from simulation.exploration.follower import PathFollower
 from simulation.exploration.frontiers import frontier_clusters, frontier_mask
 from simulation.exploration.goals import Goal, choose_goal
@@ -88,7 +89,8 @@ class Explorer:
             raise ConfigError(f"no camera named {params.camera!r}; cameras: {robot.camera_names()}",
                               field="robot.sensors.cameras")
         self.robot, self.params = robot, params
-        self.uav = config.kind == "uav"
+        self.body = robot_body(config)
+        self.flies = self.body.flies
         dt = robot.world.timestep
         self._map_every = max(round(1.0 / (params.map_hz * dt)), 1)
         self._control_every = max(round(1.0 / (params.control_hz * dt)), 1)
@@ -96,13 +98,13 @@ class Explorer:
         self.driver = make_driver(robot, config, self._control_every * dt)
         res = params.map_resolution
         lo, hi = np.array(area.lo, dtype=np.float64), np.array(area.hi, dtype=np.float64)
-        if self.uav:
+        if self.flies:
             band = config.uav.z_band
             self.altitude = params.altitude if params.altitude is not None else (band.min + band.max) / 2
-            lo[2], hi[2] = area.floor, max(hi[2], area.floor + band.max + UAV_HALF_HEIGHT)
+            lo[2], hi[2] = area.floor, max(hi[2], area.floor + band.max + self.body.height)
         else:
             self.altitude = area.floor
-            lo[2], hi[2] = area.floor - res / 2, area.floor + TIAGO_HEIGHT  # layer 0 holds the floor
+            lo[2], hi[2] = area.floor - res / 2, area.floor + self.body.height  # layer 0 holds the floor
         self.map = VoxelMap(lo, hi, res, decay=params.decay)
         self.grid = Grid2D(np.full(self.map.shape[:2], UNKNOWN, dtype=np.int8), self.map.lo[:2].copy(), res)
         x, y = self.grid.centers()
@@ -194,7 +196,7 @@ class Explorer:
         stride = mapping_stride(K, params.max_range, self.map.resolution)
         origin, ends, returned = depth_rays(frame.depth, K, frame.camera.pose, params.max_range, stride)
         # A ground robot's floor (the map's lowest layer) is free space, not an obstacle.
-        hits = returned if self.uav else returned & (ends[:, 2] >= self.map.lo[2] + self.map.resolution)
+        hits = returned if self.flies else returned & (ends[:, 2] >= self.map.lo[2] + self.map.resolution)
         self.map.integrate(origin, ends, hits, robot.world.time)
         # Until the UAV reaches its cruise altitude it keeps the margin below, where it has not looked, but
         # not above: it was placed there, clear of the ceiling, which may be close.
@@ -211,23 +213,22 @@ class Explorer:
         elif not self._path_clear():
             self._replan_now = True
 
-    @staticmethod
-    def slab(height: float, below: float = UAV_VERTICAL_MARGIN,
+    def slab(self, height: float, below: float = UAV_VERTICAL_MARGIN,
              above: float = UAV_VERTICAL_MARGIN) -> tuple[float, float]:
-        """The heights (m) between which the UAV's 2D map is made: the slab its frame occupies at `height`
-        plus `below` and `above` m."""
-        return height - UAV_HALF_HEIGHT - below, height + UAV_HALF_HEIGHT + above
+        """The heights (m) between which a flying robot's 2D map is made: the slab its frame occupies at
+        `height` plus `below` and `above` m."""
+        return height - self.body.height - below, height + self.body.height + above
 
     def _layers(self, height: float, below: float = UAV_VERTICAL_MARGIN, above: float = UAV_VERTICAL_MARGIN) -> slice:
         """The voxel layers the 2D map is made of: for the UAV those of its slab (`slab`); for the TIAGo
         everything above the floor layer."""
-        if not self.uav:
+        if not self.flies:
             return slice(1, None)
         return self.map.layers(*self.slab(height, below, above))
 
     def _project(self, layers: slice) -> Grid2D:
         blocked = self.map.recently_hit(self.robot.world.time)
-        if not self.uav:
+        if not self.flies:
             return project_ground(self.map, blocked)
         middles = self.map.lo[2] + (np.array([layers.start, layers.stop - 1]) + 0.5) * self.map.resolution
         return project_slab(self.map, middles[0], middles[1], blocked)
@@ -388,7 +389,7 @@ class Explorer:
             return
         self.driver.hold()
         self._seen_around = self._seen_around or self._turn >= FULL_TURN
-        if self.uav and abs(position[2] - self.altitude) > ALTITUDE_TOLERANCE:
+        if self.flies and abs(position[2] - self.altitude) > ALTITUDE_TOLERANCE:
             self.phase, self._flight_z, self._replan_now = "transfer", float(position[2]), True
         else:
             self._enter_explore()

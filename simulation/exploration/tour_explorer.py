@@ -55,6 +55,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from core.config import RobotConfig
+from core.robot_catalogue import robot_body
 from simulation.backend import Robot
 from simulation.control import wrap_angle
 from simulation.control.planar import POSITION_GAIN, YAW_GAIN
@@ -92,7 +93,7 @@ LOOK_FRACTION = 0.8  # of the camera's half field of view: how far the heading m
 def motion_limits(config: RobotConfig, driver: UavDriver | BaseDriver) -> MotionLimits:
     """The robot's limits as its controller enforces them."""
     controller = driver.controller
-    if config.kind == "uav":
+    if robot_body(config).flies:
         uav = config.uav
         return MotionLimits(uav.max_speed, controller.max_acceleration, math.radians(uav.yaw_rate_deg),
                             math.radians(uav.yaw_acceleration_deg), uav.max_jerk)
@@ -111,7 +112,7 @@ class TourExplorer(Explorer):
         self.limits = motion_limits(config, self.driver)
         self.half_fov = math.radians(camera.fov_deg) / 2
         self.look = LOOK_FRACTION * self.half_fov
-        if self.uav:
+        if self.flies:
             self.lead, self.velocity_lead = 0.0, VELOCITY_TIME_CONSTANT
             self.yaw_lead = 1.0 / config.attitude_gains.kp
         else:
@@ -323,7 +324,7 @@ class TourExplorer(Explorer):
             travel = math.atan2(away[1], away[0])
             ahead = self._cells_ahead(follower, position)
             blind = bool(np.any(self.grid.state[ahead[:, 0], ahead[:, 1]] == UNKNOWN))
-            if blind or not self.uav or self.walkways[ahead[:, 0], ahead[:, 1]].any():
+            if blind or not self.flies or self.walkways[ahead[:, 0], ahead[:, 1]].any():
                 look = 0.0 if blind else self.look
                 heading = travel + float(np.clip(wrap_angle(heading - travel), -look, look))
                 if abs(float(wrap_angle(travel - yaw))) > (self.look if blind else self.half_fov):

@@ -20,11 +20,11 @@ import numpy as np
 from core.config import RobotConfig
 from core.errors import ConfigError
 from core.geometry import yaw_of
+from core.robot_catalogue import robot_body
 from simulation.backend import Robot, World
-from simulation.exploration.drivers import TIAGO_HEIGHT, UAV_HALF_HEIGHT, make_driver
+from simulation.exploration.drivers import make_driver
 from simulation.exploration.follower import PathFollower
 from simulation.exploration.occupancy import depth_rays
-from simulation.robots.mecanum import WHEEL_RADIUS
 
 CONTROL_HZ = 60.0
 LOOKAHEAD = 0.5  # m
@@ -51,7 +51,8 @@ class WaypointFollower:
             raise ConfigError(f"waypoints are a list of (x, y, z), got shape {points.shape}",
                               field="exploration.waypoints")
         self.robot, self.budget = robot, budget
-        self.uav = config.kind == "uav"
+        body = robot_body(config)
+        self.flies = body.flies
         self._control_every = max(round(1.0 / (CONTROL_HZ * robot.world.timestep)), 1)
         self.driver = make_driver(robot, config, self._control_every * robot.world.timestep)
         start = robot.pose()[:3, 3]
@@ -71,10 +72,10 @@ class WaypointFollower:
             self.camera = cameras[0].name
             look = max(round(1.0 / (cameras[0].rate_hz * robot.world.timestep)), 1)
             self._look_every = max(look // self._control_every, 1) * self._control_every
-            if self.uav:
-                self._band = (-UAV_HALF_HEIGHT - STOP_VERTICAL_MARGIN, UAV_HALF_HEIGHT + STOP_VERTICAL_MARGIN)
-            else:  # from just above the floor (base_link is the axle height above it) to the head
-                self._band = (STOP_FLOOR_MARGIN - WHEEL_RADIUS, TIAGO_HEIGHT - WHEEL_RADIUS)
+            if self.flies:
+                self._band = (-body.height - STOP_VERTICAL_MARGIN, body.height + STOP_VERTICAL_MARGIN)
+            else:  # from just above the floor (base_link stands base_height above it) to its top
+                self._band = (STOP_FLOOR_MARGIN - body.base_height, body.height - body.base_height)
 
     def run(self, on_step: Callable[[World], None] | None = None) -> WaypointResult:
         world = self.robot.world
@@ -136,7 +137,7 @@ class WaypointFollower:
         position = pose[:3, 3]
         carrot = self.follower.update(position[:2])
         goal = self.points[-1]
-        height_error = abs(goal[2] - position[2]) if self.uav else 0.0
+        height_error = abs(goal[2] - position[2]) if self.flies else 0.0
         if np.linalg.norm(goal[:2] - position[:2]) <= GOAL_TOLERANCE and height_error <= GOAL_TOLERANCE:
             return True
         k = int(np.clip(np.searchsorted(self._arcs, self.follower.progress, side="right"), 1, len(self.points) - 1))

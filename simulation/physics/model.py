@@ -48,7 +48,7 @@ class PlacedRobot:
 
 
 # MJCF attributes that name an element or refer to one by name: what a robot's prefix goes in front of.
-NAME_ATTRIBUTES = ("name", "joint", "site", "body")
+NAME_ATTRIBUTES = ("name", "joint", "site", "body", "mesh", "material", "texture", "class", "childclass")
 # Robot i of a multi-robot world collides with the others through its own bit, 1 << (ROBOT_BIT_SHIFT + i), above
 # the collision classes of simulation.robots.mjcf.COLLISION; its own parts keep not touching each other.
 ROBOT_BIT_SHIFT = 5
@@ -68,7 +68,7 @@ def build_fleet_mjcf(robots: list[PlacedRobot], environment: EnvironmentCollisio
     if not timestep > 0:
         raise ValueError(f"timestep must be > 0, got {timestep}")
     floor = environment.floor_height if environment is not None else 0.0
-    bodies, actuators, sensors = [], [], []
+    bodies, actuators, sensors, assets, defaults = [], [], [], [], []
     for index, placed in enumerate(robots):
         robot = placed.model
         imus = [SensorMount(name, link) for name, link in robot.default_imus] if placed.imus is None \
@@ -84,7 +84,10 @@ def build_fleet_mjcf(robots: list[PlacedRobot], environment: EnvironmentCollisio
         if len(robots) > 1:
             _collide_with_other_robots(body, index, len(robots))
         own = [body, *copy.deepcopy(robot.actuators), *imu_sensor_elements(imus)]
-        _prefix_names(own, placed.prefix)
+        shared = copy.deepcopy([*robot.assets, *robot.defaults])
+        _prefix_names(own + shared, placed.prefix)
+        assets += shared[:len(robot.assets)]
+        defaults += shared[len(robot.assets):]
         bodies.append(body)
         actuators += own[1:1 + len(robot.actuators)]
         sensors += own[1 + len(robot.actuators):]
@@ -93,6 +96,8 @@ def build_fleet_mjcf(robots: list[PlacedRobot], environment: EnvironmentCollisio
     root = element("mujoco", model=f"grade_{first.kind}_{first.variant}" if len(robots) == 1 else "grade_fleet")
     element("compiler", root, angle="radian", autolimits=True)
     element("option", root, timestep=timestep, integrator="implicitfast", **SOLVER)
+    if defaults:
+        element("default", root).extend(defaults)
     userdata = sum(placed.model.userdata_size for placed in robots)
     if userdata:
         element("size", root, nuserdata=userdata)
@@ -101,7 +106,7 @@ def build_fleet_mjcf(robots: list[PlacedRobot], environment: EnvironmentCollisio
     env = environment if environment is not None else EnvironmentCollision(0.0, ())
     env_assets, env_geoms = environment_elements(env)
     mocap_assets, mocap_bodies = kinematic_elements(list(kinematic or []))
-    asset.extend(env_assets + mocap_assets)
+    asset.extend(env_assets + mocap_assets + assets)
     worldbody.extend(env_geoms + bodies + mocap_bodies)
     if actuators:
         element("actuator", root).extend(actuators)

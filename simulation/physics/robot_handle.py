@@ -53,6 +53,8 @@ class RobotHandle:
         self._actuators = _index([model.actuator(prefix + a.get("name")).id for a in robot.actuators])
         self._userdata = slice(userdata, userdata + robot.userdata_size)
         self._ik = ik_matrix()
+        self._wheel_dofs = [model.jnt_dofadr[model.joint(prefix + w.joint).id] for w in robot.wheels]
+        self._wheel_gains = np.array([[w.sign / w.radius, -w.sign * w.y / w.radius] for w in robot.wheels])
         self.base_body = model.body(prefix + "base_link").id
         self._joints = [
             (model.joint(j).name[len(prefix):], model.jnt_qposadr[j], model.jnt_dofadr[j]) for j in range(model.njnt)
@@ -64,10 +66,10 @@ class RobotHandle:
     # ------------------------------------------------------------ commands
 
     def set_base_twist(self, twist: np.ndarray) -> None:
-        """TIAGo: the base twist (vx, vy, wz) in the base frame (m/s, rad/s)."""
+        """A ground base: the twist (vx, vy, wz) in the base frame (m/s, rad/s)."""
         twist = np.asarray(twist, dtype=np.float64)
-        if self.robot.kind != "tiago_omni":
-            raise TypeError(f"set_base_twist drives a TIAGo; this robot is {self.robot.kind!r}")
+        if self.robot.drive == "joint_velocity":
+            raise TypeError(f"set_base_twist drives a ground base; this robot ({self.robot.kind}) flies")
         if twist.shape != (3,) or not np.isfinite(twist).all():
             raise ValueError(f"a twist is 3 finite numbers (vx, vy, wz), got {twist}")
         if self.robot.drive == "wheels":
@@ -76,27 +78,33 @@ class RobotHandle:
             self.world.data.userdata[self._userdata] = twist
 
     def set_joint_velocities(self, velocities: np.ndarray) -> None:
-        """UAV: the six virtual joint velocities (x, y, z m/s; roll, pitch, yaw rad/s)."""
+        """A flying base: the six virtual joint velocities (x, y, z m/s; roll, pitch, yaw rad/s)."""
         velocities = np.asarray(velocities, dtype=np.float64)
         if self.robot.drive != "joint_velocity":
-            raise TypeError(f"set_joint_velocities drives the UAV; this robot is {self.robot.kind!r}")
+            raise TypeError(f"set_joint_velocities drives a flying base; this robot ({self.robot.kind}) does not fly")
         if velocities.shape != (6,) or not np.isfinite(velocities).all():
-            raise ValueError(f"the UAV takes 6 finite joint velocities, got {velocities}")
+            raise ValueError(f"a flying base takes 6 finite joint velocities, got {velocities}")
         self.world.data.ctrl[self._actuators] = velocities
 
     def write_planar_velocity(self) -> None:
-        """Lightweight TIAGo: the commanded twist (userdata) as world-frame velocities of its planar joints."""
+        """A planar base (the lightweight TIAGo, a description robot on the ground): the commanded twist
+        (userdata) as world-frame velocities of its planar joints, without vy unless it is holonomic; its wheels
+        turn with it."""
         data = self.world.data
         vx, vy, wz = data.userdata[self._userdata]
+        if not self.robot.holonomic:
+            vy = 0.0
         yaw = data.qpos[self._base_qpos[2]]
         c, s = np.cos(yaw), np.sin(yaw)
         data.qvel[self._base_dof] = (c * vx - s * vy, s * vx + c * vy, wz)
+        if self._wheel_dofs:
+            data.qvel[self._wheel_dofs] = self._wheel_gains @ (vx, wz)
 
     def place(self, start: StartPose) -> None:
         qpos = self.world.data.qpos
-        if self.robot.variant == "uav":
+        if self.robot.drive == "joint_velocity":
             qpos[self._base_qpos] = (start.x, start.y, start.z, 0.0, 0.0, start.yaw)
-        elif self.robot.variant == "lightweight":
+        elif self.robot.drive == "planar_velocity":
             qpos[self._base_qpos] = (start.x, start.y, start.yaw)
         else:
             adr = self._base_qpos[0]

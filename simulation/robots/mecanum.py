@@ -29,7 +29,9 @@ from functools import lru_cache
 
 import numpy as np
 
-WHEEL_RADIUS = 0.0762  # m
+from core.robot_catalogue import TIAGO_WHEEL_RADIUS
+
+WHEEL_RADIUS = TIAGO_WHEEL_RADIUS  # m
 HALF_WHEELBASE = 0.244  # Lx: base centre to the wheel axles along x, m
 HALF_TRACK = 0.22317  # Ly: base centre to the wheel mid-planes along y, m
 WHEEL_NAMES = ("FL", "FR", "RL", "RR")

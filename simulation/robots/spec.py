@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from core.robot_catalogue import RobotKind
+from core.robot_description import Wheel
 from simulation.robots.mjcf import LinkEdge, link_tree
 
 Drive = Literal["joint_velocity", "wheels", "planar_velocity"]
@@ -22,11 +23,13 @@ class RobotModel:
       - "joint_velocity": one velocity actuator per base joint (UAV), ctrl = joint velocity;
       - "wheels": velocity actuators on the four mecanum wheels, ctrl = wheel speed (TIAGo physical);
       - "planar_velocity": the base twist is written into qvel of (x, y, yaw) before every step
-        (TIAGo lightweight); the command is kept in MuJoCo's userdata so it is part of the state.
+        (TIAGo lightweight, description robots on the ground); the command is kept in MuJoCo's userdata so it
+        is part of the state. A base that is not `holonomic` drops the twist's vy; `wheels` turn with the base.
+    `assets` go under <asset> (a description's meshes) and `defaults` (its <default> classes) under <default>.
     """
 
     kind: RobotKind
-    variant: Literal["uav", "physical", "lightweight"]
+    variant: Literal["uav", "physical", "lightweight", "description"]
     body: ET.Element
     actuators: list[ET.Element]
     links: tuple[str, ...]
@@ -38,6 +41,10 @@ class RobotModel:
     wheel_actuators: tuple[str, ...] = ()
     # (name, link) of the IMUs a robot carries when none are configured: body and camera.
     default_imus: tuple[tuple[str, str], ...] = field(default=())
+    holonomic: bool = True
+    wheels: tuple[Wheel, ...] = ()
+    assets: tuple[ET.Element, ...] = ()
+    defaults: tuple[ET.Element, ...] = ()
 
     def link_edges(self) -> list[LinkEdge]:
         """(parent, child, fixed) of every link but base_link, from the MJCF body tree: the TF tree of the links."""

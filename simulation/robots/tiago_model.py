@@ -25,16 +25,17 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from core.robot_catalogue import ROBOTS
+from core.config import RobotConfig
+from core.robot_catalogue import TIAGO_CHASSIS_HALF_XY, robot_body
 from simulation.robots.mecanum import ROLLER_HANDEDNESS, WHEEL_NAMES, WHEEL_POSITIONS, WHEEL_RADIUS
 from simulation.robots.mjcf import COLLISION, element, frame_quat
 from simulation.robots.spec import RobotModel
 
-TIAGO = ROBOTS["tiago_omni"]  # its links, camera link and default IMUs
+TIAGO = robot_body(RobotConfig(kind="tiago_omni"))  # its links, camera link and default IMUs
 
 # Chassis: a box from 3 cm above the floor to 0.30 m, covering the wheels; a torso column on top.
 GROUND_CLEARANCE = 0.03
-CHASSIS_HALF_XY = (0.33, 0.28)
+CHASSIS_HALF_XY = TIAGO_CHASSIS_HALF_XY
 CHASSIS_TOP = 0.30  # above the floor
 TORSO_COLUMN = {"pos": (-0.06, 0.0, 0.50), "size": (0.12, 0.15, 0.21)}  # in base_link
 TORSO_LIFT_POS = (-0.062, 0.0, 0.72)  # torso_lift_link in base_link (lift at mid travel)

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from core.robot_catalogue import ROBOTS
+from core.config import RobotConfig
+from core.robot_catalogue import UAV_FRAME_HALF_SIZE, robot_body
 from simulation.robots.mjcf import COLLISION, element
 from simulation.robots.spec import RobotModel
 
-UAV = ROBOTS["uav"]  # its links, camera link and default IMUs
+UAV = robot_body(RobotConfig(kind="uav"))  # its links, camera link and default IMUs
 # A 1.5 kg quadrotor (3DR Iris class): inertia about the body axes in kg m^2.
 MASS = 1.5  # camera included: camera_link is massless, so the centre of mass stays on the axes
 INERTIA = (0.029125, 0.029125, 0.055225)
-FRAME_HALF_SIZE = (0.235, 0.235, 0.055)  # collision box around arms and props, m
+FRAME_HALF_SIZE = UAV_FRAME_HALF_SIZE  # collision box around arms and props, m
 CAMERA_OFFSET = (0.1, 0.0, -0.03)  # camera_link in base_link, m
 # Velocity servo time constant: kv = inertia / tau. MuJoCo's implicit-fast step moves the body by
 # (command - velocity) / (tau + dt) while its accelerometer reads (command - velocity) / tau, so IMU readings
@@ -36,16 +37,12 @@ JOINTS = (
 def uav() -> RobotModel:
     """The UAV model; its start pose is set through the six joint positions."""
     body = element("body", name="base_link", gravcomp=1)
-    joint_names = []
-    for axis_name, kind, axis in JOINTS:
-        name = f"uav_{axis_name}"
-        element("joint", body, name=name, type=kind, axis=axis, limited=False, armature=0, damping=0)
-        joint_names.append(name)
+    joint_names = add_virtual_joints(body)
     element("inertial", body, pos=(0, 0, 0), mass=MASS, diaginertia=INERTIA)
     element("geom", body, name="uav_frame", type="box", size=FRAME_HALF_SIZE, mass=0, rgba=(0.2, 0.2, 0.2, 1),
             **COLLISION["chassis"])
     element("body", body, name=UAV.camera_link, pos=CAMERA_OFFSET)
-    actuators = [_servo(name, axis_name) for name, (axis_name, _, _) in zip(joint_names, JOINTS)]
+    actuators = servos(joint_names, MASS, INERTIA)
     return RobotModel(
         kind="uav", variant="uav", body=body, actuators=actuators, links=UAV.links,
         base_joints=tuple(joint_names), drive="joint_velocity", camera_link=UAV.camera_link,
@@ -53,7 +50,19 @@ def uav() -> RobotModel:
     )
 
 
-def _servo(joint: str, axis_name: str) -> ET.Element:
-    inertia = {"roll": INERTIA[0], "pitch": INERTIA[1], "yaw": INERTIA[2]}.get(axis_name, MASS)
-    return element("velocity", name=f"{joint}_vel", joint=joint, kv=inertia / SERVO_TIME_CONSTANT,
-                   ctrllimited=False)
+def add_virtual_joints(body: ET.Element) -> list[str]:
+    """The six virtual joints of a flying base (module notes), added to its root body; their names."""
+    names = []
+    for axis_name, kind, axis in JOINTS:
+        name = f"uav_{axis_name}"
+        element("joint", body, name=name, type=kind, axis=axis, limited=False, armature=0, damping=0)
+        names.append(name)
+    return names
+
+
+def servos(joints: list[str], mass: float, inertia: tuple[float, float, float]) -> list[ET.Element]:
+    """The velocity servos of the six virtual joints of a body of this mass and inertia (module notes)."""
+    load = {"roll": inertia[0], "pitch": inertia[1], "yaw": inertia[2]}
+    return [element("velocity", name=f"{joint}_vel", joint=joint, kv=load.get(axis_name, mass) / SERVO_TIME_CONSTANT,
+                    ctrllimited=False)
+            for joint, (axis_name, _, _) in zip(joints, JOINTS, strict=True)]

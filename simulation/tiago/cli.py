@@ -1,7 +1,9 @@
-"""`grade robot ...`: calibrate the TIAGo++ Omni S-curve and drive a robot model from command files."""
+"""`grade robot ...`: inspect a robot description, calibrate the TIAGo++ Omni S-curve and drive its models from
+command files."""
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +13,8 @@ from core.config import MAX_SEED
 from core.errors import GradeError
 from core.progress import console, progress_task
 
-robot_app = typer.Typer(help="Robot models: S-curve calibration and command-file driving.", no_args_is_help=True)
+robot_app = typer.Typer(help="Robots: inspect a URDF or MJCF, S-curve calibration and command-file driving.",
+                        no_args_is_help=True)
 
 
 @robot_app.command("calibrate")
@@ -44,9 +47,13 @@ def calibrate_command(
                f"training error {result.training_error:.4f}; wrote {out}")
 
 
+# The kinds `grade robot drive` has command-file models for (click refuses any other).
+DrivenKind = enum.Enum("DrivenKind", {"tiago_omni": "tiago_omni"}, type=str)
+
+
 @robot_app.command("drive")
 def drive_command(
-    robot: Annotated[str, typer.Argument(metavar="tiago_omni", help="Robot kind.")],
+    robot: Annotated[DrivenKind, typer.Argument(help="Robot kind (this tool drives the TIAGo's base models).")],
     commands: Annotated[Path, typer.Option("--commands", help="Command file: lines 'vx vy wz seconds', or a "
                                                               "recorded cmd_vel .json.")],
     model: Annotated[str, typer.Option("--model", metavar="physical|lightweight", help="Base model: MuJoCo wheels or the kinematic one.")] = "lightweight",
@@ -74,8 +81,6 @@ def drive_command(
         write_trajectory_csv,
     )
 
-    if robot != "tiago_omni":
-        raise GradeError(f"drive supports the robot kind 'tiago_omni', got {robot!r}")
     if model not in TIAGO_MODELS:
         raise GradeError(f"--model must be one of {sorted(TIAGO_MODELS)}, got {model!r}")
     steps = read_commands(commands)
@@ -88,3 +93,39 @@ def drive_command(
     x, y, yaw = trajectory.final_pose()
     typer.echo(f"final pose after {trajectory.time[-1]:.3f} s: x {x:.4f} m, y {y:.4f} m, "
                f"yaw {np.degrees(yaw):.2f} deg" + (f"; wrote {out}" if out is not None else ""))
+
+
+@robot_app.command("inspect")
+def inspect_command(
+    description: Annotated[Path, typer.Argument(metavar="DESCRIPTION", help="The robot's URDF (.urdf) or MJCF "
+                                                                            "(.xml).")],
+    package: Annotated[list[str] | None, typer.Option(
+        "--package", metavar="NAME=FOLDER", help="Where package://NAME/ URIs point (repeat for each package).")] = None,
+    base_link: Annotated[str | None, typer.Option("--base-link", help="The link that is the robot's base (default "
+                                                                      "base_link, else the root link).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="PNG of the front, side and top views (default: the "
+                                                           "description's name with .png, in this folder).")] = None,
+) -> None:
+    """Print a robot description's links, joints, mass and footprint; draw it from three sides.
+
+    Check a URDF or MJCF here before recording with it (config `robot.kind: custom`).
+
+    \b
+    Example:
+      grade robot inspect husky.urdf --package husky_description=src/husky_description
+    """
+    from core.robot_description import load_description
+    from core.rundir import atomic_write_bytes
+    from simulation.robots.inspect import figure, summary
+
+    packages = {}
+    for entry in package or []:
+        name, sep, folder = entry.partition("=")
+        if not sep or not name or not folder:
+            raise GradeError(f"--package takes NAME=FOLDER, got {entry!r}", field="--package")
+        packages[name] = Path(folder)
+    loaded = load_description(description, packages, base_link)
+    png = out if out is not None else Path(description.stem + ".png")
+    atomic_write_bytes(png, figure(loaded))
+    typer.echo(summary(loaded))
+    typer.echo(f"wrote {png}")
