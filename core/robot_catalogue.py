@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from core.errors import ConfigError
+
 if TYPE_CHECKING:
     from core.config.robots import RobotConfig
     from core.robot_description import Description
@@ -145,6 +147,11 @@ class Custom(Kind):
 
 def custom_body(robot: RobotConfig, description: Description) -> RobotBody:
     """The body of a description robot: its volume and disc from its collision geometry at the zero pose."""
+    sides = {wheel.y > 0 for wheel in description.wheels}
+    if robot.drive == "differential" and sides != {True, False}:
+        raise ConfigError(f"drive differential needs wheels on both sides: hinge joints about the base's y axis whose "
+                          f"collision reaches the floor; {description.path.name} has "
+                          f"{len(description.wheels)} (use holonomic for a base that moves otherwise)", field="drive")
     lower, upper = description.lower, description.upper
     half_x, half_y = max(-lower[0], upper[0]), max(-lower[1], upper[1])
     extents = (2.0 * half_x, 2.0 * half_y, upper[2] - lower[2])

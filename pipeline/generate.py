@@ -20,6 +20,7 @@ from core.formats.manifest import MANIFEST
 from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info, write_run_info
 from core.formats.run_layout import RECORD_OUTPUTS
 from core.progress import console, get_logger, make_progress
+from core.robot_catalogue import KINDS, Custom
 from core.rundir import Stopwatch, content_hash, sha256_file
 from core.seeding import derived_seeds
 from core.stage import Stage, keep_first_error, output_folder, record_failure
@@ -56,7 +57,22 @@ def record_hash(config: ExperimentConfig, scene: Path) -> str:
     settings = config.model_dump(mode="json", exclude={"output_dir", "assets_dir", "postprocess"})
     classes = read_class_map(config.recording.class_map).model_dump(mode="json")
     sky = sha256_file(config.render.environment) if config.render.environment is not None else None
-    return content_hash(RECORD_VERSION, settings, classes, sky, (scene.parent / MANIFEST).read_text())
+    parts = [RECORD_VERSION, settings, classes, sky, (scene.parent / MANIFEST).read_text()]
+    # A description robot's file and meshes (the built-in robots' models are the code's).
+    descriptions = [Custom.description(robot).digest for _, _, robot, _ in config.robot_entries()
+                    if robot.description is not None]
+    return content_hash(*parts, *([descriptions] if descriptions else []))
+
+
+def check_robots(config: ExperimentConfig) -> None:
+    """Build each robot's model and check its sensors' links before anything is written: a description robot's
+    file and links are known only then (a built-in's are checked with the config)."""
+    from simulation.embedded.sensors import check_mount_links
+    from simulation.robots import robot_model
+
+    for _, key, robot, _ in config.robot_entries():
+        if KINDS[robot.kind].links(robot) is None:
+            check_mount_links(robot_model(robot), robot.sensors, key)
 
 
 def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | None = None,
@@ -64,6 +80,7 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
     """Prepare and record one experiment into `out` (default: its output_dir), holding the folder's writer
     lock throughout: a second writer fails at once (or queues with `wait`)."""
     run = Path(out or config.output_dir)
+    check_robots(config)
     with output_folder(run, what="run folder", wait=wait):
         result = _generate_locked(config, run, cache, force)
         if config.postprocess.enabled:

@@ -68,6 +68,8 @@ def input_paths(model: Strict) -> dict[str, Path]:
         value = getattr(owner, name)
         if isinstance(value, list):
             found.update((f"{key}.{index}", path) for index, path in enumerate(value))
+        elif isinstance(value, dict):
+            found.update((f"{key}.{index}", path) for index, path in value.items())
         elif value is not None:
             found[key] = value
     return found
@@ -84,6 +86,8 @@ def resolve_input_paths(model: M, base: Path) -> M:
         value = getattr(owner, name)
         if isinstance(value, list):
             setattr(owner, name, [absolute(path) for path in value])
+        elif isinstance(value, dict):
+            setattr(owner, name, {index: absolute(path) for index, path in value.items()})
         elif value is not None and not value.is_absolute():
             setattr(owner, name, absolute(value))
     return copy

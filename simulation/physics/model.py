@@ -176,6 +176,7 @@ class PhysicsWorld:
         mujoco.mj_forward(model, self.data)
         self._sensor_time = float(self.data.time)
         self._kinematics_stale = False
+        self._clock_table = np.zeros(0)
         self.initial_state = self.get_state()
 
     # ------------------------------------------------------------ commands and stepping
@@ -263,7 +264,7 @@ class PhysicsWorld:
         sensors are evaluated as that step evaluated them (mj_step's forward pass), so IMU readings come
         out as recorded; without, only positions and velocities are updated (for rendering)."""
         set_step_state(self.data, state, applied, source)
-        self.data.time = time
+        self.data.time = self._clock(round(time / self.model.opt.timestep))
         if applied is not None:
             for handle in self._planar:
                 handle.write_planar_velocity()
@@ -272,6 +273,13 @@ class PhysicsWorld:
             self._kinematics_stale = False
         else:
             self._kinematics_stale = True
+
+    def _clock(self, step: int) -> float:
+        """MuJoCo's own time after `step` steps: mj_step adds the timestep to it each step, so it drifts from
+        step * timestep by rounding, and a checkpoint taken after a teleport must hold the same value."""
+        if step >= len(self._clock_table):
+            self._clock_table = np.add.accumulate(np.full(2 * step + 1, self.model.opt.timestep))
+        return float(self._clock_table[step - 1]) if step > 0 else 0.0
 
     def set_state(self, state: dict[str, np.ndarray], source: str = "state") -> None:
         """Restore a state from get_state; `source` names it in errors (e.g. the states.npz path)."""
