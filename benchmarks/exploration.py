@@ -2,6 +2,8 @@
 against tour planner: coverage over time, path, speed, collisions, replans, planning CPU time.
 
 Run: .venv/bin/python benchmarks/exploration.py [--budget 120] [--scenes flat,house] [--robots uav,lightweight]
+     (robots: uav, lightweight, physical, and the description robots husky (the Clearpath Husky URDF of
+     ../shared/realdata, differential) and quadrotor (an MJCF quadrotor this script writes, floating))
      [--planners frontier,tour] [--seed 42] [--humans MIN,MAX] [--objects MIN,MAX] [--resolution 0.1]
      [--uav-speed M/S]
      .venv/bin/python benchmarks/exploration.py --demo [--planners frontier,tour]
@@ -34,7 +36,6 @@ from pathlib import Path
 import numpy as np
 
 from core.assets.layout import OCCUPANCY_FILE
-from core.config import RobotConfig
 from core.config_io import load_experiment
 from core.formats.occupancy import read_occupancy, read_voxels
 from core.formats.states import STATES_FILE, load_robot_path
@@ -50,12 +51,23 @@ ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINTS = (15.0, 30.0, 60.0, 120.0)  # s
 CAMERA = ["robot.sensors.imus=[]", "robot.sensors.cameras.0.width=64", "robot.sensors.cameras.0.height=48",
           "robot.sensors.cameras.0.fov_deg=100", "robot.sensors.cameras.0.outputs=[depth]"]
-ROBOTS = {  # name -> (robot.kind, overrides)
-    "uav": ("uav", ["robot.kind=uav"]),
-    "lightweight": ("tiago_omni", ["robot.kind=tiago_omni", "robot.tiago.model=lightweight"]),
-    "physical": ("tiago_omni", ["robot.kind=tiago_omni", "robot.tiago.model=physical"]),
-}
+HUSKY = ROOT.parent / "shared" / "realdata" / "robots" / "husky" / "husky.urdf"
+# An MJCF quadrotor of its own mass and inertia (a 2 kg, 0.5 m frame), flown by the UAV's controller and limits.
+QUADROTOR = """<mujoco model="quadrotor"><worldbody><body name="base_link"><freejoint/>
+  <inertial pos="0 0 0" mass="2.0" diaginertia="0.03 0.03 0.05"/>
+  <geom name="frame" type="box" size="0.22 0.22 0.05" mass="0" rgba="0.2 0.3 0.8 1"/>
+  <body name="camera_mount" pos="0.12 0 -0.02"/></body></worldbody></mujoco>"""
 TIAGO_CAMERA = ["robot.sensors.cameras.0.mount.link=head_2_link", "robot.sensors.cameras.0.mount.rpy_deg=[0,25,0]"]
+ROBOTS = {  # name -> overrides
+    "uav": ["robot.kind=uav"],
+    "lightweight": ["robot.kind=tiago_omni", "robot.tiago.model=lightweight", *TIAGO_CAMERA],
+    "physical": ["robot.kind=tiago_omni", "robot.tiago.model=physical", *TIAGO_CAMERA],
+    "husky": ["robot.kind=custom", f"robot.description={HUSKY}", "robot.drive=differential",
+              "robot.sensors.cameras.0.mount.link=top_plate_link",
+              "robot.sensors.cameras.0.mount.translation=[0.3,0,0.45]", "robot.sensors.cameras.0.mount.rpy_deg=[0,25,0]"],
+    "quadrotor": ["robot.kind=custom", "robot.description=QUADROTOR", "robot.drive=floating",
+                  "robot.sensors.cameras.0.mount.link=camera_mount"],
+}
 EXPLORERS = {"frontier": Explorer, "tour": TourExplorer}
 HOUSE = ROOT.parent / "shared" / "realdata" / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"
 SCENES = {"flat": [], "house": ["environment.source=front3d", f"environment.path={HOUSE}",
@@ -63,18 +75,23 @@ SCENES = {"flat": [], "house": ["environment.source=front3d", f"environment.path
 
 
 def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Path) -> dict:
-    kind, overrides = ROBOTS[name]
-    overrides = SCENES[scene] + overrides + CAMERA + (TIAGO_CAMERA if kind == "tiago_omni" else []) + [
+    if name == "husky" and not HUSKY.is_file():
+        raise SystemExit(f"the Husky URDF is not at {HUSKY}; leave out --robots husky")
+    quadrotor = work / "quadrotor.xml"
+    quadrotor.write_text(QUADROTOR)
+    overrides = [o.replace("QUADROTOR", str(quadrotor)) for o in ROBOTS[name]]
+    overrides = SCENES[scene] + overrides + CAMERA + [
         f"seed={args.seed}", f"assets_dir={work / 'assets'}", f"exploration.map_resolution={args.resolution}",
         f"exploration.planner={planner}"]
     if args.humans:
         overrides += [f"humans.count.min={args.humans[0]}", f"humans.count.max={args.humans[1]}"]
     if args.objects:
         overrides += [f"flying_objects.count.min={args.objects[0]}", f"flying_objects.count.max={args.objects[1]}"]
-    if args.uav_speed is not None and kind == "uav":
+    if args.uav_speed is not None:
         overrides += [f"robot.uav.max_speed={args.uav_speed}"]
     config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
-    prepared = prepare(config, work / scene / kind)
+    body = robot_body(config.robot)
+    prepared = prepare(config, work / scene / name)
     world = EmbeddedWorld(config, prepared.scene)
     occupancy = read_occupancy(prepared.environment / OCCUPANCY_FILE)
     map2d, origin, res = occupancy.grid, occupancy.origin, occupancy.resolution
@@ -82,10 +99,10 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     area = ExplorationArea.from_package(prepared.environment)
     params = ExplorerParams.from_config(config, budget=args.budget)
     explorer = EXPLORERS[planner](world.robot(), config.robot, params, area)
-    if kind == "uav":  # it flies over what stands below its slab
+    if body.flies:  # it flies over what stands below its slab
         map2d = flight_map(map2d, origin, res, *read_voxels(prepared.environment / OCCUPANCY_FILE),
                            *explorer.slab(explorer.altitude))
-    truth = reachable_free(map2d, origin, res, start[:2], robot_body(RobotConfig(kind=kind)).radius)
+    truth = reachable_free(map2d, origin, res, start[:2], body.radius)
 
     collisions, path, last = [0], [0.0], [start[:2].copy()]
     covered: list[tuple[float, float]] = []

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -30,8 +31,10 @@ from scipy.spatial.transform import Rotation
 from core.errors import InputError
 
 BASE_LINK = "base_link"
-# Mesh formats MuJoCo reads itself.
+# Mesh formats MuJoCo reads itself, and those trimesh converts for it (to STL, in MESH_CACHE).
 MESH_SUFFIXES = (".stl", ".obj", ".msh")
+CONVERTED_SUFFIXES = (".dae", ".gltf", ".glb", ".ply", ".off")
+MESH_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "grade" / "meshes"
 XACRO_OPTENV = re.compile(r"\$\(optenv\s+\S+\s*([^)]*)\)")
 XACRO_OTHER = re.compile(r"\$\((env|find|arg|eval)\b[^)]*\)")
 # A wheel: a hinge whose axis lies within this cosine of the base's y axis, whose collision reaches this close
@@ -194,11 +197,33 @@ def _mesh_file(path: Path, uri: str, packages: dict[str, Path], where: str) -> P
     file = file.resolve()
     if not file.is_file():
         raise InputError(f"mesh {uri!r} is missing (looked for {file})", path, where)
-    if file.suffix.lower() not in MESH_SUFFIXES:
-        raise InputError(f"mesh {uri!r} is a {file.suffix or 'suffix-less'} file; MuJoCo reads "
-                         f"{', '.join(MESH_SUFFIXES)}: convert it (e.g. trimesh.load(...).export('mesh.stl'))",
-                         path, where)
+    suffix = file.suffix.lower()
+    if suffix in CONVERTED_SUFFIXES:
+        return _converted(path, file, where)
+    if suffix not in MESH_SUFFIXES:
+        raise InputError(f"mesh {uri!r} is a {file.suffix or 'suffix-less'} file; GRADE reads "
+                         f"{', '.join(MESH_SUFFIXES + CONVERTED_SUFFIXES)}", path, where)
     return file
+
+
+def _converted(path: Path, file: Path, where: str) -> Path:
+    """A mesh MuJoCo cannot read, as the STL trimesh makes of it: kept in MESH_CACHE under its content hash, so
+    each file is converted once and an edited one again."""
+    import trimesh
+
+    from core.rundir import atomic_write_bytes
+
+    data = file.read_bytes()
+    target = MESH_CACHE / f"{hashlib.sha256(data).hexdigest()[:24]}.stl"
+    if target.is_file():
+        return target
+    try:
+        mesh = trimesh.load(file, force="mesh")
+    except Exception as exc:  # noqa: BLE001 (trimesh raises what its format readers raise)
+        raise InputError(f"mesh {file.name} cannot be read: {exc}", path, where) from None
+    if not isinstance(mesh, trimesh.Trimesh) or not len(mesh.faces):
+        raise InputError(f"mesh {file.name} holds no triangles", path, where)
+    return atomic_write_bytes(target, mesh.export(file_type="stl"))
 
 
 # ------------------------------------------------------------ MJCF

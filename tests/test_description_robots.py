@@ -4,6 +4,7 @@ quadrotor in MJCF written here, checked against the files themselves, the record
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -224,3 +225,60 @@ def test_a_sensor_on_a_missing_link_and_an_impossible_drive_are_refused_before_a
         robot_body(RobotConfig(kind="custom", description=tmp_path / "quad.xml", drive="differential"))
     with pytest.raises(ValueError, match="only robots of kind 'custom'"):
         RobotConfig(kind="uav", drive="floating")
+
+
+# ---------------------------------------------------------------- seen by another robot
+
+
+def test_the_husky_is_a_robot_in_a_uav_s_camera_and_in_its_coco_export(realdata, tmp_path, asset_cache):
+    """A UAV flies at the Husky's start: the Husky's visual meshes are in its frames as an instance of class
+    robot, and a COCO export of the UAV's camera labels it robot (read back with pycocotools)."""
+    from pycocotools.coco import COCO
+
+    from core.formats.class_map import DEFAULT_CLASSES
+    from core.formats.placement import load_placement
+    from pipeline.prepare import prepare
+
+    husky = husky_robot(realdata, name="husky")
+    husky["exploration"] = {"planner": "none"}
+    camera = "{name: camera, mount: {link: camera_link}, width: 96, height: 72, fov_deg: 100, rate_hz: 30}"
+    base = ["seed=5", "environment.rooms=1", "environment.furniture={min: 0, max: 0}", "humans.count={min: 0, max: 0}",
+            "flying_objects.count={min: 0, max: 0}", "simulation.duration=2", "simulation.bootstrap=0.25",
+            "recording.bag_formats=[ros1]", f"robots.0.sensors.cameras.0={camera}",
+            "robots.0.sensors.imus=[]", f"robots.1={json.dumps(husky)}", f"assets_dir={tmp_path / 'assets'}"]
+    placed = prepare(load_experiment(CONFIGS / "multi-robot.yaml", [*base, "robots.0.exploration.planner=none"]),
+                     tmp_path / "place")
+    start = {s.name: s for s in load_placement(placed.placement).robot_starts}["husky"]
+    aim = f"robots.0.exploration={{planner: waypoints, waypoints: [[{start.x}, {start.y}, 1.2]], stop_distance: 1.5}}"
+    run = tmp_path / "run"
+    generate(load_experiment(CONFIGS / "multi-robot.yaml", [*base, aim]), run)
+    view = Recording.open(run).robot("uav").camera("camera")
+    ids = {e.prim_path: i for i, e in view.instances.instances.items()}
+    entry = view.instances.instances[ids["/World/robots/husky"]]
+    assert entry.semantic_class == "robot" and entry.semantic_id == DEFAULT_CLASSES["robot"]
+    seen = max(np.count_nonzero(frame.instance() == ids["/World/robots/husky"]) for frame in view)
+    assert seen > 50
+    result = run_grade("export", "coco", str(run), "--out", str(tmp_path / "coco"), "--robot", "uav",
+                        "--categories", "nyu40")
+    assert result.returncode == 0, result.stderr
+    coco = COCO(str(next((tmp_path / "coco").rglob("instances_*.json"))))
+    robot = coco.getCatIds(catNms=["robot"])
+    assert robot and coco.getAnnIds(catIds=robot)
+
+
+def test_a_collada_mesh_is_converted_once_into_the_mesh_cache(tmp_path, monkeypatch):
+    import trimesh
+
+    import core.robot_description as descriptions
+
+    monkeypatch.setattr(descriptions, "MESH_CACHE", tmp_path / "cache")
+    (tmp_path / "meshes").mkdir()
+    trimesh.creation.box(extents=(0.6, 0.4, 0.2)).export(tmp_path / "meshes" / "body.dae")
+    collision = '<collision><geometry><mesh filename="meshes/body.dae"/></geometry></collision>'
+    (tmp_path / "robot.urdf").write_text(urdf(LINK.format(name="base_link", mass=3, visual=collision)))
+    description = load_description(tmp_path / "robot.urdf")
+    assert np.allclose(description.lower, (-0.3, -0.2, -0.1), atol=1e-6)
+    assert np.allclose(description.upper, (0.3, 0.2, 0.1), atol=1e-6)
+    converted = sorted((tmp_path / "cache").iterdir())
+    assert len(converted) == 1 and converted[0].suffix == ".stl"
+    assert trimesh.load(converted[0]).volume == pytest.approx(0.6 * 0.4 * 0.2, rel=1e-6)

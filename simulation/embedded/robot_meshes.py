@@ -1,39 +1,27 @@
-"""What a robot looks like to the other robots' cameras and LiDARs in a multi-robot run: its physics shapes.
+"""What a robot looks like to the other robots' cameras and LiDARs in a multi-robot run.
 
-The robot's geoms that touch the world (the chassis class) or are drawn only (wheel hubs) become triangle
-meshes in the base_link frame, at the standing pose, in their MJCF colours (mecanum rollers are left out: the
-chassis covers them). So what a camera sees of a robot is what the other robots collide with. The mesh is
-rigid: the links above the base are fixed (simulation.robots.tiago_model), and a wheel hub is round.
+A built-in robot shows its physics shapes: its geoms that touch the world (the chassis class) or are drawn only
+(wheel hubs) become triangle meshes in the base_link frame, at the standing pose, in their MJCF colours
+(mecanum rollers are left out: the chassis covers them), so what a camera sees of it is what the other robots
+collide with. A description robot shows its visual geoms (URDF <visual>, MJCF geoms that collide with nothing)
+in their colours, or its collision geoms if it has none. The mesh is rigid, posed at base_link: the links above
+the TIAGo's base are fixed (simulation.robots.tiago_model), and wheels are round.
 """
 
 from __future__ import annotations
 
 import mujoco
 import numpy as np
-import trimesh
 
 from core.formats.scene_layout import ROBOTS_PRIM
 from simulation.embedded.merge import MergedMesh, Part, merge_parts
 from simulation.physics import build_mjcf
 from simulation.render import RenderMesh
+from simulation.robots.geom_mesh import geom_mesh, geom_pose
 from simulation.robots.mjcf import CHASSIS_BIT
 from simulation.robots.spec import RobotModel
 
-SPHERE_SUBDIVISIONS = 2
-CYLINDER_SECTIONS = 24
 ROBOT_ROUGHNESS = 0.4
-
-
-def _primitive(kind: int, size: np.ndarray) -> trimesh.Trimesh | None:
-    if kind == mujoco.mjtGeom.mjGEOM_BOX:
-        return trimesh.creation.box(extents=2.0 * size)
-    if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
-        return trimesh.creation.icosphere(subdivisions=SPHERE_SUBDIVISIONS, radius=size[0])
-    if kind == mujoco.mjtGeom.mjGEOM_CYLINDER:
-        return trimesh.creation.cylinder(radius=size[0], height=2.0 * size[1], sections=CYLINDER_SECTIONS)
-    if kind == mujoco.mjtGeom.mjGEOM_CAPSULE:
-        return trimesh.creation.capsule(radius=size[0], height=2.0 * size[1], count=(CYLINDER_SECTIONS, 8))
-    return None
 
 
 def robot_parts(robot: RobotModel) -> list[Part]:
@@ -47,13 +35,19 @@ def robot_parts(robot: RobotModel) -> list[Part]:
     for body in range(model.nbody):  # descendants of base_link (parents come before children)
         if model.body_parentid[body] in bodies:
             bodies.add(body)
+    own = [geom for geom in range(model.ngeom) if model.geom_bodyid[geom] in bodies]
+    visual = [geom for geom in own if model.geom_contype[geom] == 0 and model.geom_conaffinity[geom] == 0]
+    if robot.looks == "visuals" and visual:
+        drawn = visual
+    else:
+        drawn = [geom for geom in own if model.geom_contype[geom] in (0, CHASSIS_BIT)
+                 and model.geom_type[geom] != mujoco.mjtGeom.mjGEOM_MESH]
     parts = []
-    for geom in range(model.ngeom):
-        drawn = model.geom_contype[geom] in (0, CHASSIS_BIT)
-        mesh = _primitive(model.geom_type[geom], model.geom_size[geom]) if drawn else None
-        if model.geom_bodyid[geom] not in bodies or mesh is None:
+    for geom in drawn:
+        mesh = geom_mesh(model, geom)
+        if mesh is None:
             continue
-        mesh.apply_transform(to_base @ _pose(data.geom_xpos[geom], data.geom_xmat[geom]))
+        mesh.apply_transform(to_base @ geom_pose(data, geom))
         color = tuple(float(c) for c in model.geom_rgba[geom][:3])
         parts.append(Part(model.geom(geom).name, np.asarray(mesh.vertices), np.asarray(mesh.faces), color,
                           roughness=ROBOT_ROUGHNESS))
@@ -71,7 +65,7 @@ class RobotTrack:
     """One robot of a multi-robot run as the others see it: a rigid mesh posed at its base_link every frame."""
 
     def __init__(self, name: str, robot: RobotModel):
-        self.robot_name, self.kind = name, robot.kind
+        self.robot_name, self.kind, self.label = name, robot.kind, robot.label
         self.name = robot_prim_path(name)
         parts = robot_parts(robot)
         self.mesh: MergedMesh = merge_parts(parts)

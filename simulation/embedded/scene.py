@@ -236,7 +236,7 @@ def load_scene(path: str | Path, randomizer: Randomizer | None = None, class_map
     labelled += [(h.model.animation.semantic_label, "animal" if h.name.startswith(f"{ANIMALS_PRIM}/") else "human")
                  for h in humans]
     labelled += [(o.label, "object") for o in objects]
-    labelled += [(r.kind, "object") for r in robots]  # a multi-robot run's robots, labelled by their kind
+    labelled += [(r.label, "object") for r in robots]  # a multi-robot run's robots: their kind, or "robot"
     resolved = [class_map.resolve(label, kind) for label, kind in labelled]
     classes = {name: class_map.classes[name] for name in sorted(set(resolved) - {None}, key=class_map.classes.get)}
     count = len(env_meshes) + len(humans) + len(objects) + len(robots)
@@ -268,7 +268,7 @@ def load_scene(path: str | Path, randomizer: Randomizer | None = None, class_map
         name = resolved[instance_id - 1]
         semantic = classes.get(name, UNLABELLED_ID)
         dynamic.append(robot.render_mesh(instance_id, semantic))
-        instances[instance_id] = InstanceInfo(robot.name, name, semantic, robot.kind, "object", robot.kind)
+        instances[instance_id] = InstanceInfo(robot.name, name, semantic, robot.kind, "object", robot.label)
 
     lights = tuple(light_from_part(light) for light in read_lights(env.package / PACKAGE_STAGE))
     if not lights:

@@ -13,8 +13,8 @@ import trimesh
 
 from core.figures import figure_png, new_figure
 from core.robot_description import Description
+from simulation.robots.geom_mesh import geom_mesh, geom_pose
 
-CYLINDER_SECTIONS = 24
 # (title, horizontal axis, vertical axis) of each view, in base_link's frame (x forward, y left, z up).
 VIEWS = (("front (looking back along -x)", 1, 2, -1.0), ("side (looking along +y)", 0, 2, 1.0),
          ("top (looking down)", 0, 1, 1.0))
@@ -41,7 +41,8 @@ def figure(description: Description) -> bytes:
     model = mujoco.MjModel.from_xml_string(description.mjcf)
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
-    shapes = [(_geom_mesh(model, data, g), bool(model.geom_contype[g] or model.geom_conaffinity[g]))
+    shapes = [(_posed(geom_mesh(model, g), geom_pose(data, g)), bool(model.geom_contype[g] or
+                                                                     model.geom_conaffinity[g]))
               for g in range(model.ngeom)]
     size = max(float(np.max(np.subtract(description.upper, description.lower))), 0.1)
     fig = new_figure((15, 5))
@@ -77,25 +78,5 @@ def _polygons(triangles: np.ndarray, collision: bool):  # noqa: ANN202 (a matplo
     return PolyCollection(triangles, facecolors="none", edgecolors=(0.1, 0.1, 0.4, 0.15), linewidths=0.3)
 
 
-def _geom_mesh(model: mujoco.MjModel, data: mujoco.MjData, geom: int) -> trimesh.Trimesh | None:
-    """A geom as a triangle mesh posed in the world (base_link) frame at the zero pose."""
-    kind, size = model.geom_type[geom], model.geom_size[geom]
-    if kind == mujoco.mjtGeom.mjGEOM_MESH:
-        mesh_id = model.geom_dataid[geom]
-        start, count = model.mesh_vertadr[mesh_id], model.mesh_vertnum[mesh_id]
-        face_start, face_count = model.mesh_faceadr[mesh_id], model.mesh_facenum[mesh_id]
-        mesh = trimesh.Trimesh(model.mesh_vert[start:start + count].copy(),
-                               model.mesh_face[face_start:face_start + face_count].copy(), process=False)
-    elif kind == mujoco.mjtGeom.mjGEOM_BOX:
-        mesh = trimesh.creation.box(extents=2.0 * size)
-    elif kind == mujoco.mjtGeom.mjGEOM_SPHERE:
-        mesh = trimesh.creation.icosphere(subdivisions=2, radius=size[0])
-    elif kind == mujoco.mjtGeom.mjGEOM_CYLINDER:
-        mesh = trimesh.creation.cylinder(radius=size[0], height=2.0 * size[1], sections=CYLINDER_SECTIONS)
-    elif kind == mujoco.mjtGeom.mjGEOM_CAPSULE:
-        mesh = trimesh.creation.capsule(radius=size[0], height=2.0 * size[1], count=(CYLINDER_SECTIONS, 8))
-    else:
-        return None
-    pose = np.eye(4)
-    pose[:3, :3], pose[:3, 3] = data.geom_xmat[geom].reshape(3, 3), data.geom_xpos[geom]
-    return mesh.apply_transform(pose)
+def _posed(mesh: trimesh.Trimesh | None, pose: np.ndarray) -> trimesh.Trimesh | None:
+    return None if mesh is None else mesh.apply_transform(pose)

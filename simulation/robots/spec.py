@@ -45,6 +45,13 @@ class RobotModel:
     wheels: tuple[Wheel, ...] = ()
     assets: tuple[ET.Element, ...] = ()
     defaults: tuple[ET.Element, ...] = ()
+    # What the other robots' cameras see of it (simulation.embedded.robot_meshes): its physics shapes or its visual
+    # geoms; and the label its instances carry in the ground truth (resolved through the class map).
+    looks: Literal["shapes", "visuals"] = "shapes"
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        self.label = self.label or self.kind
 
     def link_edges(self) -> list[LinkEdge]:
         """(parent, child, fixed) of every link but base_link, from the MJCF body tree: the TF tree of the links."""
