@@ -23,8 +23,13 @@ average (1 min) before and after each run are printed too; peak RSS is the proce
 third table: each thread's CPU time (not wall time) in the functions it spends it in, in milliseconds per camera
 frame; the wrappers themselves cost a little CPU, so the run's other figures are then slightly worse.
 
-    .venv/bin/python benchmarks/generate.py [--setup demo|paper|both] [--out runs/bench/generate]
+    .venv/bin/python benchmarks/generate.py [--setup demo|paper|both|robots] [--out runs/bench/generate]
         [--set key=value ...] [--cpu-by-function]
+
+`--setup robots` compares what a description robot costs against the built-in robot of the same drive: the demo
+(10 s of the tour planner, the same 640x480 camera, no IMUs) recorded with the UAV and with an MJCF
+quadrotor (floating), and with the lightweight TIAGo and the Clearpath Husky URDF of ../shared/realdata
+(differential); it prints each run's CPU seconds (all threads) per simulated second and each pair's ratio.
 """
 
 from __future__ import annotations
@@ -241,9 +246,48 @@ def run(setup: str, overrides: list[str], out: Path, stages: Stages, functions: 
             print(f"  {name:<62}{seconds:9.2f}{seconds / frames * 1e3:10.2f}")
 
 
+HUSKY = ROOT.parent / "shared" / "realdata" / "robots" / "husky" / "husky.urdf"
+QUADROTOR = """<mujoco model="quadrotor"><worldbody><body name="base_link"><freejoint/>
+  <inertial pos="0 0 0" mass="2.0" diaginertia="0.03 0.03 0.05"/>
+  <geom name="frame" type="box" size="0.22 0.22 0.05" mass="0" rgba="0.2 0.3 0.8 1"/>
+  <body name="camera_mount" pos="0.1 0 -0.03"/></body></worldbody></mujoco>"""
+# (pair, robot, overrides): each description robot after the built-in robot of its drive.
+ROBOT_SETUPS = [
+    ("floating", "uav", []),
+    ("floating", "quadrotor", ["robot.kind=custom", "robot.description=QUADROTOR", "robot.drive=floating",
+                               "robot.sensors.cameras.0.mount.link=camera_mount"]),
+    ("ground", "tiago lightweight", ["robot.kind=tiago_omni", "robot.sensors.cameras.0.mount.link=base_link",
+                                     "robot.sensors.cameras.0.mount.translation=[0.3,0,0.9]"]),
+    ("ground", "husky", ["robot.kind=custom", f"robot.description={HUSKY}", "robot.drive=differential",
+                         "robot.sensors.cameras.0.mount.link=base_link",
+                         "robot.sensors.cameras.0.mount.translation=[0.3,0,0.9]"]),
+]
+ROBOT_RUN = ["simulation.duration=10", "humans.count={min: 3, max: 3}", "robot.sensors.imus=[]"]
+
+
+def robots(out: Path) -> None:
+    """`--setup robots` (module docstring)."""
+    quadrotor = out / "quadrotor.xml"
+    out.mkdir(parents=True, exist_ok=True)
+    quadrotor.write_text(QUADROTOR)
+    cpu: dict[str, float] = {}
+    for pair, name, overrides in ROBOT_SETUPS:
+        config = load_experiment(ROOT / "configs" / "demo.yaml",
+                                 [*ROBOT_RUN, *(o.replace("QUADROTOR", str(quadrotor)) for o in overrides)])
+        folder = out / name.replace(" ", "-")
+        shutil.rmtree(folder, ignore_errors=True)
+        generate(config, folder / "warm", cache=out / "assets")  # converts and places: not what is compared
+        cpu_start = cpu_seconds()
+        result = generate(config, folder / "run", cache=out / "assets")
+        cpu[name] = (cpu_seconds() - cpu_start) / result.info.sim_time_end
+        print(f"{pair:<9} {name:<18} {cpu[name]:6.2f} CPU s per simulated second", flush=True)
+    print(f"quadrotor / uav: {cpu['quadrotor'] / cpu['uav']:.3f}; husky / tiago lightweight: "
+          f"{cpu['husky'] / cpu['tiago lightweight']:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--setup", choices=("demo", "paper", "both"), default="both")
+    parser.add_argument("--setup", choices=("demo", "paper", "both", "robots"), default="both")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "generate")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="config overrides for every setup, e.g. simulation.duration=60")
@@ -257,6 +301,9 @@ def main() -> None:
         functions = Stages(time.thread_time, main_thread_only=False)
         instrument_functions(functions)
     print(f"{os.cpu_count()} cores; load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
+    if args.setup == "robots":
+        robots(args.out / "robots")
+        return
     if args.setup in ("demo", "both"):
         run("demo", args.overrides, args.out / "demo", stages, functions)
     if args.setup in ("paper", "both"):

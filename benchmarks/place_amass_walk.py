@@ -30,7 +30,7 @@ from asset_converters.smpl.windows import horizontal_diameter
 from core.assets.layout import ANIMATION_FILE
 from core.config import ClipWindowConfig, HumansConfig, IntRange
 from placement.humans import load_human, place_humans
-from placement.world import load_world
+from placement.world import load_placement_world
 
 REALDATA = ROOT.parent / "shared" / "realdata"
 HOUSE = REALDATA / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"
@@ -49,7 +49,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         save_npz(build_body_model(), tmp / "models" / "SMPL_NEUTRAL.npz")
-        world = load_world(convert_house(args.house, tmp / "house"))
+        world = load_placement_world(convert_house(args.house, tmp / "house"))
         print(f"house {args.house.name}: floor {world.polygon.area:.1f} m^2; sequence {args.sequence.name}")
         humans = HumansConfig(count=IntRange(min=args.count, max=args.count))
         for name, window in WINDOWS.items():

@@ -21,8 +21,8 @@ os.environ.setdefault("GRADE_QUIET", "1")  # before the project's loggers are ma
 
 from core.config import FlyingObjectsConfig, HumansConfig, IntRange, RobotConfig
 from placement.humans import load_human, place_humans
-from placement.stage import list_packages, place_scene
-from placement.world import load_world
+from placement.place import list_packages, place_scene
+from placement.world import load_placement_world
 
 
 def demo_assets(folder: Path) -> tuple[Path, list[Path], list[Path]]:
@@ -49,7 +49,7 @@ def main() -> None:
         config = HumansConfig(count=IntRange(min=args.count, max=args.count))
 
         start = time.perf_counter()
-        world = load_world(environment)
+        world = load_placement_world(environment)
         loaded = time.perf_counter()
         placed, rejected, _, candidates = place_humans(world, humans, config, args.seed)
         humans_done = time.perf_counter()

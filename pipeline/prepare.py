@@ -202,7 +202,7 @@ def place_and_compose(config: ExperimentConfig, environment: Path, humans: list[
                       out: Path, animals: list[Path] | None = None) -> tuple[Path, Path]:
     """placement.json, its preview PNG and scene.usda in `out/scene/`, redone only when inputs change."""
     from placement.compose import compose_scene
-    from placement.stage import place_scene, write_outputs
+    from placement.place import place_scene, write_outputs
 
     animals = animals or []
     folder = out / SCENE_DIR

@@ -66,7 +66,7 @@ def place_command(
     Example:
       grade place assets/houses/house_0 --humans assets/humans --objects assets/objects --count 5-10
     """
-    from placement.stage import list_packages, place_scene, write_outputs  # heavy: imported on use
+    from placement.place import list_packages, place_scene, write_outputs  # heavy: imported on use
 
     load_meta(environment, "environment")  # the positional argument first: a wrong path is the likeliest mistake
     human_count = parse_range(count, "--count")

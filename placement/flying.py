@@ -27,7 +27,7 @@ from core.geometry import wxyz_to_xyzw
 from core.progress import get_logger
 from core.seeding import generator
 from placement.collide import bvh_model
-from placement.world import World, load_mesh
+from placement.world import PlacementWorld, load_mesh
 
 FLYING_Z_BAND = (0.3, 2.5)  # m above the floor
 HARMONICS = 3  # sinusoids per axis
@@ -60,7 +60,7 @@ def load_object(package: str | Path) -> ObjectAsset:
     return ObjectAsset(package, meta, bvh_model(hull.vertices, hull.faces), radius)
 
 
-def sample_motion(rng: np.random.Generator, world: World, asset: ObjectAsset, config: FlyingObjectsConfig,
+def sample_motion(rng: np.random.Generator, world: PlacementWorld, asset: ObjectAsset, config: FlyingObjectsConfig,
                   z_band: tuple[float, float]) -> FlyingMotion | None:
     """A random motion for the object, or None when the drawn spot leaves it no room to move."""
     x, y = world.sample_xy(rng, 1)[0]
@@ -97,7 +97,7 @@ def sample_motion(rng: np.random.Generator, world: World, asset: ObjectAsset, co
     )
 
 
-def motion_collides(world: World, asset: ObjectAsset, motion: FlyingMotion) -> bool:
+def motion_collides(world: PlacementWorld, asset: ObjectAsset, motion: FlyingMotion) -> bool:
     positions, quats = flying_pose(motion, np.arange(0.0, CHECK_HORIZON, CHECK_STEP))
     rotations = Rotation.from_quat(wxyz_to_xyzw(quats)).as_matrix()
     obj = fcl.CollisionObject(asset.model, fcl.Transform())
@@ -108,7 +108,7 @@ def motion_collides(world: World, asset: ObjectAsset, motion: FlyingMotion) -> b
     return False
 
 
-def place_flying_objects(world: World, packages: list[Path], config: FlyingObjectsConfig, seed: int,
+def place_flying_objects(world: PlacementWorld, packages: list[Path], config: FlyingObjectsConfig, seed: int,
                          z_band: tuple[float, float] = FLYING_Z_BAND, max_tries: int = FLYING_MAX_TRIES,
                          ) -> tuple[list[FlyingObject], list[RejectedObject], int]:
     """Draw the object count and assets, then a motion for each (checked when `config.collision_check`)."""

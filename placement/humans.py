@@ -43,7 +43,7 @@ from placement.collide import (
     probe_points,
     swallowed_components,
 )
-from placement.world import Solid, World, load_mesh
+from placement.world import PlacementWorld, Solid, load_mesh
 
 FLOOR_SHIFT = np.array([0.0, 0.0, TEST_LIFT + 0.001])  # m, see Crowd._inside
 # Contacts allowed between two humans' traces: none, since people would walk through each other.
@@ -140,7 +140,7 @@ def schedule_for(asset: HumanAsset, start_fraction: float, reverse: bool) -> Ani
 class Crowd:
     """The world plus the humans placed so far (and blockers such as the robot); tests candidate poses."""
 
-    world: World
+    world: PlacementWorld
     contact_threshold: int
     human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD
     max_inside_fraction: float = 0.02
@@ -334,7 +334,7 @@ def place_group(crowd: Crowd, packages: list[Path], config: AnimatedConfig, rng:
     return placed, rejected, count
 
 
-def place_humans(world: World, packages: list[Path], config: HumansConfig, seed: int,
+def place_humans(world: PlacementWorld, packages: list[Path], config: HumansConfig, seed: int,
                  human_contact_threshold: int = HUMAN_CONTACT_THRESHOLD, blockers: tuple[Solid, ...] = (),
                  ) -> tuple[list[PlacedHuman], list[RejectedHuman], Crowd, int]:
     """The humans of `place_group`, clear of the `blockers` (the robot's start volume), drawn from the stream

@@ -18,7 +18,7 @@ from core.errors import InputError
 from core.formats.occupancy import read_occupancy
 from core.formats.placement import Placement
 from core.rundir import atomic_write_bytes
-from placement.world import World
+from placement.world import PlacementWorld
 
 MAX_SIZE_PX = 1000
 MAX_PX_PER_M = 100.0
@@ -71,7 +71,7 @@ def draw_occupancy(canvas: Canvas, occupancy: Path) -> None:
     canvas.image[occupied] = OCCUPIED_BGR
 
 
-def render_preview(world: World, placement: Placement, trace_triangles: list[np.ndarray]) -> np.ndarray:
+def render_preview(world: PlacementWorld, placement: Placement, trace_triangles: list[np.ndarray]) -> np.ndarray:
     """The preview image (H, W, 3, BGR). `trace_triangles` holds each placed human's world triangles (F, 3, 3)."""
     canvas = Canvas(world.bounds[0, :2], world.bounds[1, :2])
     for polygon in _polygons(world.polygon):

@@ -28,7 +28,7 @@ from core.formats.placement import RobotStart, RobotVolume
 from core.robot_catalogue import RobotBody, robot_body
 from core.seeding import generator
 from placement.collide import TEST_LIFT, probe_points
-from placement.world import Solid, World
+from placement.world import PlacementWorld, Solid
 
 # Heights (m above the floor) of the yaw rays for ground robots: the base and the head camera.
 GROUND_RAY_HEIGHTS = (0.3, 1.0)
@@ -53,7 +53,7 @@ def bounding_cylinder(volume: RobotVolume) -> tuple[float, float]:
     return radius, float(ez)
 
 
-def open_heading(world: World, x: float, y: float, heights: list[float]) -> tuple[float, float]:
+def open_heading(world: PlacementWorld, x: float, y: float, heights: list[float]) -> tuple[float, float]:
     """(yaw, smoothed free distance) of the most open direction seen from (x, y) at the given heights."""
     angles = np.arange(YAW_RAYS) * (2.0 * np.pi / YAW_RAYS)
     directions = np.stack([np.cos(angles), np.sin(angles), np.zeros(YAW_RAYS)], axis=1)
@@ -87,7 +87,7 @@ def apart(x: float, y: float, radius: float, others: Sequence[RobotStart]) -> bo
                for o in others)
 
 
-def place_robots(world: World, robots: Sequence[tuple[str, RobotConfig]], seed: int,
+def place_robots(world: PlacementWorld, robots: Sequence[tuple[str, RobotConfig]], seed: int,
                  max_tries: int = ROBOT_MAX_TRIES) -> list[RobotStart]:
     """Start poses of a multi-robot run's robots, in order, each clear of the ones placed before it and drawn
     from its own stream ("placement/robot/<name>")."""
@@ -98,7 +98,7 @@ def place_robots(world: World, robots: Sequence[tuple[str, RobotConfig]], seed: 
     return starts
 
 
-def place_robot(world: World, robot: RobotConfig, seed: int, max_tries: int = ROBOT_MAX_TRIES,
+def place_robot(world: PlacementWorld, robot: RobotConfig, seed: int, max_tries: int = ROBOT_MAX_TRIES,
                 others: Sequence[RobotStart] = (), stream: str = "placement/robot") -> RobotStart:
     """A start pose for `robot`: flying robots at a height drawn from `robot.uav.z_band` (above the floor),
     ground robots on the floor; clear of the robots in `others` (module notes)."""

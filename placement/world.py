@@ -54,7 +54,7 @@ class Solid:
 
 
 @dataclass
-class World:
+class PlacementWorld:
     package: Path
     meta: AssetMeta
     polygon: shapely.Geometry
@@ -214,7 +214,7 @@ def terrain_ground(meta: AssetMeta, pieces: list, meta_path: Path) -> Ground:
                   np.concatenate([p.faces + o for p, o in zip(grounds, offsets)]))
 
 
-def load_world(package: str | Path, region: list[tuple[float, float]] | None = None) -> World:
+def load_placement_world(package: str | Path, region: list[tuple[float, float]] | None = None) -> PlacementWorld:
     """Load a complete environment package for placement, its floor polygon cut to `region` when given."""
     package = Path(package)
     if not package.is_dir():
@@ -228,7 +228,7 @@ def load_world(package: str | Path, region: list[tuple[float, float]] | None = N
     usd = package / PACKAGE_STAGE
     pieces = read_meshes(usd) if usd.is_file() else None
     ground = terrain_ground(meta, pieces, meta_path) if meta.environment.terrain and pieces is not None else None
-    return World(
+    return PlacementWorld(
         package=package, meta=meta, polygon=within_region(polygon, region),
         floor_height=float(meta.environment.floor_height), bounds=np.array(meta.environment.bounds, dtype=np.float64),
         collision=collision, tiles=collision_tiles(collision), solids=closed_solids(usd, float(polygon.area), pieces),

@@ -1,6 +1,6 @@
 """Project-wide rules checked on the source: no global or unseeded randomness (global RNGs, an unseeded
 `default_rng()`, `uuid.uuid4`, `os.urandom`), no wall clock in outputs, no debugger calls, no star imports,
-and nothing outside simulation/isaac imports Isaac Sim."""
+nothing outside simulation/isaac imports Isaac Sim, and no robot kind's name compared outside the catalogue."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ WALL_CLOCK_ALLOWED = {"core/rundir.py", "core/outputs.py"}
 # Randomness that no seed controls: a fresh UUID or OS entropy differs on every run.
 ENTROPY_CALLS = {"uuid.uuid4", "uuid4", "os.urandom", "urandom"}
 ISAAC_ALLOWED_PREFIX = "simulation/isaac"
+# Robot kinds are one seam (core/robot_catalogue.py): code asks a kind's RobotBody what it needs, never its name.
+ROBOT_KINDS = {"uav", "tiago_omni", "custom"}
+KIND_COMPARE_ALLOWED = {"core/robot_catalogue.py"}
 
 
 def project_files() -> list[Path]:
@@ -74,6 +77,12 @@ def violations(path: Path, root: Path = ROOT) -> list[str]:
                 found.append(f"{rel}:{node.lineno}: unseeded entropy {name}()")
             if name in ("breakpoint", "pdb.set_trace", "ipdb.set_trace"):
                 found.append(f"{rel}:{node.lineno}: debugger call")
+        elif isinstance(node, ast.Compare) and rel not in KIND_COMPARE_ALLOWED:
+            constants = [c for operand in [node.left, *node.comparators]
+                         for c in ([operand] if not isinstance(operand, ast.Tuple | ast.List | ast.Set) else operand.elts)
+                         if isinstance(c, ast.Constant)]
+            if any(c.value in ROBOT_KINDS for c in constants):
+                found.append(f"{rel}:{node.lineno}: compares a robot kind's name (ask its RobotBody instead)")
     return found
 
 
@@ -95,11 +104,12 @@ def test_checker_catches_each_kind(tmp_path):
         "import random\nimport numpy as np\nimport time\nimport os\nimport uuid\nfrom os import *\nimport isaacsim\n"
         "np.random.seed(1)\nx = np.random.rand(3)\nt = time.time()\nbreakpoint()\n"
         "rng = np.random.default_rng()\nnone = np.random.default_rng(None)\nok = np.random.default_rng(3)\n"
-        "tag = uuid.uuid4()\nsalt = os.urandom(8)\n"
+        "tag = uuid.uuid4()\nsalt = os.urandom(8)\nflies = kind == 'uav'\nground = kind in ('tiago_omni', 'x')\n"
     )
     text = "\n".join(violations(bad, tmp_path))
     for expected in ("global 'random'", "np.random.seed", "np.random.rand", "wall-clock", "debugger", "star import",
                      "Isaac Sim", "pipeline/rule_probe.py:12: unseeded np.random.default_rng()",
-                     "pipeline/rule_probe.py:13: unseeded np.random.default_rng()", "uuid.uuid4", "os.urandom"):
+                     "pipeline/rule_probe.py:13: unseeded np.random.default_rng()", "uuid.uuid4", "os.urandom",
+                     "rule_probe.py:17: compares a robot kind", "rule_probe.py:18: compares a robot kind"):
         assert expected in text, expected
     assert ":14:" not in text  # a seeded default_rng is fine

@@ -11,13 +11,13 @@ import pytest
 from conftest import run_grade
 
 from core.errors import InputError
-from simulation.robots.scurve import SCurveFollower, default_network, limit_twist, s_curve, wheel_reference_change
+from simulation.robots.s_curve import SCurveFollower, default_network, limit_twist, s_curve, wheel_reference_change
 from simulation.tiago.drive import (
     COMMAND_SECONDS,
     SPEEDS,
     YAW_RATES,
+    BaseTrace,
     Command,
-    Trajectory,
     build_tiago,
     compare_models,
     drive,
@@ -25,10 +25,10 @@ from simulation.tiago.drive import (
     paper_commands,
     parse_commands,
     read_commands,
-    read_trajectory_csv,
+    read_trace_csv,
     relative_error,
     remove_glitches,
-    write_trajectory_csv,
+    write_trace_csv,
 )
 
 DT = 1.0 / 240.0
@@ -69,7 +69,7 @@ def kinematic_prediction(commands: list[Command], substeps: int = 8) -> np.ndarr
 
 
 def straight(distance: float, direction: float = 0.0, heading: float | None = None,
-             start: tuple[float, float] = (0.0, 0.0), n: int = 5) -> Trajectory:
+             start: tuple[float, float] = (0.0, 0.0), n: int = 5) -> BaseTrace:
     """A hand-made trajectory moving `distance` along world angle `direction` from `start`, with a
     constant heading (default: the direction of motion)."""
     s = np.linspace(0.0, distance, n)
@@ -78,7 +78,7 @@ def straight(distance: float, direction: float = 0.0, heading: float | None = No
     samples[:, 1] = start[0] + s * math.cos(direction)
     samples[:, 2] = start[1] + s * math.sin(direction)
     samples[:, 3] = direction if heading is None else heading
-    return Trajectory(samples)
+    return BaseTrace(samples)
 
 
 # ---------------------------------------------------------------- command sources
@@ -227,13 +227,13 @@ def test_commands_above_the_limits_are_scaled_down():
 @pytest.mark.slow
 def test_trajectory_csv_round_trip(tmp_path, arcs):
     _, trajectories = arcs
-    path = write_trajectory_csv(trajectories["physical"], tmp_path / "trajectory.csv")
+    path = write_trace_csv(trajectories["physical"], tmp_path / "trajectory.csv")
     assert path.read_text().splitlines()[0] == "time,x,y,yaw,vx,vy,wz"
-    back = read_trajectory_csv(path)
+    back = read_trace_csv(path)
     np.testing.assert_allclose(back.samples, trajectories["physical"].samples, rtol=1e-8, atol=1e-12)
     (tmp_path / "bad.csv").write_text("time,x,yaw\n0,0,0\n")
     with pytest.raises(InputError, match=r"missing columns \['y'\]"):
-        read_trajectory_csv(tmp_path / "bad.csv")
+        read_trace_csv(tmp_path / "bad.csv")
 
 
 # ---------------------------------------------------------------- evaluation
@@ -246,8 +246,8 @@ def test_relative_error_is_end_point_error_over_distance_travelled():
     assert relative_error(straight(2.1, direction=1.0, start=(3.0, -1.0)), reference) == pytest.approx(0.05)
     drifting = straight(math.hypot(2.0, 0.2), direction=math.atan2(0.2, 2.0), heading=0.0)  # ends at (2, 0.2)
     assert relative_error(drifting, reference) == pytest.approx(0.1)
-    turned = Trajectory(np.array([[0, 0, 0, 0.0, 0, 0, 0], [4, 0, 0, 3.0, 0, 0, 0]]))
-    reference_turn = Trajectory(np.array([[0, 0, 0, 0.0, 0, 0, 0], [4, 0, 0, 2.5, 0, 0, 0]]))
+    turned = BaseTrace(np.array([[0, 0, 0, 0.0, 0, 0, 0], [4, 0, 0, 3.0, 0, 0, 0]]))
+    reference_turn = BaseTrace(np.array([[0, 0, 0, 0.0, 0, 0, 0], [4, 0, 0, 2.5, 0, 0, 0]]))
     assert relative_error(turned, reference_turn, rotation=True) == pytest.approx(0.2)
     with pytest.raises(ValueError, match="did not move"):
         relative_error(reference, straight(0.0))
@@ -291,7 +291,7 @@ def test_cli_drive_lightweight_writes_the_trajectory(tmp_path, realdata):
     result = run_grade("robot", "drive", "tiago_omni", "--commands", str(commands), "--model", "lightweight",
                        "--out", str(out))
     assert result.returncode == 0, result.stderr
-    trajectory = read_trajectory_csv(out)
+    trajectory = read_trace_csv(out)
     assert len(trajectory.samples) == round(8.0 / DT) + 1
     x, y, _ = trajectory.final_pose()
     assert f"x {x:.4f} m, y {y:.4f} m" in result.stdout

@@ -22,7 +22,7 @@ from core.formats.asset_meta import load_meta
 from core.formats.class_map import DEFAULT_CLASS_MAP
 from core.formats.placement import write_placement
 from core.geometry import pose_from_xyz_yaw, transform_points
-from placement.stage import place_scene
+from placement.place import place_scene
 from simulation.render import DirectionalLight, RenderMaterial, RenderMesh, RenderScene, look_at, render_frame
 from simulation.render.shading import linear_to_srgb8
 

@@ -26,7 +26,7 @@ from simulation.physics import (
     load_environment_collision,
     object_body,
 )
-from simulation.physics.world import MAX_PIECES_PER_PRIM, PRIM_GRID_CELLS
+from simulation.physics.environment import MAX_PIECES_PER_PRIM, PRIM_GRID_CELLS
 from simulation.robots.tiago_model import CHASSIS_HALF_XY, lightweight, physical
 from simulation.robots.uav_model import uav
 

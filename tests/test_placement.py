@@ -42,8 +42,8 @@ from core.robot_catalogue import robot_body
 from placement.cli import place_command
 from placement.humans import Crowd, load_human, place_humans
 from placement.robot_start import open_heading, robot_volume
-from placement.stage import list_packages, place_scene, write_outputs
-from placement.world import load_world
+from placement.place import list_packages, place_scene, write_outputs
+from placement.world import load_placement_world
 
 WALL_HEIGHT = 2.0
 NO_HUMANS = HumansConfig(count=IntRange(min=0, max=0))
@@ -151,7 +151,7 @@ def assets(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def bench(assets):
-    return load_world(assets["bench"])
+    return load_placement_world(assets["bench"])
 
 
 # ---------------------------------------------------------------- independent geometry
@@ -244,7 +244,7 @@ def test_hand_made_cases_have_known_answers(assets, bench):
 
 
 def test_corridor_accepts_only_poses_along_it(assets):
-    world = load_world(assets["corridor"])
+    world = load_placement_world(assets["corridor"])
     walker = load_human(assets["walker"])
     crowd = Crowd(world, contact_threshold=1)
     assert crowd.test(walker, 2.0, 0.5, 0.0).accepted
@@ -261,7 +261,7 @@ def test_corridor_accepts_only_poses_along_it(assets):
 
 
 def test_robot_heading_avoids_walls_and_windows(assets):
-    world = load_world(assets["corridor"])
+    world = load_placement_world(assets["corridor"])
     # At x = 2 (under the window gap): east is 4 m of corridor, west 2 m, north leaves the floor at 0.5 m.
     yaw, clearance = open_heading(world, 2.0, 0.5, [1.0])
     assert abs(np.angle(np.exp(1j * yaw))) < np.radians(10)
@@ -520,7 +520,7 @@ def test_forty_candidates_in_procedural_demo_environment(tmp_path):
 
 @pytest.fixture(scope="module")
 def front3d_world(front3d_house):
-    return load_world(front3d_house)
+    return load_placement_world(front3d_house)
 
 
 def test_real_amass_walk_window_lands_in_the_3d_front_house(front3d_house, front3d_world, realdata, tmp_path):

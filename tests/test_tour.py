@@ -28,11 +28,11 @@ from simulation.exploration.metrics import (
     rooms,
     rooms_visited,
 )
+from simulation.exploration.motion_plan import MotionLimits, plan_motion
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN
 from simulation.exploration.planner import cost_map, grid_graph, search
 from simulation.exploration.tour import cost_matrix, refine, solve_tour, travel_time
 from simulation.exploration.tour_explorer import TourExplorer
-from simulation.exploration.trajectory import MotionLimits, plan_trajectory
 from simulation.exploration.viewpoints import FrontierInfo, ViewpointParams, line_of_sight, seen_from
 from simulation.mission import run_mission
 
@@ -98,7 +98,7 @@ L_PATH = np.array([[0.0, 0.0], [3.0, 0.0], [3.0, 2.0]])
     (np.array([[0.0, 0.0], [0.2, 0.0]]), 0.0, 0.0, 1.0),  # too fast to stop in 0.2 m: ramps down, stays at the end
 ])
 def test_trajectory_moves_and_turns_within_the_limits(points, yaw0, yaw1, speed0, limits):
-    trajectory = plan_trajectory(points, yaw0, yaw1, limits, speed0)
+    trajectory = plan_motion(points, yaw0, yaw1, limits, speed0)
     samples = trajectory.sample(1e-3)
     tolerance = 1 + 1e-6
     assert samples["speed"].max() <= limits.speed * tolerance

@@ -10,7 +10,7 @@ import pytest
 from core.config_io import load_experiment
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
-from simulation.robots.scurve import follower_for
+from simulation.robots.s_curve import follower_for
 from tests.conftest import CONFIGS
 
 pytestmark = pytest.mark.slow  # builds and simulates the TIAGo demo scene

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asset_converters.procedural.textures import Color, periodic_noise, stretched_noise
+from core.color import linear_to_srgb, srgb_to_linear
 
 CLOTH_SIZE = 256  # texels around a body tube and per CLOTH_TILE along it
 SKIN_SIZE = 128
@@ -96,16 +97,6 @@ class Look:
     bottom: Garment
     shoe_upper: Color
     shoe_sole: Color
-
-
-def srgb_to_linear(color: np.ndarray) -> np.ndarray:
-    c = np.asarray(color, dtype=np.float64)
-    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-
-
-def linear_to_srgb(color: np.ndarray) -> np.ndarray:
-    c = np.clip(np.asarray(color, dtype=np.float64), 0.0, 1.0)
-    return np.where(c <= 0.0031308, c * 12.92, 1.055 * c ** (1 / 2.4) - 0.055)
 
 
 def lab_to_srgb(lab: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from asset_converters.procedural import human_looks as looks
 from asset_converters.procedural.shapes import box, triplanar
 from asset_converters.procedural.textures import save_png
 from core.assets.parts import Material, SkinnedMesh
+from core.color import srgb_to_linear
 
 JOINTS = ["pelvis", "spine", "chest", "neck", "head",
           "l_shoulder", "l_elbow", "l_wrist", "r_shoulder", "r_elbow", "r_wrist",
@@ -452,7 +453,7 @@ def body_meshes(rng: np.random.Generator, body: Body, texture_dir: Path) -> list
 
     def material(name: str, image: np.ndarray, color: looks.Color, roughness: float) -> Material:
         """The texture saved as `name`.png; the base colour is the look's colour in linear RGB."""
-        linear = tuple(float(c) for c in looks.srgb_to_linear(np.asarray(color)))
+        linear = tuple(float(c) for c in srgb_to_linear(np.asarray(color)))
         return Material(name, linear, save_png(image, texture_dir / f"{name}.png"), roughness=roughness)
 
     meshes = [

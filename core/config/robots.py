@@ -94,7 +94,7 @@ class RobotConfig(Strict):
 
     def unwritten_fields(self) -> frozenset[str]:
         """A description's keys, for a built-in kind: so its dumps (run.json) stay as they were."""
-        return frozenset() if self.kind == "custom" else frozenset(CUSTOM_KEYS)
+        return frozenset(CUSTOM_KEYS) if KINDS[self.kind].built_in else frozenset()
 
 
 # Most robots in one run: each gets its own MuJoCo collision bit (simulation.physics.model.ROBOT_BIT_SHIFT).

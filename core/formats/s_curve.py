@@ -1,7 +1,7 @@
 """The TIAGo++ Omni's S-curve network and its file (.npz, schema "grade.s_curve/1"): model, writer and reader.
 
 An MLP with layer sizes [1, 35, 15, 5] and softplus activations maps a velocity change L (rad/s at the wheel,
-simulation.robots.scurve) divided by INPUT_SCALE to five pre-activations o, one bounded head per parameter
+simulation.robots.s_curve) divided by INPUT_SCALE to five pre-activations o, one bounded head per parameter
 of the S-curve:
 
     a = 0.02 + 0.5 sigmoid(o0),  b = a + 5 sigmoid(o1),  m = 0.1 + 30 sigmoid(o2),

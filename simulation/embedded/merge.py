@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.color import linear_to_srgb
 from core.errors import InputError
 from simulation.render import RenderMaterial
 
@@ -46,9 +47,7 @@ class MergedMesh:
 
 
 def _srgb8(color: Sequence[float]) -> np.ndarray:
-    linear = np.clip(np.asarray(color, dtype=np.float64), 0.0, 1.0)
-    encoded = np.where(linear <= 0.0031308, linear * 12.92, 1.055 * np.power(linear, 1 / 2.4) - 0.055)
-    return np.round(encoded * _SRGB_LEVELS).astype(np.uint8)
+    return np.round(linear_to_srgb(color) * _SRGB_LEVELS).astype(np.uint8)
 
 
 def _patch(part: Part) -> tuple[np.ndarray, np.ndarray | None]:

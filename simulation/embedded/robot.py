@@ -22,7 +22,7 @@ from simulation.physics.robot_handle import RobotHandle
 from simulation.render import DepthImage, Frame
 from simulation.robots import robot_model
 from simulation.robots.mjcf import LinkEdge
-from simulation.robots.scurve import SCurveFollower, follower_for
+from simulation.robots.s_curve import SCurveFollower, follower_for
 from simulation.robots.spec import RobotModel
 
 PROFILE_PREFIX = "velocity_profile."

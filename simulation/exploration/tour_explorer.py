@@ -18,7 +18,7 @@ Planning, every `replan_period` s or when the path ahead is blocked:
   each viewpoint are kept for `ROW_LIFETIME` s, so most rounds run Dijkstra only from new ones), the first
   `REFINE_DEPTH` clusters' viewpoints are refined (simulation.exploration.tour), and the robot sets off to
   the first one on a trajectory that moves and turns at once, from its current speed, within its limits
-  (simulation.exploration.trajectory).
+  (simulation.exploration.motion_plan).
 
 Tracking. The trajectory's reference runs in simulation time, and is held back while it is more than a
 `lookahead` ahead of the robot's progress along the path, so that a robot held up (a person in the way) never
@@ -64,11 +64,11 @@ from simulation.exploration.drivers import BaseDriver, UavDriver
 from simulation.exploration.explorer import GOAL_TIME_FACTOR, GOAL_TIME_SLACK, Explorer
 from simulation.exploration.follower import PathFollower
 from simulation.exploration.frontiers import frontier_mask
+from simulation.exploration.motion_plan import MotionLimits, MotionPlan, plan_motion
 from simulation.exploration.occupancy import OCCUPIED, UNKNOWN
 from simulation.exploration.params import ExplorationArea, ExplorerParams
 from simulation.exploration.planner import SearchTree, grid_graph
 from simulation.exploration.tour import cost_matrix, refine, solve_tour, travel_time
-from simulation.exploration.trajectory import MotionLimits, Trajectory, plan_trajectory
 from simulation.exploration.viewpoints import (
     Cluster,
     FrontierInfo,
@@ -117,7 +117,7 @@ class TourExplorer(Explorer):
             self.yaw_lead = 1.0 / config.attitude_gains.kp
         else:
             self.lead, self.velocity_lead, self.yaw_lead = 1.0 / POSITION_GAIN, None, 1.0 / YAW_GAIN
-        self.trajectory: Trajectory | None = None
+        self.trajectory: MotionPlan | None = None
         self.target: tuple[Cluster, Viewpoint] | None = None
         self._reference = 0.0  # s along the trajectory
         self._arrived: float | None = None  # when the robot reached the current viewpoint
@@ -236,7 +236,7 @@ class TourExplorer(Explorer):
         velocity = self.robot.pose()[:3, :3] @ self.robot.velocity()[0]
         norm = float(np.linalg.norm(ahead))
         speed0 = float(velocity[:2] @ ahead / norm) if norm > 0 else 0.0
-        self.trajectory = plan_trajectory(points, yaw, viewpoint.yaw, self.limits, speed0)
+        self.trajectory = plan_motion(points, yaw, viewpoint.yaw, self.limits, speed0)
         self.follower = PathFollower(points, self.params.lookahead)
         self.target, self._reference, self._arrived = (cluster, viewpoint), 0.0, None
         self._goal_deadline = (self.robot.world.time + GOAL_TIME_FACTOR * self.trajectory.duration

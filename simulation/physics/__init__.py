@@ -1,5 +1,6 @@
 """MuJoCo physics of the embedded backend: environment collision, robots, kinematic bodies, IMUs, state."""
 
+from simulation.physics.environment import ConvexPiece, EnvironmentCollision, decompose, load_environment_collision
 from simulation.physics.kinematic import KinematicBody, human_body, object_body
 from simulation.physics.model import (
     DEFAULT_TIMESTEP,
@@ -12,7 +13,6 @@ from simulation.physics.model import (
 from simulation.physics.robot_handle import StartPose
 from simulation.physics.sensors import SensorMount
 from simulation.physics.state import STATE_FIELDS, get_state, set_state
-from simulation.physics.world import ConvexPiece, EnvironmentCollision, decompose, load_environment_collision
 
 __all__ = [
     "DEFAULT_TIMESTEP", "STATE_FIELDS", "ConvexPiece", "EnvironmentCollision", "KinematicBody", "PhysicsWorld",

@@ -16,11 +16,11 @@ import mujoco
 import numpy as np
 
 from core.errors import InputError
+from simulation.physics.environment import EnvironmentCollision, environment_elements
 from simulation.physics.kinematic import KinematicBody, kinematic_elements, mocap_indices, set_kinematic_pose
 from simulation.physics.robot_handle import RobotHandle, StartPose
 from simulation.physics.sensors import SensorMount, add_mount_sites, body_pose, imu_sensor_elements
 from simulation.physics.state import STEP_FIELDS, get_state, set_state, set_step_state
-from simulation.physics.world import EnvironmentCollision, environment_elements
 from simulation.robots.mjcf import CHASSIS_BIT, element, fmt
 from simulation.robots.spec import RobotModel
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from core import color
 from core.errors import InputError
 
 TEXTURE_FILTERS = ("nearest", "bilinear")
@@ -32,16 +33,8 @@ def load_texture(path: str | Path, field: str = "texture") -> np.ndarray:
         raise InputError(f"cannot read {field} image: {exc}", path, field) from exc
 
 
-def _srgb_decode(x: np.ndarray) -> np.ndarray:
-    return np.where(x <= 0.04045, x / 12.92, ((x + 0.055) / 1.055) ** 2.4)
-
-
-def _srgb_encode(x: np.ndarray) -> np.ndarray:
-    return np.where(x <= 0.0031308, x * 12.92, 1.055 * np.power(x, 1 / 2.4) - 0.055)
-
-
-_DECODE_LUT = _srgb_decode(np.arange(256) / 255.0).astype(np.float32)
-ENCODE_LUT = np.round(_srgb_encode(np.arange(ENCODE_LEVELS + 1) / ENCODE_LEVELS) * 255).astype(np.uint8)
+_DECODE_LUT = color.srgb_to_linear(np.arange(256) / 255.0).astype(np.float32)
+ENCODE_LUT = np.round(color.linear_to_srgb(np.arange(ENCODE_LEVELS + 1) / ENCODE_LEVELS) * 255).astype(np.uint8)
 
 
 def srgb_to_linear(image: np.ndarray) -> np.ndarray:

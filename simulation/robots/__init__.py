@@ -1,6 +1,6 @@
 """Robot models for the embedded (MuJoCo) backend, one module per kind of core.robot_catalogue (`uav_model`,
 `tiago_model`, `description_model`) and what they share (`spec`, `mjcf`), the mecanum kinematics of TIAGo++ Omni
-(`mecanum`) and its S-curve velocity profiles (`scurve`). Import the defining module: importing this package
+(`mecanum`) and its S-curve velocity profiles (`s_curve`). Import the defining module: importing this package
 loads none of them, so `grade --help` stays fast."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fit the S-curve network (scurve.py) to recorded wheel velocities of step commands.
+"""Fit the S-curve network (simulation/robots/s_curve.py) to recorded wheel velocities of step commands.
 
 Recordings
 ----------
@@ -46,7 +46,7 @@ from core.formats.csv_table import read_csv_table
 from core.formats.s_curve import SCurveNetwork, head_params, weight_shapes
 from core.seeding import generator
 from simulation.robots.mecanum import WHEEL_NAMES, base_twist, wheel_speeds
-from simulation.robots.scurve import s_curve_samples, wheel_reference_change
+from simulation.robots.s_curve import s_curve_samples, wheel_reference_change
 from simulation.tiago.drive import GLITCH_SECONDS, Command, remove_glitches
 
 # The command columns of a CSV recording (m/s, m/s, rad/s): the step responses' commands, when all are given.

@@ -32,7 +32,7 @@ def calibrate_command(
 
     \b
     Example:
-      grade robot calibrate steps/*.csv --out scurve.npz --restarts 20
+      grade robot calibrate steps/*.csv --out s_curve.npz --restarts 20
     """
     from core.formats.s_curve import save_network
     from simulation.tiago.calibration import ITERATIONS, fit_network, read_recording
@@ -57,7 +57,7 @@ def drive_command(
     commands: Annotated[Path, typer.Option("--commands", help="Command file: lines 'vx vy wz seconds', or a "
                                                               "recorded cmd_vel .json.")],
     model: Annotated[str, typer.Option("--model", metavar="physical|lightweight", help="Base model: MuJoCo wheels or the kinematic one.")] = "lightweight",
-    out: Annotated[Path | None, typer.Option("--out", help="Trajectory CSV to write (time, x, y, yaw, vx, vy, "
+    out: Annotated[Path | None, typer.Option("--out", help="BaseTrace CSV to write (time, x, y, yaw, vx, vy, "
                                                            "wz).")] = None,
     s_curve: Annotated[Path | None, typer.Option("--s-curve", help="Calibrated S-curve network (.npz); the "
                                                                    "built-in one if unset.")] = None,
@@ -71,14 +71,14 @@ def drive_command(
     import numpy as np
 
     from core.config import TiagoConfig
-    from simulation.robots.scurve import follower_for
+    from simulation.robots.s_curve import follower_for
     from simulation.tiago.drive import (
         TIAGO_MODELS,
         build_tiago,
         drive,
         read_commands,
         total_steps,
-        write_trajectory_csv,
+        write_trace_csv,
     )
 
     if model not in TIAGO_MODELS:
@@ -89,7 +89,7 @@ def drive_command(
     with progress_task(f"driving {model}", total_steps(steps, world.model.opt.timestep)) as advance:
         trajectory = drive(world, steps, follower, advance)
     if out is not None:
-        write_trajectory_csv(trajectory, out)
+        write_trace_csv(trajectory, out)
     x, y, yaw = trajectory.final_pose()
     typer.echo(f"final pose after {trajectory.time[-1]:.3f} s: x {x:.4f} m, y {y:.4f} m, "
                f"yaw {np.degrees(yaw):.2f} deg" + (f"; wrote {out}" if out is not None else ""))

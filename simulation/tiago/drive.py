@@ -29,7 +29,7 @@ Evaluation (`compare_models`): as in the paper, 4 s commands from rest at 20 spe
 end points (each displacement taken in its own start frame) over the reference's displacement; for
 rotations, the difference of the yaw turned over the reference's yaw turned. Reported as the mean
 and standard deviation over the 20 runs of a group. A recorded trajectory (CSV with at least time,
-x, y, yaw, e.g. from a motion tracker) is compared the same way: `read_trajectory_csv`, then
+x, y, yaw, e.g. from a motion tracker) is compared the same way: `read_trace_csv`, then
 `relative_error` against a model's run of the same command.
 """
 
@@ -48,7 +48,7 @@ from core.formats.s_curve import SCurveNetwork
 from core.geometry import yaw_of
 from core.rundir import read_json
 from simulation.physics import PhysicsWorld, StartPose, build_world
-from simulation.robots.scurve import SCurveFollower
+from simulation.robots.s_curve import SCurveFollower
 from simulation.robots.tiago_model import lightweight, physical
 
 TIAGO_MODELS = {"physical": physical, "lightweight": lightweight}
@@ -179,12 +179,12 @@ def remove_glitches(commands: Sequence[Command], max_seconds: float) -> list[Com
         commands[i - 1:i + 2] = [replace(commands[i - 1], seconds=seconds)]
 
 
-# ---------------------------------------------------------------- trajectories
+# ---------------------------------------------------------------- base traces
 
 
 @dataclass(frozen=True)
-class Trajectory:
-    """Base trajectory samples (N, 7): time, x, y, yaw (continuous, not wrapped), and the base's
+class BaseTrace:
+    """A driven base's samples (N, 7): time, x, y, yaw (continuous, not wrapped), and the base's
     body-frame velocity vx, vy, wz (odometry twist)."""
 
     samples: np.ndarray
@@ -208,12 +208,12 @@ class Trajectory:
         return np.array([c * (x1 - x0) + s * (y1 - y0), -s * (x1 - x0) + c * (y1 - y0)]), float(yaw1 - yaw0)
 
 
-def write_trajectory_csv(trajectory: Trajectory, path: str | Path) -> Path:
+def write_trace_csv(trajectory: BaseTrace, path: str | Path) -> Path:
     """Write the trajectory as CSV with a header row (atomic)."""
     return write_csv_table(path, TRAJECTORY_COLUMNS, trajectory.samples)
 
 
-def read_trajectory_csv(path: str | Path) -> Trajectory:
+def read_trace_csv(path: str | Path) -> BaseTrace:
     """A trajectory CSV (ours, or a recording with at least time, x, y, yaw columns; missing
     velocity columns are read as NaN)."""
     columns = read_csv_table(path, TRAJECTORY_COLUMNS[:4], TRAJECTORY_COLUMNS[4:], what="trajectory")
@@ -221,7 +221,7 @@ def read_trajectory_csv(path: str | Path) -> Trajectory:
     samples = np.column_stack([columns.get(name, np.full(rows, np.nan)) for name in TRAJECTORY_COLUMNS])
     if not np.all(np.isfinite(samples[:, :4])):
         raise InputError("time, x, y and yaw must be finite", path)
-    return Trajectory(samples)
+    return BaseTrace(samples)
 
 
 # ---------------------------------------------------------------- driving
@@ -241,7 +241,7 @@ def _sample(world: PhysicsWorld) -> list[float]:
 
 
 def drive(world: PhysicsWorld, commands: Sequence[Command], follower: SCurveFollower,
-          on_step: Callable[[int], None] | None = None) -> Trajectory:
+          on_step: Callable[[int], None] | None = None) -> BaseTrace:
     """Run the commands back to back through the follower; one trajectory sample per physics step
     (the first is the state before driving). `on_step(n)` reports progress in physics steps."""
     dt = float(world.model.opt.timestep)
@@ -261,12 +261,12 @@ def drive(world: PhysicsWorld, commands: Sequence[Command], follower: SCurveFoll
             on_step(steps)
     samples = np.array(rows)
     samples[:, 3] = np.unwrap(samples[:, 3])
-    return Trajectory(samples)
+    return BaseTrace(samples)
 
 
 def drive_model(model: str, commands: Sequence[Command], network: SCurveNetwork | None = None,
                 max_speed: float = 1.0, max_yaw_rate: float = np.radians(86.0),
-                on_step: Callable[[int], None] | None = None) -> Trajectory:
+                on_step: Callable[[int], None] | None = None) -> BaseTrace:
     """Drive a fresh TIAGo model (from the origin, at rest) through the commands."""
     return drive(build_tiago(model), commands, SCurveFollower(network, max_speed, max_yaw_rate), on_step)
 
@@ -290,7 +290,7 @@ def paper_commands() -> dict[str, np.ndarray]:
     }
 
 
-def relative_error(trajectory: Trajectory, reference: Trajectory, rotation: bool = False) -> float:
+def relative_error(trajectory: BaseTrace, reference: BaseTrace, rotation: bool = False) -> float:
     """End-point error of `trajectory` relative to how far `reference` travelled (or turned)."""
     moved, turned = trajectory.displacement()
     ref_moved, ref_turned = reference.displacement()
@@ -311,7 +311,7 @@ def mean_relative_error(errors: Sequence[float]) -> tuple[float, float]:
 
 
 def run_from_rest(world: PhysicsWorld, twist: np.ndarray, network: SCurveNetwork | None = None,
-                  seconds: float = COMMAND_SECONDS) -> Trajectory:
+                  seconds: float = COMMAND_SECONDS) -> BaseTrace:
     """Reset the world to its initial state and hold one command from rest."""
     world.set_state(world.initial_state)
     return drive(world, [Command(*map(float, twist), seconds)], SCurveFollower(network))

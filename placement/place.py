@@ -20,7 +20,7 @@ from placement.flying import place_flying_objects
 from placement.humans import HUMAN_CONTACT_THRESHOLD, Crowd, place_animals, place_humans
 from placement.preview import render_preview, write_preview
 from placement.robot_start import place_robot, place_robots, robot_solid
-from placement.world import World, load_world
+from placement.world import PlacementWorld, load_placement_world
 
 
 @dataclass
@@ -28,7 +28,7 @@ class PlacementResult:
     """A placement with what it was made in: the environment's world and the crowd's traces (for the preview)."""
 
     placement: Placement
-    world: World
+    world: PlacementWorld
     crowd: Crowd
 
     def trace_triangles(self) -> list[np.ndarray]:
@@ -69,7 +69,7 @@ def place_scene(environment: str | Path, human_packages: list[Path], object_pack
     """Place the robot start (or the starts of a multi-robot run's named robots, `fleet`, instead), then humans
     clear of them, then `animals` clear of both, then flying objects, all within `region` (default the floor
     polygon); deterministic from `seed`."""
-    world = load_world(environment, region)
+    world = load_placement_world(environment, region)
     starts = place_robots(world, fleet, seed) if fleet else [place_robot(world, robot, seed)]
     flies = [robot_body(config).flies for _, config in fleet] if fleet else [robot_body(robot).flies]
     blockers = tuple(robot_solid(start, flying) for start, flying in zip(starts, flies, strict=True))

@@ -1,4 +1,4 @@
-"""A trajectory that moves along a path and turns at the same time, within the robot's limits.
+"""A motion plan: progress along a path that moves and turns at the same time, within the robot's limits.
 
 The robot goes along a polyline of length L from its current speed to rest at the end, and turns from its
 yaw to the goal's (the shortest way, by D rad) in proportion to the distance gone: at progress u in [0, 1]
@@ -64,7 +64,7 @@ def ramp(start: float, end: float, acceleration: float, jerk: float | None) -> R
 
 
 @dataclass(frozen=True)
-class Trajectory:
+class MotionPlan:
     """Progress along a path (positions and yaw) over time from its start (module notes)."""
 
     points: np.ndarray  # (M, 2) the path
@@ -137,8 +137,8 @@ class Trajectory:
                 "yaw_acceleration": np.abs(states[:, 2]) * scale[1]}
 
 
-def plan_trajectory(points: np.ndarray, yaw0: float, yaw1: float, limits: MotionLimits,
-                    speed0: float = 0.0) -> Trajectory:
+def plan_motion(points: np.ndarray, yaw0: float, yaw1: float, limits: MotionLimits,
+                    speed0: float = 0.0) -> MotionPlan:
     """The trajectory along `points` (M, 2) from `speed0` m/s (along the path) and yaw `yaw0` to rest at the
     end facing `yaw1` (module notes)."""
     points = np.asarray(points, dtype=np.float64)
@@ -155,7 +155,7 @@ def plan_trajectory(points: np.ndarray, yaw0: float, yaw1: float, limits: Motion
     if turn != 0:
         rate, accel = min(rate, limits.yaw_rate / abs(turn)), min(accel, limits.yaw_acceleration / abs(turn))
     if not math.isfinite(rate):  # nothing to go, nothing to turn
-        return Trajectory(points, yaw0, 0.0, Ramp(0.0, 0.0, 0.0), 0.0, Ramp(0.0, 0.0, 0.0), arc)
+        return MotionPlan(points, yaw0, 0.0, Ramp(0.0, 0.0, 0.0), 0.0, Ramp(0.0, 0.0, 0.0), arc)
     start = min(max(speed0 / length, 0.0), rate) if length > 0 else 0.0
 
     def ramps(cruise: float) -> tuple[Ramp, Ramp]:
@@ -171,4 +171,4 @@ def plan_trajectory(points: np.ndarray, yaw0: float, yaw1: float, limits: Motion
         up, down = ramps(lo)
     gone = up.distance + down.distance
     cruise = (1.0 - gone) / up.end if up.end > 0 and gone < 1.0 else 0.0
-    return Trajectory(points, yaw0, turn, up, cruise, down, arc)
+    return MotionPlan(points, yaw0, turn, up, cruise, down, arc)

@@ -22,7 +22,7 @@ from core.formats.s_curve import (
 )
 from core.seeding import generator
 from simulation.robots.mecanum import HALF_TRACK, HALF_WHEELBASE, WHEEL_RADIUS, wheel_speeds
-from simulation.robots.scurve import (
+from simulation.robots.s_curve import (
     DEFAULT_PARAMS,
     LINEAR_POINT,
     SCurveFollower,
