@@ -153,7 +153,7 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, 
     recorder = Recorder(world, config, folder)
     steps = recorder.schedule.total_steps
     prefix = f"{config.robot_names[0]}/" if config.multi_robot else ""
-    main_camera = next((f"{prefix}camera/{c.name}" for c in config.robot.sensors.cameras), None)
+    main_camera = next((f"{prefix}camera/{c.name}" for c in config.for_robot().robot.sensors.cameras), None)
     progress = make_progress(TextColumn("{task.fields[info]}"))
     with progress:
         task = progress.add_task("simulating", total=steps, info="")

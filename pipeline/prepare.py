@@ -208,7 +208,7 @@ def place_and_compose(config: ExperimentConfig, environment: Path, humans: list[
     folder = out / SCENE_DIR
     stage = Stage(folder, "place", content_hash(
         "place/1", config.seed, config.humans.model_dump(mode="json"), config.flying_objects.model_dump(mode="json"),
-        config.robot.model_dump(mode="json"), config.simulation.duration + config.simulation.bootstrap,
+        config.for_robot().robot.model_dump(mode="json"), config.simulation.duration + config.simulation.bootstrap,
         [_manifest_hash(p) for p in (environment, *humans, *objects)],
         *([[r.model_dump(mode="json") for r in config.robots]] if config.multi_robot else []),
         *([config.animals.model_dump(mode="json"), config.environment.region, [_manifest_hash(p) for p in animals]]
@@ -216,9 +216,9 @@ def place_and_compose(config: ExperimentConfig, environment: Path, humans: list[
     ))
     if not stage.done():
         fleet = [(name, robot) for name, _, robot, _ in config.robot_entries()] if config.multi_robot else []
-        scene = place_scene(environment, humans, objects, config.humans, config.flying_objects, config.robot,
-                            config.seed, fleet=fleet, animal_packages=animals, animals=config.animals,
-                            region=config.environment.region)
+        scene = place_scene(environment, humans, objects, config.humans, config.flying_objects,
+                            config.for_robot().robot, config.seed, fleet=fleet, animal_packages=animals,
+                            animals=config.animals, region=config.environment.region)
         with stage.build() as tmp:
             # The partial folder is a sibling of the final one, so the relative package paths written
             # into placement.json and scene.usda stay valid after the rename.

@@ -32,8 +32,9 @@ class ExperimentConfig(Strict):
     humans: HumansConfig = Field(default_factory=HumansConfig)
     animals: AnimalsConfig = Field(default_factory=AnimalsConfig)
     flying_objects: FlyingObjectsConfig = Field(default_factory=FlyingObjectsConfig)
-    robot: RobotConfig = Field(default_factory=RobotConfig, description="the robot (one-robot shorthand of "
-                                                                        "`robots`)")
+    robot: RobotConfig | None = Field(default_factory=RobotConfig, description="the robot (one-robot shorthand "
+                                                                               "of `robots`; unset when they are "
+                                                                               "given)")
     robots: list[RobotEntry] = Field(default_factory=list, description=f"several robots in one run (at most "
                                      f"{MAX_ROBOTS}), instead of `robot`")
     exploration: ExplorationConfig = Field(default_factory=ExplorationConfig)
@@ -43,14 +44,24 @@ class ExperimentConfig(Strict):
     postprocess: PostprocessConfig = Field(default_factory=PostprocessConfig,
                                            description="applied after recording (and by `grade postprocess`)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_robot_form(cls, data: object) -> object:
+        """`robot` or `robots`, not both: with `robots`, `robot` is unset (None), so nothing reads a default UAV
+        where a list of robots was given."""
+        if isinstance(data, dict) and data.get("robots"):
+            if data.get("robot") is not None:
+                raise ValueError("give `robot` (one robot) or `robots` (a list of robots), not both")
+            data = {**data, "robot": None}
+        return data
+
     @model_validator(mode="after")
-    def _one_robot_form(self) -> ExperimentConfig:
-        """`robot` or `robots`, not both; robots named (my_robot_<index> by default), uniquely; `robot` then
-        mirrors the first, so what reads one robot reads that one."""
+    def _robots_named(self) -> ExperimentConfig:
+        """At most MAX_ROBOTS robots, named (my_robot_<index> by default), uniquely."""
         if not self.robots:
+            if self.robot is None:
+                raise ValueError("give `robot` (one robot) or `robots` (a list of robots)")
             return self
-        if "robot" in self.model_fields_set:
-            raise ValueError("give `robot` (one robot) or `robots` (a list of robots), not both")
         if len(self.robots) > MAX_ROBOTS:
             raise ValueError(f"robots: {len(self.robots)} robots, at most {MAX_ROBOTS} per run")
         for index, entry in enumerate(self.robots):
@@ -60,9 +71,6 @@ class ExperimentConfig(Strict):
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(f"robots: names must be unique, repeated: {repeated}")
-        first = self.robots[0]
-        # Not an assignment (that would mark `robot` as given): the mirror shares the entry's sections.
-        self.__dict__["robot"] = RobotConfig.model_construct(**{k: getattr(first, k) for k in RobotConfig.model_fields})
         return self
 
     @model_serializer(mode="wrap")
@@ -74,12 +82,12 @@ class ExperimentConfig(Strict):
         return data
 
     def unwritten_fields(self) -> frozenset[str]:
-        """The robot form not given: `robot` mirrors the first of `robots` when they are given, and `robots` is
-        empty when they are not."""
+        """The robot form not given: `robot` is unset when `robots` are given, and `robots` empty when not."""
         return frozenset({"robot" if self.robots else "robots"})
 
     def robot_entries(self) -> list[tuple[str, str, RobotConfig, ExplorationConfig]]:
-        """(name, config key, robot config, its exploration) of every robot, in order."""
+        """(name, config key, robot config, its exploration) of every robot, in order: the one list of robots,
+        whichever form the config gave them in."""
         if not self.robots:
             return [(DEFAULT_ROBOT_NAME, "robot", self.robot, self.exploration)]
         return [(e.name, f"robots.{i}", e, e.exploration or self.exploration) for i, e in enumerate(self.robots)]
@@ -94,9 +102,9 @@ class ExperimentConfig(Strict):
         return len(self.robots) > 1
 
     def for_robot(self, name: str | None = None) -> ExperimentConfig:
-        """The experiment as robot `name` (default: the first) sees it alone: `robot` and `exploration` are its own,
-        and with several robots `recording.namespace` is its namespace (the configured one, then its name). Not
-        validated again (a view for the stages that handle one robot)."""
+        """The experiment as robot `name` (default: the first) sees it alone, in the one-robot form: `robot` and
+        `exploration` are its own, and with several robots `recording.namespace` is its namespace (the configured
+        one, then its name)."""
         entries = {entry[0]: entry for entry in self.robot_entries()}
         if name is None:
             name = next(iter(entries))
@@ -105,14 +113,16 @@ class ExperimentConfig(Strict):
         _, _, robot, exploration = entries[name]
         if not self.robots:
             return self
-        alone = RobotConfig.model_construct(**{k: getattr(robot, k) for k in RobotConfig.model_fields})
+        # Its own settings, validated again as a robot of the one-robot form (RobotEntry's name and exploration
+        # left out).
+        given = robot.model_fields_set & RobotConfig.model_fields.keys()
+        alone = RobotConfig(**{key: getattr(robot, key) for key in given})
         recording = self.recording
         if self.multi_robot:
             namespace = "/".join(part for part in (recording.namespace, name) if part)
             recording = recording.model_copy(update={"namespace": namespace})
-        view = self.model_copy(update={"robots": [], "exploration": exploration, "recording": recording})
-        view.__dict__["robot"] = alone
-        return view
+        return self.model_copy(update={"robots": [], "robot": alone, "exploration": exploration,
+                                       "recording": recording})
 
     @model_validator(mode="after")
     def _rates_divide_physics(self) -> ExperimentConfig:

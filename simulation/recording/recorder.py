@@ -207,7 +207,7 @@ class Recorder:
 
     def __init__(self, world: World, config: ExperimentConfig, folder: Path):
         self.world, self.config, self.folder = world, config, folder
-        self.schedule = Schedule.from_config(config)
+        self.schedule = Schedule.from_config(config.for_robot())  # the shared streams' (the first robot's view)
         self.counts = RecordingCounts()
         recording = config.recording
         self._pool = ThreadPoolExecutor(IMAGE_WRITER_THREADS, thread_name_prefix="gt-writer")
