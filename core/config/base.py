@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictInt,
+    model_serializer,
+    model_validator,
+)
 
 # Seeds are stored as 32-bit signed integers by some consumers (USD int attributes such as scene.usda's
 # grade:seed), so the master seed stays within that range everywhere.
@@ -26,6 +34,14 @@ class Strict(BaseModel):
         """Fields that a dump leaves out and the input-path walk skips (core.config.paths): none, unless a
         model says otherwise."""
         return frozenset()
+
+    @model_serializer(mode="wrap")
+    def _dump_written(self, handler: SerializerFunctionWrapHandler) -> dict:
+        # A model's unwritten fields stay out of its dumps (run.json), so that a dump validates again.
+        data = handler(self)
+        for name in self.unwritten_fields():
+            data.pop(name, None)
+        return data
 
 
 class FloatRange(Strict):

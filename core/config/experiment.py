@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import Field, model_validator
 
 from core.config.animated import AnimalsConfig, HumansConfig
 from core.config.base import Seed, Strict
@@ -72,14 +72,6 @@ class ExperimentConfig(Strict):
         if repeated:
             raise ValueError(f"robots: names must be unique, repeated: {repeated}")
         return self
-
-    @model_serializer(mode="wrap")
-    def _dump_one_form(self, handler: SerializerFunctionWrapHandler) -> dict:
-        # Only the form given is written, so a dump (run.json) validates again and one-robot dumps stay as they were.
-        data = handler(self)
-        for name in self.unwritten_fields():
-            data.pop(name, None)
-        return data
 
     def unwritten_fields(self) -> frozenset[str]:
         """The robot form not given: `robot` is unset when `robots` are given, and `robots` empty when not."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, StrictBool, model_serializer, model_validator
+from pydantic import Field, StrictBool, model_validator
 
 from core.config.base import FloatRange, NonNegFloat, PositiveFloat, Strict
 from core.config.exploration import ExplorationConfig
@@ -84,13 +84,6 @@ class RobotConfig(Strict):
     def _kind_settings(self) -> RobotConfig:
         KINDS[self.kind].check(self)
         return self
-
-    @model_serializer(mode="wrap")
-    def _dump_kind_settings(self, handler: SerializerFunctionWrapHandler) -> dict:
-        data = handler(self)
-        for name in self.unwritten_fields():
-            data.pop(name, None)
-        return data
 
     def unwritten_fields(self) -> frozenset[str]:
         """A description's keys, for a built-in kind: so its dumps (run.json) stay as they were."""
