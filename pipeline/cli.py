@@ -175,7 +175,10 @@ def config_validate(
         console.print(f"ok {file}: SLAM benchmark of {len(benchmark.methods)} methods on {len(benchmark.sequences)} "
                       f"sequences, {benchmark.repetitions} runs each")
     else:
+        from pipeline.generate import check_robots
+
         config = load_experiment(file, set_ or [])
+        check_robots(config)  # a description robot's file, links and drive
         console.print(f"ok {file}: experiment {config.name!r}, seed {config.seed}")
 
 

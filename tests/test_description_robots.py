@@ -282,3 +282,20 @@ def test_a_collada_mesh_is_converted_once_into_the_mesh_cache(tmp_path, monkeypa
     converted = sorted((tmp_path / "cache").iterdir())
     assert len(converted) == 1 and converted[0].suffix == ".stl"
     assert trimesh.load(converted[0]).volume == pytest.approx(0.6 * 0.4 * 0.2, rel=1e-6)
+
+
+def test_the_shipped_rover_example_validates_and_its_wheels_are_found():
+    """configs/rover.yaml and its MJCF: what a new user runs first."""
+    result = run_grade("config", "validate", str(CONFIGS / "rover.yaml"))
+    assert result.returncode == 0, result.stderr
+    config = load_experiment(CONFIGS / "rover.yaml")
+    body = robot_body(config.robot)
+    assert body.drive == "differential" and not body.flies
+    root = ET.parse(CONFIGS / "robots" / "rover.xml").getroot()
+    wheels = {b.get("name"): [float(v) for v in b.get("pos").split()] for b in root.iter("body")
+              if b.find("joint") is not None}
+    description = load_description(CONFIGS / "robots" / "rover.xml")
+    assert {w.joint for w in description.wheels} == {"left_wheel", "right_wheel"}
+    for wheel in description.wheels:
+        assert wheel.y == pytest.approx(wheels[f"{wheel.joint}_link"][1])
+        assert wheel.radius == pytest.approx(0.08) and description.base_height == pytest.approx(0.08)
