@@ -52,8 +52,8 @@ def check_mount_links(robot: RobotModel, sensors: SensorsConfig, robot_key: str 
                               f"so name it differently (links: {sorted(robot.links)})",
                               field=f"{robot_key}.sensors.{key}.name")
         if link not in robot.links:
-            raise ConfigError(f"sensor {name!r} is mounted on link {link!r}, which robot {robot.kind!r} "
-                              f"({robot.variant}) does not have; valid links: {sorted(robot.links)}",
+            raise ConfigError(f"sensor {name!r} is mounted on link {link!r}, which robot {robot.title()} does not "
+                              f"have; valid links: {sorted(robot.links)}",
                               field=f"{robot_key}.sensors.{key}.mount.link")
 
 

@@ -45,7 +45,8 @@ def description_model(robot: RobotConfig) -> RobotModel:
     assets = tuple(tree.find("asset") or ())
     common = {"kind": "custom", "variant": "description", "links": description.links,
               "camera_link": body.camera_link, "default_imus": body.default_imus, "assets": assets,
-              "defaults": (defaults,) if defaults is not None else (), "looks": "visuals", "label": "robot"}
+              "defaults": (defaults,) if defaults is not None else (), "looks": "visuals", "label": "robot",
+              "source": description.path.name}
     if floating:
         for link in base.iter("body"):
             link.set("gravcomp", "1")

@@ -49,6 +49,11 @@ class RobotModel:
     # geoms; and the label its instances carry in the ground truth (resolved through the class map).
     looks: Literal["shapes", "visuals"] = "shapes"
     label: str = ""
+    source: str = ""  # where its model comes from, for messages: a description file's name
+
+    def title(self) -> str:
+        """The robot as messages name it: its kind and model variant, or its description file."""
+        return f"{self.kind!r} ({self.source or self.variant})"
 
     def __post_init__(self) -> None:
         self.label = self.label or self.kind
