@@ -206,7 +206,7 @@ def measure_render(world: EmbeddedWorld, robot: str, frames: int, view: MujocoVi
     world.robot().render("camera")
     for _ in range(frames):
         world.step(FRAME_STEPS)
-        frame = ours.time(world.render, "camera")
+        frame = ours.time(world.robot().render, "camera")
         if view is not None:
             mujoco_frame = theirs.time(mujoco_render)
     return ours, theirs, frame, agreement(frame, mujoco_frame, view) if view is not None else None
