@@ -299,3 +299,52 @@ def test_the_shipped_rover_example_validates_and_its_wheels_are_found():
     for wheel in description.wheels:
         assert wheel.y == pytest.approx(wheels[f"{wheel.joint}_link"][1])
         assert wheel.radius == pytest.approx(0.08) and description.base_height == pytest.approx(0.08)
+
+
+def test_the_base_link_becomes_the_root_and_the_links_above_it_hang_below_it(realdata):
+    """The Husky's URDF root is base_footprint, base_link 0.14493 m above it on a fixed joint: re-rooted, the
+    footprint hangs 0.14493 m below base_link, which is where the floor is when the wheels stand on it."""
+    import mujoco
+
+    description = load_description(realdata / "robots/husky/husky.urdf")
+    model = mujoco.MjModel.from_xml_string(description.mjcf)
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    assert model.body(1).name == "base_link" and np.allclose(data.xpos[1], 0.0)
+    assert data.xpos[model.body("base_footprint").id] == pytest.approx([0.0, 0.0, -0.14493], abs=1e-9)
+    assert description.base_height == pytest.approx(0.14493, abs=1e-6)
+    imu = next(j for j in ET.parse(realdata / "robots/husky/husky.urdf").getroot().iter("joint")
+               if j.get("name") == "imu_joint")
+    assert "optenv" in imu.find("origin").get("xyz")  # a real xacro leftover: its default is used
+    assert data.xpos[model.body("imu_link").id] == pytest.approx([0.19, 0.0, 0.149], abs=1e-9)
+
+
+def test_package_uris_resolve_through_the_packages_map(tmp_path):
+    import trimesh
+
+    (tmp_path / "my_robot_description" / "meshes").mkdir(parents=True)
+    trimesh.creation.box(extents=(0.4, 0.3, 0.2)).export(tmp_path / "my_robot_description" / "meshes" / "body.stl")
+    collision = ('<collision><geometry><mesh filename="package://my_robot_description/meshes/body.stl"/>'
+                 '</geometry></collision>')
+    (tmp_path / "robot.urdf").write_text(urdf(LINK.format(name="base_link", mass=2, visual=collision)))
+    with pytest.raises(InputError, match="my_robot_description"):
+        load_description(tmp_path / "robot.urdf")
+    packages = {"my_robot_description": tmp_path / "my_robot_description"}
+    description = load_description(tmp_path / "robot.urdf", packages)
+    assert np.allclose(description.upper, (0.2, 0.15, 0.1), atol=1e-6)
+
+
+@pytest.mark.parametrize("drive, sideways", [("holonomic", 0.3), ("differential", 0.0)])
+def test_a_ground_base_moves_sideways_only_when_holonomic(drive, sideways):
+    """The rover on planar joints, commanded (vx, vy, wz) = (0.2, 0.3, 0) for 1 s: a holonomic base goes both
+    ways, a differential one only forward, and its wheels turn by the distance over their radius."""
+    from simulation.physics import build_world
+
+    model = robot_model(RobotConfig(kind="custom", description=CONFIGS / "robots" / "rover.xml", drive=drive))
+    world = build_world(model, imus=[])
+    world.set_base_twist(np.array([0.2, 0.3, 0.0]))
+    world.step(240)
+    assert world.base_pose()[:3, 3] == pytest.approx([0.2, sideways, 0.08], abs=1e-9)
+    joints = world.joint_states()
+    assert joints["left_wheel"][0] == pytest.approx(0.2 / 0.08)
+    assert joints["right_wheel"][0] == pytest.approx(0.2 / 0.08)
