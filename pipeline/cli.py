@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import sys
@@ -13,6 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from asset_converters.cli import convert_app
+from core.config import ExperimentConfig
 from core.config_io import dump_yaml, load_experiment, validate_model
 from core.errors import EXIT_CODES_HELP, ExitCode, GradeError, exit_code_help
 from core.progress import console
@@ -140,6 +142,9 @@ app.command("view")(view_command)
 app.command("postprocess")(postprocess_command)
 app.command("replay")(replay_command)
 
+# `grade config schema --kind`: the documents a YAML file can be.
+SchemaKind = enum.Enum("SchemaKind", {"experiment": "experiment", "batch": "batch", "slam_benchmark": "slam-benchmark"},
+                       type=str)
 SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", help="Override a key: --set simulation.duration=5 (repeatable)."),
@@ -200,6 +205,34 @@ def config_show(
         sys.stdout.write(dump_yaml(load_slam_benchmark(file)))
     else:
         sys.stdout.write(dump_yaml(load_experiment(file, set_ or [])))
+
+
+@config_app.command("schema")
+def config_schema(
+    out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="JSON file to write (default: stdout).")]
+    = None,
+    kind: Annotated[SchemaKind, typer.Option("--kind", help="Which document's schema.")] = SchemaKind.experiment,
+) -> None:
+    """Write the JSON Schema of experiment configs (or batch or SLAM-benchmark documents), for editors.
+
+    An editor with a YAML language server validates and completes a config whose first line names the schema:
+    `# yaml-language-server: $schema=grade-experiment.schema.json`.
+
+    \b
+    Example:
+      grade config schema --out grade-experiment.schema.json
+    """
+    import json
+
+    from core.rundir import atomic_write_text
+
+    model = {"experiment": ExperimentConfig, "batch": BatchConfig, "slam-benchmark": SlamBenchmarkConfig}[kind.value]
+    text = json.dumps(model.model_json_schema(), indent=2) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(out, text)
+        console.print(f"wrote {out}")
 
 
 DEMO_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
