@@ -43,6 +43,20 @@ def get_logger(name: str) -> logging.Logger:
     return root.getChild(name)
 
 
+def configure_logging(verbosity: int, log_file: str | os.PathLike | None = None) -> None:
+    """The command line's -v (debug messages) and -q (warnings and errors only, no progress bars; the
+    processes it starts inherit it through GRADE_QUIET), and --log-file: every message of that level also
+    appended to this file, as plain lines."""
+    if verbosity < 0:
+        os.environ["GRADE_QUIET"] = "1"
+    root = get_logger("cli").parent
+    root.setLevel(logging.DEBUG if verbosity > 0 else logging.WARNING if verbosity < 0 else logging.INFO)
+    if log_file is not None:
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+
+
 _shown: list[Progress] = []  # progress displays on screen now, the latest last
 
 

@@ -6,6 +6,7 @@ import enum
 import logging
 import os
 import sys
+import typing
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -17,7 +18,7 @@ from asset_converters.cli import convert_app
 from core.config import ExperimentConfig
 from core.config_io import dump_yaml, load_experiment, validate_model
 from core.errors import EXIT_CODES_HELP, ExitCode, GradeError, exit_code_help
-from core.progress import console
+from core.progress import configure_logging, console
 from core.stage import output_folder
 from core.yaml_io import read_yaml
 from evaluation.cli import benchmark_app, evaluate_app
@@ -51,9 +52,9 @@ app = typer.Typer(
     """,
     epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
-    context_settings={"max_content_width": 100},
+    # -h as well as --help, for every command (click's contexts inherit it).
+    context_settings={"max_content_width": 100, "help_option_names": ["-h", "--help"]},
     # Plain click help: flags shown as flags, choices listed, and '[viz]' in a help text is not taken
     # for rich markup.
     rich_markup_mode=None,
@@ -69,9 +70,19 @@ def _print_version(value: bool) -> None:
 
 
 @app.callback()
-def _options(_version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
-                                                    help="Print the version and exit.")] = False) -> None:
-    """Options that apply before any command."""
+def _options(
+    _version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                           help="Print the version and exit.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug messages too.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Warnings and errors only, no progress bars.")]
+    = False,
+    log_file: Annotated[Path | None, typer.Option("--log-file", metavar="FILE", dir_okay=False,
+                                                  help="Also append the messages to FILE.")] = None,
+) -> None:
+    """Options that apply before any command (grade -v|-q|--log-file FILE COMMAND ...)."""
+    if verbose and quiet:
+        raise GradeError("give -v (more messages) or -q (fewer), not both", field="-v/-q")
+    configure_logging(1 if verbose else -1 if quiet else 0, log_file)
 app.add_typer(convert_app, name="convert")
 app.add_typer(robot_app, name="robot")
 app.add_typer(export_app, name="export")
@@ -85,9 +96,9 @@ def batch_command(
     folder: Annotated[Path | None, typer.Argument(metavar="[DIR]", help="status: the batch folder.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Batch folder (default: the config's output_dir).")]
     = None,
-    executor: Annotated[str | None, typer.Option(
-        "--executor", metavar="local|ray|slurm|submitit-local", help="Where the jobs run (default: the config's "
-        "executor.kind).")] = None,
+    executor: Annotated[ExecutorKind | None, typer.Option(
+        "--executor", metavar="|".join(kind.value for kind in ExecutorKind),
+        help="Where the jobs run (default: the config's executor.kind).")] = None,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Jobs at a time.")] = None,
     address: Annotated[str | None, typer.Option("--address", help="ray: 'auto' or host:port.")] = None,
     pin_cores: Annotated[bool | None, typer.Option("--pin-cores/--no-pin-cores", help="local: run each worker's "
@@ -115,7 +126,8 @@ def batch_command(
         return
     path = Path(target)
     batch = load_batch(path)
-    changes = {"kind": executor, "workers": workers, "ray_address": address, "pin_cores": pin_cores}
+    changes = {"kind": executor.value if executor else None, "workers": workers, "ray_address": address,
+               "pin_cores": pin_cores}
     data = batch.executor.model_dump() | {k: v for k, v in changes.items() if v is not None}
     settings = validate_model(ExecutorConfig, data, "--executor/--workers/--address/--pin-cores")
     state = run_batch(batch, path, out, settings)
@@ -142,6 +154,9 @@ app.command("view")(view_command)
 app.command("postprocess")(postprocess_command)
 app.command("replay")(replay_command)
 
+# `grade batch --executor`: the executor kinds of the batch document, as click choices.
+ExecutorKind = enum.Enum("ExecutorKind", {kind: kind for kind in typing.get_args(
+    ExecutorConfig.model_fields["kind"].annotation)}, type=str)
 # `grade config schema --kind`: the documents a YAML file can be.
 SchemaKind = enum.Enum("SchemaKind", {"experiment": "experiment", "batch": "batch", "slam_benchmark": "slam-benchmark"},
                        type=str)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import CONFIGS, run_grade
+from conftest import CONFIGS, assert_refused, run_grade
 from typer.testing import CliRunner
 
 
@@ -142,3 +142,26 @@ def test_help_documents_every_exit_code_and_failures_of_some_inputs_or_jobs_have
                         (("batch",), (ExitCode.BAD_INPUT, ExitCode.BATCH_FAILURES))):
         text = " ".join(_help(*args).split())
         assert all(f"{int(code)} {EXIT_CODE_MEANINGS[code]}" in text for code in codes), args
+
+
+def test_short_help_completion_and_verbosity_options(tmp_path, asset_cache):
+    """-h on every level, the shell completion script, -q/-v refused together, and --log-file receiving the
+    messages of a command that logs (grade prepare's placement lines)."""
+    from pipeline.cli import app
+
+    for args in (["-h"], ["config", "-h"], ["robot", "inspect", "-h"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0 and result.output.startswith("Usage: grade"), (args, result.output)
+    completion = CliRunner().invoke(app, ["--show-completion", "bash"])
+    assert completion.exit_code == 0 and "_grade_completion" in completion.output
+    assert_refused(run_grade("-v", "-q", "config", "validate", str(CONFIGS / "demo.yaml")), "-v/-q")
+    log = tmp_path / "grade.log"
+    result = run_grade("--log-file", str(log), "prepare", str(CONFIGS / "demo.yaml"), "--out", str(tmp_path / "run"),
+                       "--set", "humans.count={min: 1, max: 1}", "--set", "flying_objects.count={min: 0, max: 0}",
+                       "--set", f"assets_dir={asset_cache}")
+    assert result.returncode == 0, result.stderr
+    assert "INFO grade.placement: placed 1 of 1 humans" in log.read_text().splitlines()
+    quiet = run_grade("-q", "prepare", str(CONFIGS / "demo.yaml"), "--out", str(tmp_path / "quiet"),
+                      "--set", "humans.count={min: 1, max: 1}", "--set", "flying_objects.count={min: 0, max: 0}",
+                      "--set", f"assets_dir={asset_cache}")
+    assert quiet.returncode == 0 and "placed" not in quiet.stderr
