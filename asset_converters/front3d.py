@@ -46,6 +46,7 @@ from asset_converters.front3d_labels import (
     semantics_document,
 )
 from asset_converters.front3d_lights import DEFAULT_LIGHT_INTENSITY, RoomPieces, is_lamp, room_lights
+from asset_converters.licences import FRONT3D, FUTURE3D
 from core.assets.parts import Light, Material, SceneMesh
 from core.errors import InputError
 from core.formats.asset_meta import SourceInfo
@@ -351,7 +352,8 @@ def _write_house(house: House, sources: _Sources, out: str | Path, room: str | N
     options = _options(models_dir, textures_dir, room, seed, light_intensity)
     files = _input_files(json_path, models_dir, labels)
     source = SourceInfo(dataset=CONVERTER, files={f.name: sha256_file(f) for f in files},
-                        options={**options, "labels": str(labels) if labels else None})
+                        options={**options, "labels": str(labels) if labels else None},
+                        licences=[FRONT3D, *([FUTURE3D] if models_dir is not None else [])])
 
     def house_semantics(folder: Path, prim_paths: list[str]) -> None:
         write_semantics(folder, semantics_document(prim_paths, [p.mesh.semantic_label for p in pieces],

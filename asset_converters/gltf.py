@@ -42,9 +42,10 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from asset_converters.animated import write_animated_package
+from asset_converters.licences import user_file
 from core.assets.parts import Animation, Material, PointCacheMesh, SkinnedMesh
 from core.errors import InputError
-from core.formats.asset_meta import SourceInfo
+from core.formats.asset_meta import Licence, SourceInfo
 from core.formats.scene_layout import prim_name
 from core.geometry import Y_UP_TO_Z_UP, matrix_to_quat_wxyz
 from core.progress import get_logger
@@ -691,11 +692,14 @@ def load_gltf_animation(path: str | Path, texture_dir: Path, animation: str | No
 
 def convert_animated_gltf(path: str | Path, out: str | Path, input_hash: str, animation: str | None = None,
                           fps: float = DEFAULT_FPS, scale: float | None = None, height: float | None = None,
-                          label: str = DEFAULT_LABEL) -> Path:
-    """A skinned glTF file -> animated asset package at `out`."""
+                          label: str = DEFAULT_LABEL, licences: list[Licence] | None = None) -> Path:
+    """A skinned glTF file -> animated asset package at `out`; `licences` are the file's terms when the caller
+    knows them (default: unknown, the user's file)."""
     path = Path(path)
     options = {"animation": animation, "fps": fps, "scale": scale, "height": height, "label": label}
     files = {f.name: sha256_file(f) for f in input_files(path) if f.is_file()}
     with tempfile.TemporaryDirectory(prefix="grade-gltf-") as tmp:
         anim = load_gltf_animation(path, Path(tmp), animation, fps, scale, height, label)
-        return write_animated_package(anim, out, SourceInfo(dataset="gltf", files=files, options=options), input_hash)
+        return write_animated_package(anim, out, SourceInfo(
+            dataset="gltf", files=files, options=options, licences=licences or [user_file(f"glTF file {path.name}")]),
+            input_hash)

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from asset_converters.batch import Job, hash_inputs
+from asset_converters.licences import GSO
 from asset_converters.mesh import label_from_name, load_static_meshes
 from asset_converters.objects import write_object_package
 from core.assets.parts import SceneMesh
@@ -214,7 +215,7 @@ def convert_gso(source: str | Path, out: str | Path, input_hash: str, label: str
         name = source.stem if is_zip else source.name
         resolved = gso_label(folder, name, label)
         meshes = load_gso(folder, resolved, Path(tmp))
-        info = SourceInfo(dataset="gso", files=files, options={"label": label})
+        info = SourceInfo(dataset="gso", files=files, options={"label": label}, licences=[GSO])
         return write_object_package(meshes, resolved, out, info, input_hash)
 
 

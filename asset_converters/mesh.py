@@ -32,6 +32,7 @@ from PIL import Image
 from asset_converters import gltf
 from asset_converters.batch import Job, hash_inputs
 from asset_converters.environment import write_environment_package
+from asset_converters.licences import user_file
 from asset_converters.objects import write_object_package
 from core.assets.parts import Material, SceneMesh
 from core.errors import InputError
@@ -246,7 +247,7 @@ def input_files(path: Path) -> list[Path]:
 
 def _source(path: Path, dataset: str, options: dict) -> SourceInfo:
     files = {f.name: sha256_file(f) for f in input_files(path) if f.is_file()}
-    return SourceInfo(dataset=dataset, files=files, options=options)
+    return SourceInfo(dataset=dataset, files=files, options=options, licences=[user_file(f"mesh file {path.name}")])
 
 
 def convert_mesh_file(path: str | Path, out: str | Path, input_hash: str, options: MeshOptions) -> Path:

@@ -147,7 +147,7 @@ def export_coco(sequences: list[Sequence], out: Path, categories: str = "coco", 
     options = {"categories": categories, "filters": asdict(filters), "processed": processed, "split": split,
                "seed": seed, "keypoints": keypoints}
     check_frames(sequences, processed)
-    with export_folder(out, "coco", options, sequences) as folder:
+    with export_folder(out, "coco", options, sequences, chosen) as folder:
         documents, dropped = coco_annotations(folder, sequences, chosen, filters, processed, keypoints)
         if not documents:
             documents[None if split is None else "train"] = _empty(chosen)

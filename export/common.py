@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import ConfigError, GradeError, InputError
+from core.formats.dataset_card import DatasetCard, write_dataset_card
 from core.formats.export import (
     EXPORT_FILE,
     ExportDocument,
@@ -31,6 +32,8 @@ from core.recording import Camera, Frame, Recording
 from core.rundir import DIRECTORY_MODE, atomic_write_bytes
 from core.seeding import generator
 from core.stage import output_folder
+from export.card import CardRun, dataset_card, relative
+from export.categories import Categories
 
 SPLITS = ("train", "val", "test")
 # The `grade postprocess` output each image kind is replaced by with `processed`, and the flag that makes it.
@@ -48,9 +51,12 @@ class Sequence:
     cameras: list[str]
     split: str | None = None
 
-    def entry(self) -> ExportedSequence:
-        return ExportedSequence(name=self.name, run=str(self.recording.path.resolve()), cameras=self.cameras,
+    def entry(self, root: Path) -> ExportedSequence:
+        return ExportedSequence(name=self.name, run=relative(self.recording.path, root), cameras=self.cameras,
                                 split=self.split)
+
+    def card_run(self) -> CardRun:
+        return CardRun(self.name, self.recording, self.cameras, self.split)
 
 
 def open_sequences(runs: Seq[Path], cameras: Seq[str] | None = None, robot: str | None = None) -> list[Sequence]:
@@ -116,10 +122,11 @@ def assign_splits(sequences: list[Sequence], fractions: dict[str, float], seed: 
 
 
 class ExportFolder:
-    """An export folder held for writing: export.json first (complete: false), files, export.json last."""
+    """An export folder held for writing: export.json first (complete: false), files, then the dataset card
+    (DATASET.md) and export.json with the same card, last."""
 
-    def __init__(self, root: Path, document: ExportDocument):
-        self.root, self.document = root, document
+    def __init__(self, root: Path, document: ExportDocument, card: DatasetCard):
+        self.root, self.document, self.card = root, document, card
 
     def path(self, relative: str | Path) -> Path:
         return self.root / relative
@@ -145,16 +152,23 @@ class ExportFolder:
         return atomic_write_bytes(self.root / relative, data)
 
     def finish(self, counts: dict[str, int], dropped: list[str]) -> None:
+        card = self.card.model_copy(update={"counts": counts})
+        write_dataset_card(self.root, card)
         self.document = self.document.model_copy(update={"complete": True, "counts": counts,
-                                                          "dropped_frames": dropped})
+                                                          "dropped_frames": dropped, "card": card})
         write_export_document(self.root, self.document)
 
 
 @contextmanager
-def export_folder(out: Path, fmt: str, options: dict[str, Any], sequences: list[Sequence]) -> Iterator[ExportFolder]:
+def export_folder(out: Path, fmt: str, options: dict[str, Any], sequences: list[Sequence],
+                  categories: Categories | None = None) -> Iterator[ExportFolder]:
     """Lock `out` (one writer), refuse a folder holding another export, record the job, yield the folder.
-    The caller writes its files and calls `finish`; an interrupted export is resumed by the same command."""
-    document = ExportDocument(format=fmt, options=options, sequences=[s.entry() for s in sequences])
+    The caller writes its files and calls `finish`; an interrupted export is resumed by the same command.
+    The dataset card is gathered first, so a recording it cannot read fails before the folder is touched;
+    `categories` are the export's label classes (None: an export without labels)."""
+    card = dataset_card(Path(out), f"GRADE {fmt} export", fmt, options, [s.card_run() for s in sequences],
+                        categories)
+    document = ExportDocument(format=fmt, options=options, sequences=[s.entry(Path(out)) for s in sequences])
     with output_folder(out, what="export folder") as root:
         if (root / EXPORT_FILE).is_file():
             previous = read_export_document(root)
@@ -163,7 +177,7 @@ def export_folder(out: Path, fmt: str, options: dict[str, Any], sequences: list[
                                  f"{', '.join(s.name for s in previous.sequences)}, other options); choose a new "
                                  "--out, or rerun that export's exact command to resume it", root / EXPORT_FILE)
         write_export_document(root, document)
-        yield ExportFolder(root, document)
+        yield ExportFolder(root, document, card)
 
 
 def image_file(frame: Frame, kind: str, processed: bool) -> Path | None:

@@ -242,7 +242,7 @@ def export_webdataset(sequences: list[Sequence], out: Path, options: ShardOption
         return labels, make_sample(job, kinds[job.sequence.name, job.camera.name], labels, entries, chosen,
                                    options.processed)
 
-    with export_folder(out, "webdataset", recorded, sequences) as folder:
+    with export_folder(out, "webdataset", recorded, sequences, chosen) as folder:
         counts, dropped = _write_shards(folder, frame_jobs(sequences), label, options)
         semantic: dict[str, int] = {}
         for sequence in sequences:

@@ -83,7 +83,7 @@ def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", cate
 
     jobs = frame_jobs(sequences)
     check_frames(sequences, processed)
-    with export_folder(out, "yolo", options, sequences) as folder:
+    with export_folder(out, "yolo", options, sequences, chosen) as folder:
         counts = {"images": 0, "labels": 0, "dropped frames": 0}
         dropped = []
         for job, (labels, lines) in labelled_frames(jobs, label, "YOLO export"):

@@ -10,6 +10,8 @@ Layout of the batch folder (BatchConfig.output_dir, or --out):
     <name>/                 each job's run folder (a complete recording, post-processed when configured)
     batch.json              the jobs and their attempts (core.formats.batch_state)
     exports/<format>/       the `exports` of every run (COCO, YOLO, TUM RGB-D, EuRoC), once all jobs are done
+    DATASET.md              the dataset card of the whole batch (its runs, assets, sensors, classes, licences),
+                            written once all jobs are done (each export folder has its own)
 
 A job is `grade generate jobs/<name>.yaml` in a process of its own: generate skips a recording that is complete
 for the same inputs (its record hash: config, class map, scene, assets) and redoes an interrupted or failed one,
@@ -43,6 +45,7 @@ from core.formats.batch_state import (
     read_batch_state,
     write_batch_state,
 )
+from core.formats.dataset_card import write_dataset_card
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.run_layout import ASSETS_DIR
 from core.outputs import output_lock
@@ -265,6 +268,7 @@ def run_batch(batch: BatchConfig, batch_file: Path, out: Path | None = None,
     failed = {name: entry for name, entry in state.jobs.items() if entry.status == "failed"}
     if not failed:
         export_runs(batch.exports, [job.run for job in jobs], out / EXPORTS_DIR)
+        write_batch_card(out, [job.run for job in jobs], {fmt: out / EXPORTS_DIR / fmt for fmt in batch.exports})
     if failed:
         lines = "; ".join(f"{name} after {entry.attempts} attempts ({entry.error}; log {entry.log})"
                           for name, entry in failed.items())
@@ -297,6 +301,13 @@ def export_runs(formats: list[str], runs: list[Path], folder: Path) -> None:
             export_kitti(runs, target)
         else:
             export_euroc(runs, target)
+
+
+def write_batch_card(out: Path, runs: list[Path], exports: dict[str, Path]) -> Path:
+    """out/DATASET.md: one dataset card for the whole batch (export.card.batch_card)."""
+    from export.card import batch_card
+
+    return write_dataset_card(out, batch_card(out, runs, exports))
 
 
 def batch_status(out: Path) -> dict[str, list[str]]:

@@ -17,8 +17,17 @@ from core.config import ExperimentConfig
 from core.errors import InputError
 from core.formats.class_map import read_class_map
 from core.formats.manifest import MANIFEST
-from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info, write_run_info
+from core.formats.run_info import (
+    COMPLETE,
+    RUN_FILE,
+    AssetRecord,
+    RunInfo,
+    asset_record,
+    read_run_info,
+    write_run_info,
+)
 from core.formats.run_layout import RECORD_OUTPUTS
+from core.formats.scene_layout import read_scene_layout
 from core.progress import console, get_logger, make_progress
 from core.robot_catalogue import KINDS, Custom
 from core.rundir import Stopwatch, content_hash, sha256_file
@@ -120,7 +129,7 @@ def _generate_locked(config: ExperimentConfig, run: Path, cache: Path | None, fo
 
     info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
                    derived_seeds=derived_seeds(config.seed, run_streams(config)), config=config.model_dump(mode="json"),
-                   asset_hashes=_asset_hashes(prepared))
+                   asset_hashes=_asset_hashes(prepared), assets=_asset_records(prepared.scene))
     with stage.build(on_failure=lambda exc: record_failure(run, info, exc)) as partial:
         write_run_info(run, info)
         simulate_seconds, mission, counts, end_time = _simulate(config, prepared, partial)
@@ -137,6 +146,13 @@ def _asset_hashes(prepared) -> dict[str, str]:
         manifest = package / MANIFEST
         hashes[package.name] = content_hash(manifest.read_text()) if manifest.is_file() else "unmanaged"
     return hashes
+
+
+def _asset_records(scene: Path) -> list[AssetRecord]:
+    """The packages the scene places, each once, in scene order."""
+    layout = read_scene_layout(scene)
+    placed = [layout.environment, *layout.humans, *layout.objects, *layout.animals]
+    return [asset_record(package) for package in dict.fromkeys(p.package for p in placed)]
 
 
 def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, dict, dict[str, int], float]:

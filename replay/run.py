@@ -88,7 +88,8 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
         watch = Stopwatch()
         info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
                        derived_seeds=parent.info.derived_seeds, config=config.model_dump(mode="json"),
-                       asset_hashes=parent.info.asset_hashes, replay_of=replay_of, sim_time_start=times[0])
+                       asset_hashes=parent.info.asset_hashes, assets=parent.info.assets, replay_of=replay_of,
+                       sim_time_start=times[0])
         with stage.build(on_failure=lambda exc: record_failure(out, info, exc)) as partial:
             copy_run_scene(parent.path / SCENE_DIR, out / SCENE_DIR)
             for obj, (package, asset_id) in zip(overrides.add_objects, _object_packages(overrides, out / ASSETS_DIR),

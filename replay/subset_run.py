@@ -116,7 +116,8 @@ def replay_subset(run: str | Path, out: str | Path, rule: FrameRule, render: dic
         watch = Stopwatch()
         info = RunInfo(name=plan.config.name, backend=plan.config.simulation.backend, master_seed=plan.config.seed,
                        derived_seeds=plan.parent.info.derived_seeds, config=plan.config.model_dump(mode="json"),
-                       asset_hashes=plan.parent.info.asset_hashes, replay_of=plan.replay_of,
+                       asset_hashes=plan.parent.info.asset_hashes, assets=plan.parent.info.assets,
+                       replay_of=plan.replay_of,
                        sim_time_start=plan.parent.info.sim_time_start)
         with stage.build(on_failure=lambda exc: record_failure(out, info, exc)) as partial:
             copy_run_scene(plan.parent.path / SCENE_DIR, out / SCENE_DIR)

@@ -16,6 +16,7 @@ import numpy as np
 from asset_converters.animated import write_animated_package
 from asset_converters.batch import BatchResult, Job, hash_inputs, run_jobs
 from asset_converters.environment import write_environment_package
+from asset_converters.licences import GRADE_PROCEDURAL
 from asset_converters.objects import write_object_package
 from asset_converters.procedural.environment import build_environment
 from asset_converters.procedural.humanoid import JOINTS, PARENTS, body_meshes, make_body
@@ -58,7 +59,7 @@ def build_human(seed: int, index: int, motion: str, name: str, texture_dir: Path
 
 
 def _source(options: dict) -> SourceInfo:
-    return SourceInfo(dataset=CONVERTER, options=options)
+    return SourceInfo(dataset=CONVERTER, options=options, licences=[GRADE_PROCEDURAL])
 
 
 def _write_environment(options: dict, out: Path, input_hash: str) -> Path:

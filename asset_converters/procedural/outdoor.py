@@ -13,6 +13,7 @@ from pathlib import Path
 from asset_converters.batch import Job
 from asset_converters.environment import write_environment_package
 from asset_converters.gltf import DEFAULT_FPS, convert_animated_gltf
+from asset_converters.licences import GRADE_PROCEDURAL
 from asset_converters.procedural.animal import ANIMAL_LABEL, ANIMAL_MOTIONS, write_animal_glb
 from asset_converters.procedural.demo import CONVERTER, procedural_job
 from asset_converters.procedural.terrain import TerrainOptions, build_terrain
@@ -30,15 +31,16 @@ def _write_terrain(options: dict, out: Path, input_hash: str) -> Path:
     terrain = TerrainOptions(**{key: options[key] for key in asdict(TerrainOptions())})
     with tempfile.TemporaryDirectory() as textures:
         meshes, lights = build_terrain(options["seed"], terrain, Path(textures))
-        return write_environment_package(meshes, lights, out, SourceInfo(dataset=CONVERTER, options=options),
-                                         input_hash, terrain=True)
+        source = SourceInfo(dataset=CONVERTER, options=options, licences=[GRADE_PROCEDURAL])
+        return write_environment_package(meshes, lights, out, source, input_hash, terrain=True)
 
 
 def _write_animal(options: dict, out: Path, input_hash: str) -> Path:
     with tempfile.TemporaryDirectory() as folder:
         rng = generator(options["seed"], f"procedural/animal/{options['index']}")
         glb = write_animal_glb(rng, options["motion"], Path(folder) / f"{out.name}.glb")
-        return convert_animated_gltf(glb, out, input_hash, fps=options["fps"], label=ANIMAL_LABEL)
+        return convert_animated_gltf(glb, out, input_hash, fps=options["fps"], label=ANIMAL_LABEL,
+                                     licences=[GRADE_PROCEDURAL])
 
 
 def terrain_job(out: str | Path, seed: int, options: TerrainOptions) -> Job:

@@ -23,6 +23,7 @@ import scipy.io
 
 from asset_converters.animated import write_animated_package
 from asset_converters.batch import Job, hash_inputs
+from asset_converters.licences import BODY_MODELS, CLOTH3D
 from asset_converters.smpl.body_model import all_model_files, find_body_model, load_body_model, shaped
 from asset_converters.smpl.rig import body_animation, joint_paths
 from asset_converters.smpl.sequences import (
@@ -236,7 +237,8 @@ def convert_cloth3d(folder: str | Path, out: str | Path, body_model_dir: str | P
     options = {"fps": float(fps), "source_fps": float(source_fps)} | window_options(window, window_index, seed)
     source = SourceInfo(dataset=CONVERTER, files={p.name: sha256_file(p) for p in [*inputs, model_path]},
                         options=options | {"body_model": model_path.name, "garments": list(info.garments),
-                                           "frames": [start, stop], "clip_frames": len(poses)})
+                                           "frames": [start, stop], "clip_frames": len(poses)},
+                        licences=[CLOTH3D, BODY_MODELS[model.family]])
     if input_hash is None:
         input_hash = hash_inputs(CONVERTER, inputs + all_model_files(body_model_dir), options)
     return write_animated_package(anim, out, source, input_hash, "points")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from asset_converters.animated import write_animated_package
 from asset_converters.batch import Job, hash_inputs
+from asset_converters.licences import motion_licences
 from asset_converters.smpl.body_model import FAMILY_OF_JOINTS, all_model_files, find_body_model, load_body_model
 from asset_converters.smpl.rig import body_animation, check_representation, joint_paths
 from asset_converters.smpl.sequences import (
@@ -64,7 +65,8 @@ def convert_sequence(path: str | Path, out: str | Path, body_model_dir: str | Pa
                                                            "source_joints": seq.joint_count,
                                                            "frames": [start, stop], "clip_frames": seq.frame_count}
     files = {p.name: sha256_file(p) for p in (path, model_path)}
-    source = SourceInfo(dataset=seq.format, files=files, options=options | window_options(window, window_index, seed))
+    source = SourceInfo(dataset=seq.format, files=files, options=options | window_options(window, window_index, seed),
+                        licences=motion_licences(seq.format, model.family))
     if input_hash is None:
         input_hash = hash_inputs(CONVERTER, [path, *all_model_files(body_model_dir)],
                                  _options(fps, representation, up, gender) | window_options(window, window_index, seed))

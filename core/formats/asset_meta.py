@@ -25,10 +25,22 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Licence(_Model):
+    """The terms a source dataset is used under, as its converter knows them: the dataset card of an export
+    lists them with the obligations, so a published dataset honours the sources it derives from."""
+
+    source: str  # the dataset or model the terms are of, e.g. "AMASS", "SMPL-H body model"
+    name: str  # the licence's name; "unknown" where the converter cannot know it (a user's own file)
+    url: str | None = None  # where the full terms are
+    obligations: list[str] = []  # what the terms ask of a user of derived data, briefly
+
+
 class SourceInfo(_Model):
     dataset: str  # procedural | 3d-front | amass | smpl | cloth3d | gso | mesh | gltf
     files: dict[str, str] = {}  # file name -> sha256
     options: dict[str, Any] = {}
+    # None: converted before GRADE recorded licences (the package still reads; its licence shows as unknown).
+    licences: list[Licence] | None = None
 
 
 class TerrainInfo(_Model):

@@ -2,8 +2,9 @@
 
 Written first with `complete: false`, rewritten with `complete: true` when every file is in place. A rerun
 with the same format, options and sequences resumes (files already written are kept); anything else is
-refused, so one folder never mixes two exports. Each sequence names the run folder it came from and that
-run's record hash (run.json `asset_hashes` + config), so an export can be traced back to its recordings.
+refused, so one folder never mixes two exports. Each sequence names the run folder it came from, relative to
+the export folder; `card` (written with `complete: true`, the same facts as DATASET.md: core.formats.dataset_card)
+traces the export back to its recordings, their asset packages and the licences of their sources.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from core.formats.dataset_card import DatasetCard
 from core.formats.json_model import JsonDocument, read_json_model, write_json_model
 
 EXPORT_FILE = "export.json"
@@ -22,7 +24,7 @@ class ExportedSequence(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str  # unique within the export: the run folder's name, suffixed _2, _3, ... on a clash
-    run: str  # the run folder, absolute
+    run: str  # the run folder, relative to the export folder
     cameras: list[str]
     split: str | None = None  # train / val / test, for formats that split by sequence
 
@@ -36,6 +38,7 @@ class ExportDocument(JsonDocument):
     complete: bool = False
     dropped_frames: list[str] = []  # "<sequence>/<camera>/<frame>: reason", frames left out by the filters
     counts: dict[str, int] = {}  # images, annotations, ... as the format reports them
+    card: DatasetCard | None = None  # the dataset card, once complete
 
     def same_job(self, other: ExportDocument) -> bool:
         """Whether `other` asks for the same export (format, options, sequences): then a rerun resumes."""

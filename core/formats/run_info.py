@@ -10,11 +10,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import InputError
+from core.formats.asset_meta import Kind, Licence, load_meta
 from core.formats.json_model import JsonDocument, read_json_model, write_json_model
-from core.rundir import wall_clock_iso
+from core.formats.manifest import MANIFEST
+from core.rundir import content_hash, wall_clock_iso
 
 RUN_FILE = "run.json"
 COMPLETE = "complete"
@@ -32,6 +34,27 @@ def package_versions(names: tuple[str, ...] = (
     return versions
 
 
+class AssetRecord(BaseModel):
+    """One asset package the run's scene shows, with the terms of the sources it derives from (its meta.json's),
+    so that a dataset card can name them after the packages are gone."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    package: str  # the package folder's name (run.json `asset_hashes` key)
+    id: str
+    kind: Kind
+    dataset: str  # meta.json source.dataset
+    hash: str  # the hash of the package's MANIFEST.json, as in `asset_hashes`
+    licences: list[Licence] | None  # None: the package predates licence metadata
+
+
+def asset_record(package: Path) -> AssetRecord:
+    """The record of a complete asset package."""
+    meta = load_meta(package)
+    return AssetRecord(package=package.name, id=meta.id, kind=meta.kind, dataset=meta.source.dataset,
+                       hash=content_hash((package / MANIFEST).read_text()), licences=meta.source.licences)
+
+
 class RunInfo(JsonDocument):
     """Contents of `run.json`."""
 
@@ -45,6 +68,9 @@ class RunInfo(JsonDocument):
     config: dict[str, Any]
     versions: dict[str, str] = Field(default_factory=package_versions)
     asset_hashes: dict[str, str] = {}
+    # The packages the scene places (environment, humans, objects, animals); None in a run recorded before GRADE
+    # kept them.
+    assets: list[AssetRecord] | None = None
     replay_of: dict[str, Any] | None = None  # a replay's parent run, mode, window and overrides
     sim_time_start: float = 0.0
     sim_time_end: float | None = None
