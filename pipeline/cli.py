@@ -1,49 +1,112 @@
-"""The `grade` command line. Stage commands live with their stage and are registered here."""
+"""The `grade` command line: the root command, its commands loaded only when used, and the one error boundary.
+
+Each command lives with its stage; `COMMANDS` names where, with the one-line help `grade --help` lists, so that
+`grade --help` (and completing a command's name) imports none of them (tests/test_cli.py checks the lines against
+the commands' own)."""
 
 from __future__ import annotations
 
-import enum
+import importlib
 import logging
 import os
 import sys
-import typing
+from collections.abc import Iterator, Mapping
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NamedTuple, NoReturn
 
 import typer
+from typer import _click
 from typer.core import TyperGroup
 
-from asset_converters.cli import convert_app
-from core.config import ExperimentConfig
-from core.config_io import dump_yaml, load_experiment, validate_model
-from core.errors import EXIT_CODES_HELP, ExitCode, GradeError, exit_code_help
+from core.errors import EXIT_CODES_HELP, ExitCode, GradeError
 from core.progress import configure_logging, console
-from core.stage import output_folder
-from core.yaml_io import read_yaml
-from evaluation.cli import benchmark_app, evaluate_app
-from export.cli import export_app
-from pipeline.batch_config import BatchConfig, ExecutorConfig, expand_batch, load_batch
-from pipeline.benchmark_config import SlamBenchmarkConfig, load_slam_benchmark
-from placement.cli import place_command
-from postprocess.cli import postprocess_command, view_command
-from replay.cli import replay_command
-from simulation.tiago.cli import robot_app
-
-# `grade --help` lists the commands in the order a dataset is made and used, not alphabetically.
-WORKFLOW = ("demo", "convert", "place", "prepare", "generate", "batch", "view", "replay", "postprocess", "export",
-            "evaluate", "benchmark", "config", "robot")
+from pipeline.cli_help import readable
 
 
-class WorkflowGroup(TyperGroup):
-    def list_commands(self, ctx: typer.Context) -> list[str]:
-        names = super().list_commands(ctx)
-        return sorted(names, key=lambda name: WORKFLOW.index(name) if name in WORKFLOW else len(WORKFLOW))
+class Command(NamedTuple):
+    module: str
+    attribute: str  # a typer.Typer (a command group) or a function (one command)
+    summary: str  # its help's first line, as `grade --help` lists it
+
+
+# In the order a dataset is made and used, which `grade --help` keeps.
+COMMANDS: dict[str, Command] = {
+    "demo": Command("pipeline.run_cli", "demo_command", "The CPU demo: configs/demo.yaml into runs/demo."),
+    "convert": Command("asset_converters.cli", "convert_app", "Convert source datasets into USD asset packages."),
+    "place": Command("placement.cli", "place_command", "Place humans, flying objects and the robot start."),
+    "prepare": Command("pipeline.run_cli", "prepare_command", "Convert assets, place them and compose scene.usda."),
+    "generate": Command("pipeline.run_cli", "generate_command", "Run one experiment end to end."),
+    "batch": Command("pipeline.batch_cli", "batch_app", "Run a batch of experiments, or report its status."),
+    "view": Command("postprocess.cli", "view_command", "Contact sheets, trajectory and IMU plots of a run."),
+    "replay": Command("replay.cli", "replay_command", "Simulate a recorded run again, with new sensors if asked."),
+    "postprocess": Command("postprocess.cli", "postprocess_command",
+                           "Sensor noise, blur and rolling shutter; bag tools."),
+    "export": Command("export.cli", "export_app",
+                      "COCO/YOLO training sets, WebDataset shards, TUM RGB-D/EuRoC/KITTI sequences."),
+    "evaluate": Command("evaluation.cli", "evaluate_app", "Evaluate SLAM trajectories against the ground truth."),
+    "benchmark": Command("pipeline.benchmark_cli", "benchmark_app",
+                         "Run SLAM methods on sequences and tabulate the results."),
+    "config": Command("pipeline.config_cli", "config_app", "Validate and inspect experiment and batch configs."),
+    "robot": Command("simulation.tiago.cli", "robot_app",
+                     "Robots: inspect a URDF or MJCF, S-curve calibration and command-file driving."),
+}
+
+
+def load_command(name: str) -> _click.Command:
+    """Import command `name`'s module and build its click command, with readable help."""
+    spec = COMMANDS[name]
+    target = getattr(importlib.import_module(spec.module), spec.attribute)
+    if isinstance(target, typer.Typer):
+        group = typer.main.get_group(target)
+    else:
+        single = typer.Typer(add_completion=False)
+        single.command(name)(target)
+        group = typer.main.get_command(single)
+    group.rich_markup_mode = None  # plain click help, as the root's: '[viz]' in a help text is not markup
+    for sub in getattr(group, "commands", {}).values():
+        sub.rich_markup_mode = None
+    return readable(group)
+
+
+class LazyCommands(Mapping):
+    """The root's commands by name, each built on first use."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, _click.Command] = {}
+
+    def __getitem__(self, name: str) -> _click.Command:
+        if name not in COMMANDS:
+            raise KeyError(name)
+        if name not in self._built:
+            self._built[name] = load_command(name)
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS)
+
+
+class LazyGroup(TyperGroup):
+    """The root group: lists its commands from `COMMANDS` and imports one only to run it or show its help."""
+
+    def __init__(self, **attrs: object) -> None:
+        super().__init__(**attrs)
+        self.commands = LazyCommands()
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, spec.summary) for name, spec in COMMANDS.items()])
 
 
 app = typer.Typer(
     name="grade",
-    cls=WorkflowGroup,
+    cls=LazyGroup,
     help="""GRADE: generate realistic animated dynamic environments for robotics research.
 
     \b
@@ -59,8 +122,6 @@ app = typer.Typer(
     # for rich markup.
     rich_markup_mode=None,
 )
-config_app = typer.Typer(help="Validate and inspect experiment and batch configs.", no_args_is_help=True)
-app.add_typer(config_app, name="config")
 
 
 def _print_version(value: bool) -> None:
@@ -83,257 +144,6 @@ def _options(
     if verbose and quiet:
         raise GradeError("give -v (more messages) or -q (fewer), not both", field="-v/-q")
     configure_logging(1 if verbose else -1 if quiet else 0, log_file)
-app.add_typer(convert_app, name="convert")
-app.add_typer(robot_app, name="robot")
-app.add_typer(export_app, name="export")
-app.add_typer(evaluate_app, name="evaluate")
-app.add_typer(benchmark_app, name="benchmark")
-
-
-@app.command("batch", epilog=exit_code_help(ExitCode.BAD_INPUT, ExitCode.BATCH_FAILURES))
-def batch_command(
-    target: Annotated[str, typer.Argument(metavar="BATCH.yaml|status", help="A batch config to run, or `status`.")],
-    folder: Annotated[Path | None, typer.Argument(metavar="[DIR]", help="status: the batch folder.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Batch folder (default: the config's output_dir).")]
-    = None,
-    executor: Annotated[ExecutorKind | None, typer.Option(
-        "--executor", metavar="|".join(kind.value for kind in ExecutorKind),
-        help="Where the jobs run (default: the config's executor.kind).")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Jobs at a time.")] = None,
-    address: Annotated[str | None, typer.Option("--address", help="ray: 'auto' or host:port.")] = None,
-    pin_cores: Annotated[bool | None, typer.Option("--pin-cores/--no-pin-cores", help="local: run each worker's "
-                                                   "jobs on cores of their own (Linux).")] = None,
-    follow: Annotated[bool, typer.Option("--follow", help="status: show a live progress bar until the batch's "
-                                                          "driver stops.")] = False,
-) -> None:
-    """Run a batch of experiments, or report its status.
-
-    Jobs are resumable and retried; a summary lists failures with their logs.
-
-    \b
-    Examples:
-      grade batch configs/grade-dataset.yaml --out datasets/grade --workers 2
-      grade batch configs/grade-dataset.yaml --workers 8 --pin-cores
-      grade batch configs/grade-dataset.yaml --executor slurm
-      grade batch status datasets/grade --follow
-    """
-    from pipeline.batch import report_status, run_batch
-
-    if target == "status":
-        if folder is None:
-            raise GradeError("name the batch folder: grade batch status DIR", field="DIR")
-        report_status(folder, follow)
-        return
-    path = Path(target)
-    batch = load_batch(path)
-    changes = {"kind": executor.value if executor else None, "workers": workers, "ray_address": address,
-               "pin_cores": pin_cores}
-    data = batch.executor.model_dump() | {k: v for k, v in changes.items() if v is not None}
-    settings = validate_model(ExecutorConfig, data, "--executor/--workers/--address/--pin-cores")
-    state = run_batch(batch, path, out, settings)
-    console.print(f"batch complete: {len(state.jobs)} jobs in {Path(out or batch.output_dir)}", soft_wrap=True)
-
-
-@benchmark_app.command("slam")
-def benchmark_slam(config: Annotated[Path, typer.Argument(metavar="CONFIG", help="SLAM benchmark YAML "
-                                                          "(docs/guides/evaluate.md).")]) -> None:
-    """Methods x sequences x repetitions: ATE and missing-time tables (CSV, Markdown), plots.
-
-    \b
-    Example:
-      grade benchmark slam configs/slam-benchmark.yaml
-    """
-    from pipeline.benchmark import slam_benchmark
-
-    result = slam_benchmark(load_slam_benchmark(config))
-    for table in result.tables:
-        console.print(str(table), soft_wrap=True)
-    sys.stdout.write(result.tables[-1].read_text(encoding="utf-8"))
-app.command("place")(place_command)
-app.command("view")(view_command)
-app.command("postprocess")(postprocess_command)
-app.command("replay")(replay_command)
-
-# `grade batch --executor`: the executor kinds of the batch document, as click choices.
-ExecutorKind = enum.Enum("ExecutorKind", {kind: kind for kind in typing.get_args(
-    ExecutorConfig.model_fields["kind"].annotation)}, type=str)
-# `grade config schema --kind`: the documents a YAML file can be.
-SchemaKind = enum.Enum("SchemaKind", {"experiment": "experiment", "batch": "batch", "slam_benchmark": "slam-benchmark"},
-                       type=str)
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option("--set", "-s", help="Override a key: --set simulation.duration=5 (repeatable)."),
-]
-
-
-def _is_batch(path: Path) -> bool:
-    data, _ = read_yaml(path)
-    return "base" in data and "base" in BatchConfig.model_fields
-
-
-def _is_slam_benchmark(path: Path) -> bool:
-    data, _ = read_yaml(path)
-    return "methods" in data and "methods" in SlamBenchmarkConfig.model_fields
-
-
-@config_app.command("validate")
-def config_validate(
-    file: Annotated[Path, typer.Argument(help="Experiment or batch YAML file.")],
-    set_: SetOption = None,
-) -> None:
-    """Check a config: keys, types, physical invariants and input paths (exit 2 if bad).
-
-    \b
-    Example:
-      grade config validate configs/paper-indoor.yaml --set simulation.duration=30
-    """
-    if _is_batch(file):
-        experiments = expand_batch(load_batch(file), file)
-        console.print(f"ok {file}: batch of {len(experiments)} experiments")
-    elif _is_slam_benchmark(file):
-        benchmark = load_slam_benchmark(file)
-        console.print(f"ok {file}: SLAM benchmark of {len(benchmark.methods)} methods on {len(benchmark.sequences)} "
-                      f"sequences, {benchmark.repetitions} runs each")
-    else:
-        from pipeline.generate import check_robots
-
-        config = load_experiment(file, set_ or [])
-        check_robots(config)  # a description robot's file, links and drive
-        console.print(f"ok {file}: experiment {config.name!r}, seed {config.seed}")
-
-
-@config_app.command("show")
-def config_show(
-    file: Annotated[Path, typer.Argument(help="Experiment or batch YAML file.")],
-    set_: SetOption = None,
-) -> None:
-    """Print the resolved config with every default filled in (YAML on stdout).
-
-    \b
-    Example:
-      grade config show configs/demo.yaml > my-experiment.yaml
-    """
-    if _is_batch(file):
-        for config in expand_batch(load_batch(file), file):
-            sys.stdout.write(f"--- # {config.name}\n{dump_yaml(config)}")
-    elif _is_slam_benchmark(file):
-        sys.stdout.write(dump_yaml(load_slam_benchmark(file)))
-    else:
-        sys.stdout.write(dump_yaml(load_experiment(file, set_ or [])))
-
-
-@config_app.command("schema")
-def config_schema(
-    out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="JSON file to write (default: stdout).")]
-    = None,
-    kind: Annotated[SchemaKind, typer.Option("--kind", help="Which document's schema.")] = SchemaKind.experiment,
-) -> None:
-    """Write the JSON Schema of experiment configs (or batch or SLAM-benchmark documents), for editors.
-
-    An editor with a YAML language server validates and completes a config whose first line names the schema:
-    `# yaml-language-server: $schema=grade-experiment.schema.json`.
-
-    \b
-    Example:
-      grade config schema --out grade-experiment.schema.json
-    """
-    import json
-
-    from core.rundir import atomic_write_text
-
-    model = {"experiment": ExperimentConfig, "batch": BatchConfig, "slam-benchmark": SlamBenchmarkConfig}[kind.value]
-    text = json.dumps(model.model_json_schema(), indent=2) + "\n"
-    if out is None:
-        sys.stdout.write(text)
-    else:
-        atomic_write_text(out, text)
-        console.print(f"wrote {out}")
-
-
-DEMO_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
-
-
-def _prepare_and_report(config_file: Path, out: Path | None, overrides: list[str]) -> None:
-    from pipeline.prepare import prepare
-
-    config = load_experiment(config_file, overrides)
-    with output_folder(out or config.output_dir, what="run folder") as folder:
-        prepared = prepare(config, folder)
-    console.print(f"environment  {prepared.environment}\nhumans       {len(prepared.humans)} packages\n"
-                  f"objects      {len(prepared.objects)} packages\nplacement    {prepared.placement} "
-                  f"(preview {prepared.placement.with_suffix('.png').name})\nscene        {prepared.scene}")
-
-
-@app.command("prepare")
-def prepare_command(
-    config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="Experiment YAML file.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: the config's output_dir).")] = None,
-    set_: SetOption = None,
-) -> None:
-    """Convert assets, place them and compose scene.usda.
-
-    Assets are converted once into the cache; humans, objects and the robot start are placed.
-
-    \b
-    Example:
-      grade prepare configs/paper-indoor.yaml --out runs/indoor-0
-    """
-    _prepare_and_report(config_file, out, set_ or [])
-
-
-def _generate_and_report(config_file: Path, out: Path | None, overrides: list[str], force: bool, wait: bool) -> None:
-    from pipeline.generate import generate
-
-    config = load_experiment(config_file, overrides)
-    result = generate(config, out, force=force, wait=wait)
-    info = result.info
-    state = "up to date" if result.skipped else info.status
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(info.frame_counts.items()) if k.startswith(("camera/", "lidar/")))
-    console.print(f"run          {result.run} ({state})\nsimulated    {info.sim_time_end:.2f} s; {counts}\n"
-                  f"mission      {info.mission}\nview it with grade view {result.run}")
-
-
-ForceOption = Annotated[bool, typer.Option("--force", help="Record again even if the run is complete.")]
-WaitOption = Annotated[bool, typer.Option("--wait", help="If another process is writing the run folder, wait "
-                                                         "for it instead of failing.")]
-
-
-@app.command("generate")
-def generate_command(
-    config_file: Annotated[Path, typer.Argument(metavar="CONFIG", help="Experiment YAML file.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: the config's output_dir).")] = None,
-    set_: SetOption = None,
-    force: ForceOption = False,
-    wait: WaitOption = False,
-) -> None:
-    """Run one experiment end to end.
-
-    Assets (cached), placement, scene, simulation, ROS bags and ground truth.
-
-    \b
-    Examples:
-      grade generate configs/demo.yaml --out runs/demo-long --set simulation.duration=60
-      grade generate configs/demo-tiago.yaml --set seed=7
-    """
-    _generate_and_report(config_file, out, set_ or [], force, wait)
-
-
-@app.command("demo")
-def demo_command(
-    out: Annotated[Path, typer.Option("--out", help="Run folder.")] = Path("runs/demo"),
-    set_: SetOption = None,
-    force: ForceOption = False,
-    wait: WaitOption = False,
-) -> None:
-    """The CPU demo: configs/demo.yaml into runs/demo.
-
-    Procedural assets only: nothing is downloaded.
-
-    \b
-    Example:
-      grade demo && grade view runs/demo
-    """
-    _generate_and_report(DEMO_CONFIG, out, set_ or [], force, wait)
 
 
 def _os_error_message(exc: OSError) -> str:

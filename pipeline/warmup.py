@@ -21,7 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-DEMO_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
 # Durations only: anything else may change which signatures the kernels are compiled for.
 SHORT = ["simulation.duration=0.25", "simulation.bootstrap=0.25"]
 
@@ -36,10 +35,12 @@ def _grade(*args: str) -> None:
 
 
 def main() -> None:
+    from pipeline.run_cli import demo_config
+
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="grade-warmup-") as folder:
         run = Path(folder) / "run"
-        _grade("generate", str(DEMO_CONFIG), "--out", str(run), *[a for s in SHORT for a in ("--set", s)])
+        _grade("generate", str(demo_config()), "--out", str(run), *[a for s in SHORT for a in ("--set", s)])
         _grade("postprocess", str(run), "--preset", "grade-paper")
     print(f"numba's cache is warm ({time.perf_counter() - start:.0f} s)")
 

@@ -53,6 +53,7 @@ from core.formats.bags.writer import (
     Ros2Storage,
 )
 from core.formats.images import MM_PER_M
+from core.progress import subtask
 from core.rundir import partial_folder
 
 NS_PER_S = 1_000_000_000
@@ -60,6 +61,7 @@ HEADER = "std_msgs/msg/Header"
 ROS1_MAGIC = b"#ROSBAG V2.0\n"
 # Rates are kept as exact fractions so that tick times do not drift over long bags.
 RATE_DENOMINATOR_LIMIT = 1_000_000
+PROGRESS_STEP_NS = NS_PER_S // 10
 SQLITE3_SUFFIX = ".db3"
 # Errors rosbags raises for a bag it cannot read (at open or while reading messages).
 
@@ -394,17 +396,25 @@ class _Transformer:
         if latched and plan.start_ns > 0:
             for connection, _, raw in self.reader.messages(connections=latched, stop=plan.start_ns):
                 self._push(plan.start_ns, connection, raw)
-        for connection, timestamp, raw in self.reader.messages(connections=plan.kept, start=plan.start_ns,
-                                                               stop=plan.end_ns):
-            self._finalize(timestamp)
-            grid = plan.grids.get(connection.topic)
-            if grid is None:
-                self._push(timestamp, connection, raw)
-            else:
-                self._select(grid, connection, timestamp, raw)
-            self._flush(timestamp - self.hold_ns)
-        self._finalize(None)
-        self._flush(None)
+        # Progress in the bag's own time, redrawn every PROGRESS_STEP_NS of it (not per message: bags hold 1e5).
+        end_ns = plan.end_ns if plan.end_ns is not None else self.reader.end_time
+        shown_ns = plan.start_ns
+        with subtask(f"rewriting {self.src.name}", max(end_ns - plan.start_ns, 0) / 1e9) as update:
+            for connection, timestamp, raw in self.reader.messages(connections=plan.kept, start=plan.start_ns,
+                                                                   stop=plan.end_ns):
+                self._finalize(timestamp)
+                grid = plan.grids.get(connection.topic)
+                if grid is None:
+                    self._push(timestamp, connection, raw)
+                else:
+                    self._select(grid, connection, timestamp, raw)
+                self._flush(timestamp - self.hold_ns)
+                if timestamp - shown_ns >= PROGRESS_STEP_NS:
+                    shown_ns = timestamp
+                    update((timestamp - plan.start_ns) / 1e9)
+            self._finalize(None)
+            self._flush(None)
+            update((end_ns - plan.start_ns) / 1e9)
 
     def _select(self, grid: _Grid, connection: Connection, timestamp: int, raw: bytes) -> None:
         tick = grid.nearest(timestamp)

@@ -124,7 +124,8 @@ def postprocess_command(
                                                    help="Bags: retime a topic to its nominal rate.")] = None,
     drop: Annotated[list[str] | None, typer.Option("--drop", metavar="TOPIC", help="Bags: leave a topic out.")]
     = None,
-    rename_topic: Annotated[list[str] | None, typer.Option("--rename-topic", metavar="OLD=NEW")] = None,
+    rename_topic: Annotated[list[str] | None, typer.Option("--rename-topic", metavar="OLD=NEW",
+                                                           help="Bags: rename a topic, e.g. /imu=/imu_gt.")] = None,
     rename_frame: Annotated[list[str] | None, typer.Option("--rename-frame", metavar="OLD=NEW",
                                                            help="Bags: TF frame, e.g. base_link=base_link_gt.")]
     = None,

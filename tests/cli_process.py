@@ -36,7 +36,10 @@ def _start_server() -> None:
     os.environ.update(CLI_ENV)
     sys.path[:] = _CLEAN_SYS_PATH
     try:
-        multiprocessing.forkserver.set_forkserver_preload(["pipeline.cli"])
+        # The commands' modules too: the CLI imports a command's module only when it runs.
+        from pipeline.cli import COMMANDS
+
+        multiprocessing.forkserver.set_forkserver_preload(["pipeline.cli", *{c.module for c in COMMANDS.values()}])
         multiprocessing.forkserver.ensure_running()
     finally:
         sys.path[:] = saved_path

@@ -2,7 +2,10 @@
 and the tiny recorded run that many modules share.
 
 Every test that reads the real samples goes through the `realdata` fixture; the collection hook below
-marks those tests `realdata`, so `pytest -m realdata` / `-m "not realdata"` select exactly them.
+marks those tests `realdata`, so `pytest -m realdata` / `-m "not realdata"` select exactly them. A test that needs
+an optional extra's module is marked `requires_extra(module)`: it skips with the reason where the module is not
+installed (an extra without wheels for this Python, which pyproject.toml's markers leave out), and fails instead in
+CI (CI=true) or under GRADE_REQUIRE_EXTRAS=1, where every extra must be there.
 
 Session fixtures are made once per test process; under pytest-xdist every worker is a process of its own, so the
 shared folders live in the parent of the workers' base temporary folders, and the pipeline's own writer locks
@@ -11,9 +14,11 @@ shared folders live in the parent of the workers' base temporary folders, and th
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +30,39 @@ CONFIGS = ROOT / "configs"
 REALDATA = Path(os.environ.get("GRADE_REALDATA", ROOT.parent / "shared" / "realdata"))
 # CI sets this so that a missing samples folder fails the run instead of passing with the tests skipped.
 REQUIRE_REALDATA = os.environ.get("GRADE_REQUIRE_REALDATA", "") == "1"
+# CI (which sets CI=true, on a Python that has every extra) makes a missing extra a failure instead of a skip.
+REQUIRE_EXTRAS = os.environ.get("CI", "").lower() == "true" or os.environ.get("GRADE_REQUIRE_EXTRAS", "") == "1"
+# The optional extras' modules that tests require, each with its extra and, where pyproject.toml's environment
+# markers install it on some Pythons only, the newest one it has wheels for.
+EXTRAS: dict[str, tuple[str, tuple[int, int] | None]] = {"bpy": ("cycles", (3, 11))}
+
+
+def requires_extra(module: str) -> pytest.MarkDecorator:
+    """Mark a test (or a module, as `pytestmark`) as needing `module`, from one of pyproject.toml's extras."""
+    return pytest.mark.requires_extra(module)
+
+
+def extra_missing(module: str) -> str | None:
+    """Why `module` cannot be imported here (not installed), or None; does not import it."""
+    if importlib.util.find_spec(module) is not None:
+        return None
+    extra, newest = EXTRAS.get(module, ("dev", None))
+    here = sys.version_info[:2]
+    if newest is not None and here > newest:
+        return (f"{module} (the '{extra}' extra) has no wheels for Python {here[0]}.{here[1]}: pyproject.toml "
+                f"installs it up to Python {newest[0]}.{newest[1]}")
+    return f"{module} (the '{extra}' extra) is not installed: pip install -c constraints.txt -e '.[{extra}]'"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a `requires_extra` test whose module is missing, or fail it under CI=true / GRADE_REQUIRE_EXTRAS=1."""
+    for marker in item.iter_markers("requires_extra"):
+        reason = extra_missing(marker.args[0])
+        if reason:
+            if REQUIRE_EXTRAS:
+                pytest.fail(f"{reason}; CI=true or GRADE_REQUIRE_EXTRAS=1 requires it", pytrace=False)
+            pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

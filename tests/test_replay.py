@@ -201,6 +201,13 @@ def test_deviation_measures_against_analytic_values():
     assert deviation.mean["yaw"] == pytest.approx(0.1) and deviation.max_rotation == pytest.approx(0.1)
     image = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
     assert rgb_ssim(image, image) == 1.0 and rgb_ssim(image, 255 - image) < 0.1
+    # The same figure as scikit-image's SSIM (the independent implementation, in the dev extra).
+    from skimage.metrics import structural_similarity
+
+    noisy = np.clip(image + np.random.default_rng(1).normal(0, 20, image.shape), 0, 255).astype(np.uint8)
+    for other in (noisy, 255 - image, np.roll(image, 3, axis=1)):
+        expected = structural_similarity(image, other, channel_axis=2, data_range=255)
+        assert rgb_ssim(image, other) == pytest.approx(expected, abs=1e-12)
     depth = np.full((4, 4), 2.0, np.float32)
     other = depth + 0.003
     other[0, 0] = 0  # no return in one: not compared

@@ -21,7 +21,7 @@ from core.seeding import generator
 from pipeline.generate import generate
 from replay.overrides import render_settings
 from replay.subset import SAMPLE_STREAM, FrameRule, choose_frames, frame_rule
-from tests.conftest import CONFIGS, run_grade
+from tests.conftest import CONFIGS, requires_extra, run_grade
 
 pytestmark = pytest.mark.slow
 
@@ -84,6 +84,7 @@ def test_set_takes_render_keys_only(tmp_path, monkeypatch):
             render_settings([text])
 
 
+@requires_extra("bpy")
 def test_cycles_frames_keep_the_runs_labels_and_export_the_same_coco(run, tmp_path):
     photoreal = grade("replay", str(run), "--out", str(tmp_path / "photoreal"), "--every", "2", *CYCLES)
     parent, replay = Recording.open(run).camera("camera"), Recording.open(photoreal).camera("camera")

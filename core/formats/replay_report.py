@@ -5,7 +5,7 @@
                              as mean and std of x, y, z (m) and roll, pitch, yaw (rad, of parent^-1 replay),
                              the largest translation and rotation, and the steps compared
     cameras                  per camera both runs record unchanged: frames compared, frames byte-identical
-                             (RGB and depth), RGB SSIM (scikit-image, mean and min), depth MAE (mm, mean and
+                             (RGB and depth), RGB SSIM (as scikit-image's default, mean and min), depth MAE (mm, mean and
                              max, over pixels with a return in both)
     imus                     per IMU both runs record unchanged: samples compared, largest deviation of the
                              linear acceleration (m/s^2) and angular velocity (rad/s)
