@@ -32,6 +32,7 @@ FORMATS = {
     "postprocess.json": ("core/formats/postprocess.py", "write_postprocess_record", "read_postprocess_record"),
     "blur.jsonl": ("core/formats/postprocess.py", "BlurLogWriter", "read_blur_log"),
     "export.json": ("core/formats/export.py", "write_export_document", "read_export_document"),
+    "DATASET.md": ("core/formats/dataset_card.py", "write_dataset_card", "read_dataset_card"),
     "classes.yaml": ("core/formats/class_map.py", "write_class_map", "read_class_map"),
     "replay.json": ("core/formats/replay_report.py", "write_replay_report", "read_replay_report"),
     "batch.json": ("core/formats/batch_state.py", "write_batch_state", "read_batch_state"),
