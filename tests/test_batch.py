@@ -21,6 +21,7 @@ import yaml
 from asset_converters.procedural.demo import ENVIRONMENT_ID
 from core.errors import ExitCode
 from core.formats.batch_state import JobNode, read_batch_state
+from core.formats.dataset_card import read_dataset_card
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.run_layout import ASSETS_DIR
 from core.outputs import package_lock
@@ -106,6 +107,9 @@ def test_a_batch_runs_every_sequence_on_the_local_pool(local):
     assert f"  ran on {socket.gethostname()}: {names}\n" in result.stdout + result.stderr
     coco = json.loads((local / "exports" / "coco" / "annotations" / "instances_all.json").read_text())
     assert {image["sequence"] for image in coco["images"]} == {f"default-seed{s}" for s in SEEDS}
+    # one dataset card for the batch, beside the export's own
+    assert [run.path for run in read_dataset_card(local).runs] == [f"default-seed{s}" for s in SEEDS]
+    assert read_dataset_card(local / "exports" / "coco").format == "coco"
 
 
 @pytest.mark.parametrize("executor", ["ray", "submitit-local"])
