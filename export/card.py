@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from asset_converters.licences import user_file
 from core.config.sensors import Mount as MountConfig
 from core.formats.asset_meta import Licence
 from core.formats.dataset_card import AssetUse, CameraCard, DatasetCard, Mount, RunCard, SensorCard
@@ -36,7 +37,7 @@ class CardRun:
     split: str | None = None
 
 
-def relative(path: Path, folder: Path) -> str:
+def relative_path(path: Path, folder: Path) -> str:
     """`path` relative to `folder` (POSIX separators): the card never names an absolute run path."""
     return Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix()
 
@@ -65,7 +66,7 @@ def run_card(run: CardRun, folder: Path) -> RunCard:
                  licences=None if a.licences is None else [licence.source for licence in a.licences])
         for a in info.assets]
     config = {key: value for key, value in info.config.items() if key not in _LOCATION_KEYS}
-    return RunCard(name=run.name, path=relative(recording.path, folder), robot=recording.robot_name,
+    return RunCard(name=run.name, path=relative_path(recording.path, folder), robot=recording.robot_name,
                    grade_version=info.versions.get("grade", "unknown"), config_hash=content_hash(config),
                    record_hash=read_manifest(recording.path).input_hash, master_seed=info.master_seed,
                    derived_seeds=info.derived_seeds, split=run.split, cameras=cameras, sensors=others,
@@ -74,11 +75,15 @@ def run_card(run: CardRun, folder: Path) -> RunCard:
 
 
 def licences(runs: list[CardRun]) -> tuple[list[Licence], list[str]]:
-    """Every distinct licence the runs' packages carry (by source, in order of appearance), and why any is
-    unknown."""
+    """Every distinct licence the runs' packages (and sky images) carry, by source in order of appearance, and
+    why any is unknown."""
     found: dict[str, Licence] = {}
     unknown: list[str] = []
     for run in runs:
+        sky = run.recording.experiment_config().render.environment
+        if sky is not None:  # the image rays that hit nothing see: in every RGB frame, a file of the user's
+            licence = user_file(f"sky image {Path(sky).name}")
+            found.setdefault(licence.source, licence)
         records = run.recording.info.assets
         if records is None:
             unknown.append(f"run {run.name}: recorded before GRADE kept the asset packages a run uses ({RUN_FILE} has "
@@ -124,7 +129,7 @@ def batch_card(folder: Path, runs: list[Path], exports: dict[str, Path]) -> Data
         recording = Recording.open(path)
         entries.append(CardRun(path.name, recording, recording.cameras))
     card = dataset_card(folder, f"GRADE batch {folder.resolve().name}", None,
-                        {"exports": {fmt: relative(path, folder) for fmt, path in exports.items()}}, entries)
+                        {"exports": {fmt: relative_path(path, folder) for fmt, path in exports.items()}}, entries)
     counts = {"recordings": len(entries)}
     for entry in entries:
         for stream, samples in sorted(entry.recording.info.frame_counts.items()):

@@ -1,5 +1,6 @@
 """What every exporter shares: the recordings as named sequences, the split by sequence, and the export
-folder's life cycle (lock, export.json, resume, atomic image copies).
+folder's life cycle (lock, export.json, resume, atomic image copies, the dataset card written last with
+export.json).
 
 A sequence is one recording (run folder); its cameras are exported as separate image streams but always
 land on the same side of a split, so no scene is seen in training and validation both.
@@ -32,7 +33,7 @@ from core.recording import Camera, Frame, Recording
 from core.rundir import DIRECTORY_MODE, atomic_write_bytes
 from core.seeding import generator
 from core.stage import output_folder
-from export.card import CardRun, dataset_card, relative
+from export.card import CardRun, dataset_card, relative_path
 from export.categories import Categories
 
 SPLITS = ("train", "val", "test")
@@ -52,7 +53,7 @@ class Sequence:
     split: str | None = None
 
     def entry(self, root: Path) -> ExportedSequence:
-        return ExportedSequence(name=self.name, run=relative(self.recording.path, root), cameras=self.cameras,
+        return ExportedSequence(name=self.name, run=relative_path(self.recording.path, root), cameras=self.cameras,
                                 split=self.split)
 
     def card_run(self) -> CardRun:

@@ -126,6 +126,13 @@ def test_licences_written_by_the_converters_reach_the_card(tiny_run, packages, t
     for needle in ("CC-BY-4.0", "https://creativecommons.org/licenses/by/4.0/", "https://amass.is.tue.mpg.de/license.html",
                    "https://smpl.is.tue.mpg.de/modellicense.html", "non-commercial"):
         assert needle in text
+    # a sky image is the user's file: its terms are unknown
+    (tmp_path / "sky.png").write_bytes((run / "gt" / "camera" / "rgb" / "000000.png").read_bytes())
+    run = rerecord(copy_run(tiny_run, tmp_path / "sky"),
+                   lambda info: info.config["render"].update(environment=str(tmp_path / "sky.png")))
+    export_kitti([run], tmp_path / "kitti-sky")
+    sky = read_dataset_card(tmp_path / "kitti-sky").licences[0]
+    assert (sky.source, sky.name) == ("sky image sky.png", "unknown") and "set by the user" in sky.obligations[0]
     # sequence exports carry no labels: the classes are the recording's semantic ones
     instances = raw(run / "gt" / "camera" / "instances.json")
     assert card.classes == {i: name for name, i in instances["semantic_classes"].items()}
