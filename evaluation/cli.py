@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal, get_args
 
 import typer
 
@@ -75,17 +75,20 @@ def slam_command(
             typer.echo(str(path))
 
 
-SLAM_METHODS = ("orbslam3", "kiss-icp", "external")
+SlamMethod = Literal["orbslam3", "kiss-icp", "external"]
+SLAM_METHODS = get_args(SlamMethod)
+# evaluation/orbslam.py's MODES (tests/test_cli.py checks they agree).
+OrbslamMode = Literal["rgbd", "mono", "mono_inertial", "stereo"]
 
 
 @benchmark_app.command("run")
 def run_command(
-    method: Annotated[str, typer.Argument(metavar="orbslam3|kiss-icp|external", help="The SLAM method.")],
+    method: Annotated[SlamMethod, typer.Argument(metavar="orbslam3|kiss-icp|external", help="The SLAM method.")],
     run: Annotated[Path, typer.Argument(metavar="RUN", help="Recording folder; for external, the sequence folder "
                                         "the command reads (a `grade export tum|euroc` sequence).")],
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Output folder: trajectory.tum (or the "
                                       "external command's trajectory) and runner.json.")],
-    mode: Annotated[str, typer.Option("--mode", metavar="rgbd|mono|mono_inertial|stereo", help="orbslam3: the sensor setup.")] = "rgbd",
+    mode: Annotated[OrbslamMode, typer.Option("--mode", help="orbslam3: the sensor setup.")] = "rgbd",
     right_camera: Annotated[str | None, typer.Option("--right-camera", metavar="NAME", help="orbslam3 stereo: "
                                                      "the pair's right camera (--camera is the left).")] = None,
     camera: Annotated[str | None, typer.Option("--camera", metavar="NAME", help="orbslam3: the camera (default: "
@@ -116,8 +119,6 @@ def run_command(
     from core.errors import ConfigError
     from core.stage import output_folder
 
-    if method not in SLAM_METHODS:
-        raise ConfigError(f"unknown method {method!r}; choose one of {', '.join(SLAM_METHODS)}", None, "METHOD")
     if vocabulary is not None and build_vocabulary:
         raise ConfigError("give --vocabulary FILE or --build-vocabulary, not both", None, "--vocabulary")
     if method == "external" and command is None:

@@ -4,7 +4,7 @@ Each command opens the recordings, holds the output folder and hands the work to
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -131,7 +131,7 @@ def coco_command(runs: Runs, out: Out, camera: Cameras = None, robot: Robot = No
 
 @export_app.command("yolo")
 def yolo_command(runs: Runs, out: Out, camera: Cameras = None, robot: Robot = None,
-                 task: Annotated[str, typer.Option("--task", metavar="detect|segment", help="detect (boxes) or segment (polygons).")]
+                 task: Annotated[Literal["detect", "segment"], typer.Option("--task", help="detect (boxes) or segment (polygons).")]
                  = "detect",
                  categories: Categories = "coco", processed: Processed = False,
                  split: Annotated[str, typer.Option(
