@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.config import ExperimentConfig
 from core.errors import InputError
@@ -33,6 +34,9 @@ from core.robot_catalogue import KINDS, Custom
 from core.rundir import Stopwatch, content_hash, sha256_file
 from core.seeding import derived_seeds
 from core.stage import Stage, keep_first_error, output_folder, record_failure
+
+if TYPE_CHECKING:
+    from simulation.recording.live_target import LiveStream, LiveTarget
 
 log = get_logger("generate")
 
@@ -85,13 +89,17 @@ def check_robots(config: ExperimentConfig) -> None:
 
 
 def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | None = None,
-             force: bool = False, wait: bool = False) -> GenerateResult:
+             force: bool = False, wait: bool = False, live: LiveTarget | None = None) -> GenerateResult:
     """Prepare and record one experiment into `out` (default: its output_dir), holding the folder's writer
-    lock throughout: a second writer fails at once (or queues with `wait`)."""
+    lock throughout: a second writer fails at once (or queues with `wait`). With `live`, the recording is shown
+    in a Rerun viewer as it records (simulation.recording.live_view), reached before anything is written."""
     run = Path(out or config.output_dir)
     check_robots(config)
-    with output_folder(run, what="run folder", wait=wait):
-        result = _generate_locked(config, run, cache, force)
+    from simulation.recording.live_target import live_stream
+
+    with live_stream(live, f"{config.name}-seed{config.seed}") as stream, \
+            output_folder(run, what="run folder", wait=wait):
+        result = _generate_locked(config, run, cache, force, stream)
         if config.postprocess.enabled:
             from postprocess.process_run import process_run
 
@@ -115,7 +123,8 @@ def _recorded(stage: Stage) -> RunInfo | None:
     return info
 
 
-def _generate_locked(config: ExperimentConfig, run: Path, cache: Path | None, force: bool) -> GenerateResult:
+def _generate_locked(config: ExperimentConfig, run: Path, cache: Path | None, force: bool,
+                     stream: LiveStream | None) -> GenerateResult:
     from pipeline.prepare import prepare
 
     total = Stopwatch()
@@ -125,6 +134,8 @@ def _generate_locked(config: ExperimentConfig, run: Path, cache: Path | None, fo
     done = _recorded(stage)
     if done is not None:
         log.info("recording up to date: %s (use --force to record again)", run)
+        if stream is not None:
+            log.warning("nothing to show live: the recording is already complete (grade view --rerun exports it)")
         return GenerateResult(run, done, skipped=True)
 
     info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
@@ -132,7 +143,7 @@ def _generate_locked(config: ExperimentConfig, run: Path, cache: Path | None, fo
                    asset_hashes=_asset_hashes(prepared), assets=_asset_records(prepared.scene))
     with stage.build(on_failure=lambda exc: record_failure(run, info, exc)) as partial:
         write_run_info(run, info)
-        simulate_seconds, mission, counts, end_time = _simulate(config, prepared, partial)
+        simulate_seconds, mission, counts, end_time = _simulate(config, prepared, partial, stream)
         info.status, info.sim_time_end, info.frame_counts, info.mission = COMPLETE, end_time, counts, mission
         info.wall_seconds = {"prepare": round(prepare_seconds, 3), "simulate_and_record": round(simulate_seconds, 3),
                              "total": round(total.seconds(), 3)}
@@ -155,9 +166,10 @@ def _asset_records(scene: Path) -> list[AssetRecord]:
     return [asset_record(package) for package in dict.fromkeys(p.package for p in placed)]
 
 
-def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, dict, dict[str, int], float]:
-    """Run the mission with a recorder attached; returns wall seconds, the mission summary, the sample
-    counts and the final simulation time."""
+def _simulate(config: ExperimentConfig, prepared, folder: Path,
+              stream: LiveStream | None) -> tuple[float, dict, dict[str, int], float]:
+    """Run the mission with a recorder attached (and the live view on `stream`); returns wall seconds, the mission
+    summary, the sample counts and the final simulation time."""
     from rich.progress import TextColumn
 
     from simulation.backends import load_world
@@ -166,7 +178,12 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, 
 
     watch = Stopwatch()
     world = load_world(config, prepared.scene)
-    recorder = Recorder(world, config, folder)
+    live = None
+    if stream is not None:
+        from simulation.recording.live_view import LiveView
+
+        live = LiveView(stream, world, config)
+    recorder = Recorder(world, config, folder, live)
     steps = recorder.schedule.total_steps
     prefix = f"{config.robot_names[0]}/" if config.multi_robot else ""
     main_camera = next((f"{prefix}camera/{c.name}" for c in config.for_robot().robot.sensors.cameras), None)
@@ -187,6 +204,8 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path) -> tuple[float, 
             recorder.sample(world)
             mission = run_mission(world, config, prepared.environment, on_step)
             recorder.close()
+            if live is not None:
+                live.finish()
         except BaseException:
             keep_first_error(recorder.abort)
             raise

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -23,6 +23,12 @@ WaitOption = Annotated[bool, typer.Option("--wait", help="If another process is 
 ConfigArgument = Annotated[Path, typer.Argument(metavar="CONFIG", help="Experiment YAML file.")]
 OutOption = Annotated[Path | None, typer.Option("--out", metavar="DIR",
                                                 help="Run folder (default: the config's output_dir).")]
+RerunOption = Annotated[Literal["spawn", "connect"] | None, typer.Option(
+    "--rerun", help="Show the run in the Rerun viewer as it records: spawn a viewer window, or connect to a running "
+                    "one (--rerun-address); needs the viz extra. The recorded files are the same.")]
+RerunAddressOption = Annotated[str | None, typer.Option(
+    "--rerun-address", metavar="ADDR", help="With --rerun connect: the viewer's rerun+http://HOST:PORT/proxy, "
+                                            "HOST:PORT or PORT (default: 9876, the local viewer's).")]
 
 
 def demo_config() -> Path:
@@ -53,11 +59,14 @@ def prepare_command(config_file: ConfigArgument, out: OutOption = None, set_: Se
     _prepare_and_report(config_file, out, set_ or [])
 
 
-def _generate_and_report(config_file: Path, out: Path | None, overrides: list[str], force: bool, wait: bool) -> None:
+def _generate_and_report(config_file: Path, out: Path | None, overrides: list[str], force: bool, wait: bool,
+                         rerun: str | None, rerun_address: str | None) -> None:
     from pipeline.generate import generate
+    from simulation.recording.live_target import live_target
 
+    live = live_target(rerun, rerun_address)
     config = load_experiment(config_file, overrides)
-    result = generate(config, out, force=force, wait=wait)
+    result = generate(config, out, force=force, wait=wait, live=live)
     info = result.info
     state = "up to date" if result.skipped else info.status
     counts = ", ".join(f"{k} {v}" for k, v in sorted(info.frame_counts.items()) if k.startswith(("camera/", "lidar/")))
@@ -71,6 +80,8 @@ def generate_command(
     set_: SetOption = None,
     force: ForceOption = False,
     wait: WaitOption = False,
+    rerun: RerunOption = None,
+    rerun_address: RerunAddressOption = None,
 ) -> None:
     """Run one experiment end to end.
 
@@ -80,8 +91,9 @@ def generate_command(
     Examples:
       grade generate configs/demo.yaml --out runs/demo-long --set simulation.duration=60
       grade generate configs/demo-tiago.yaml --set seed=7
+      grade generate configs/demo.yaml --rerun connect --rerun-address 127.0.0.1:9876
     """
-    _generate_and_report(config_file, out, set_ or [], force, wait)
+    _generate_and_report(config_file, out, set_ or [], force, wait, rerun, rerun_address)
 
 
 def demo_command(
@@ -89,6 +101,8 @@ def demo_command(
     set_: SetOption = None,
     force: ForceOption = False,
     wait: WaitOption = False,
+    rerun: RerunOption = None,
+    rerun_address: RerunAddressOption = None,
 ) -> None:
     """The CPU demo: configs/demo.yaml into runs/demo.
 
@@ -97,5 +111,6 @@ def demo_command(
     \b
     Example:
       grade demo && grade view runs/demo
+      grade demo --rerun spawn
     """
-    _generate_and_report(demo_config(), out, set_ or [], force, wait)
+    _generate_and_report(demo_config(), out, set_ or [], force, wait, rerun, rerun_address)

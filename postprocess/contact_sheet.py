@@ -2,24 +2,23 @@
 
 Images are drawn with OpenCV on whole arrays. Panels keep the camera's resolution up to
 PANEL_MAX_WIDTH (larger images are scaled down), so on small images a box outline lies exactly on the
-box's inclusive pixel bounds. Colours per id come from fixed look-up tables drawn once from a named
-generator: the same id has the same colour in every run and every sheet, and the box of a class has
-the colour of that class in the semantic panel.
+box's inclusive pixel bounds. Colours per id come from fixed look-up tables (core.id_display): the same id
+has the same colour in every run, every sheet and the Rerun views, and the box of a class has the colour of that
+class in the semantic panel.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import cv2
 import numpy as np
 
 from core.formats.frames import Box2D
 from core.formats.instances import Instances
+from core.id_display import ID_COLOURS, box_caption, id_palette
 from core.recording import Frame
-from core.seeding import generator
 
 COLUMNS = ("rgb", "depth", "instance", "semantic")
 PANEL_MAX_WIDTH = 480  # px: wider cameras are scaled down so a sheet of 6 rows stays viewable
@@ -35,10 +34,6 @@ BACKGROUND_RGB = (255, 255, 255)
 TEXT_RGB = (0, 0, 0)
 MISSING_RGB = (160, 160, 160)
 NO_RETURN_RGB = (0, 0, 0)  # turbo never reaches black, so black only means "no return"
-PALETTE_SEED = 0  # fixed: colours must not change between runs
-ID_COLOURS = 1 << 16  # uint16 ids
-MIN_CHANNEL = 64  # keeps id colours away from the black background and no-return
-PERCENT = 100.0
 
 
 @dataclass
@@ -65,15 +60,6 @@ def sheet_row(frame: Frame) -> SheetRow:
     """A row of the sheet: the frame's images read from disk and its tight boxes."""
     images = FrameImages(frame.rgb(), frame.depth(), frame.instance(), frame.semantic())
     return SheetRow(frame.index, frame.time, frame.width, frame.height, images, list(frame.boxes_2d_tight))
-
-
-@lru_cache(maxsize=4)
-def id_palette(name: str) -> np.ndarray:
-    """(65536, 3) uint8 RGB colours for ids, id 0 (background / unlabelled) black."""
-    palette = generator(PALETTE_SEED, f"postprocess/view/{name}").integers(
-        MIN_CHANNEL, 256, size=(ID_COLOURS, 3), dtype=np.uint8)
-    palette[0] = 0
-    return palette
 
 
 def colorize_ids(ids: np.ndarray, palette: np.ndarray) -> np.ndarray:
@@ -141,13 +127,6 @@ def pixel_bounds(box: Box2D, scale_x: float, scale_y: float) -> tuple[int, int, 
     x0, y0 = math.floor(box.x_min * scale_x), math.floor(box.y_min * scale_y)
     x1, y1 = math.ceil((box.x_max + 1) * scale_x) - 1, math.ceil((box.y_max + 1) * scale_y) - 1
     return x0, y0, max(x0, x1), max(y0, y1)
-
-
-def box_caption(box: Box2D, instances: Instances) -> str:
-    caption = instances.label(box.instance_id, box.semanticId)
-    if box.occlusionRatio >= 0:  # a negative ratio means "unknown" in some annotator versions
-        caption += f" occ {box.occlusionRatio * PERCENT:.0f}%"
-    return caption
 
 
 def draw_boxes(panel: np.ndarray, boxes: list[Box2D], scale: tuple[float, float], instances: Instances) -> np.ndarray:

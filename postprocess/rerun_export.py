@@ -1,110 +1,81 @@
-"""A Rerun recording (.rrd) of a GRADE run, on the simulation-time timeline.
+"""A Rerun recording (.rrd) of a finished GRADE run, on the simulation-time timeline.
 
-Entities: `world` (Z up) holds the robot (`world/robot`, its pose at every physics step, and the whole
-path as a line), the humans' start positions, and one entity per camera (`world/<camera>`: its pose
-world <- optical frame and pinhole, with `rgb`, `depth`, `instance`, `semantic` images and the tight
-2D `boxes` as children). Semantic classes carry their names and the contact sheet's colours.
+Entities and how each is logged: core.rerun_log, shared with the live view of a run as it records
+(`grade generate --rerun`), so both look the same. Here the robot's whole path is known, so it is one static line,
+and its pose is logged at every physics step from states.npz.
 
-rerun-sdk is the optional extra `viz`; it is imported here only, on use.
+rerun-sdk is the optional extra `viz`; it is imported on use only.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-import numpy as np
-
-from core.errors import GradeError, InputError
+from core.errors import InputError
 from core.formats.run_info import RunInfo
 from core.formats.states import RobotPath
 from core.geometry import wxyz_to_xyzw
 from core.progress import track
-from core.recording import Camera
+from core.recording import Camera, Humans, Lidar
+from core.rerun_log import (
+    TIMELINE,
+    CameraImages,
+    RobotEntities,
+    import_rerun,
+    log_camera_frame,
+    log_camera_labels,
+    log_humans,
+    log_lidar_sweep,
+    log_robot_marker,
+    log_robot_path,
+    log_world,
+    new_stream,
+)
 from core.rundir import FILE_MODE
-from postprocess.backdrop import MapBackdrop
-from postprocess.contact_sheet import box_caption, id_palette
-
-APPLICATION_ID = "grade"
-TIMELINE = "sim_time"
-PATH_RADIUS_M = 0.01
-HUMAN_RADIUS_M = 0.15
-ROBOT_AXIS_LENGTH_M = 0.3
-METRES = 1.0  # depth images are logged in metres
 
 
-def import_rerun() -> ModuleType:
-    try:
-        import rerun
-    except ImportError as exc:
-        raise GradeError("the Rerun export needs rerun-sdk: install the viz extra: pip install -e .[viz]") from exc
-    return rerun
+@dataclass
+class RobotExport:
+    """What the export shows of one robot: `name` None in a one-robot run; `path` None when states.npz is not
+    written yet (an incomplete run)."""
+
+    name: str | None
+    cameras: list[Camera]
+    path: RobotPath | None
+    lidars: list[Lidar]
 
 
-def _colour(palette: np.ndarray, index: int) -> tuple[int, int, int]:
-    return tuple(int(c) for c in palette[index % len(palette)])
+def _log_path(rr: ModuleType, rec, entities: RobotEntities, path: RobotPath) -> None:
+    log_robot_marker(rr, rec, entities)
+    log_robot_path(rr, rec, entities, path.position)
+    rec.send_columns(entities.pose, indexes=[rr.TimeColumn(TIMELINE, duration=path.time)],
+                     columns=rr.Transform3D.columns(translation=path.position,
+                                                    quaternion=wxyz_to_xyzw(path.quat_wxyz)))
 
 
-def _log_static(rr: ModuleType, rec, sequences: list[Camera], robot: RobotPath | None,
-                layout: MapBackdrop | None) -> None:
-    rec.log("world", rr.ViewCoordinates.RIGHT_HAND_Z_UP, static=True)
-    semantic = id_palette("semantic")
-    classes = {}
-    for sequence in sequences:
-        classes.update({i: name for name, i in sequence.instances.semantic_classes.items()})
-    rec.log("world", rr.AnnotationContext([(i, name, _colour(semantic, i)) for i, name in sorted(classes.items())]),
-            static=True)
-    instance = id_palette("instance")
-    for sequence in sequences:
-        labels = sorted((i, entry.semantic_class) for i, entry in sequence.instances.instances.items())
-        # Instance images get their own context: their ids are instances, not classes.
-        rec.log(f"world/{sequence.name}/instance", rr.AnnotationContext(
-            [(i, f"{name or 'unlabelled'} #{i}", _colour(instance, i)) for i, name in labels]), static=True)
-    if robot is not None:
-        rec.log("world/robot_path", rr.LineStrips3D([robot.position], radii=PATH_RADIUS_M), static=True)
-        rec.log("world/robot", rr.TransformAxes3D(ROBOT_AXIS_LENGTH_M), static=True)
-    if layout is not None and len(layout.humans):
-        rec.log("world/humans", rr.Points3D(layout.humans, radii=HUMAN_RADIUS_M, labels=layout.human_ids),
-                static=True)
-
-
-def _log_robot(rr: ModuleType, rec, robot: RobotPath) -> None:
-    rec.send_columns("world/robot", indexes=[rr.TimeColumn(TIMELINE, duration=robot.time)],
-                     columns=rr.Transform3D.columns(translation=robot.position,
-                                                    quaternion=wxyz_to_xyzw(robot.quat_wxyz)))
-
-
-def _log_camera(rr: ModuleType, rec, camera: Camera) -> None:
-    root = f"world/{camera.name}"
+def _log_camera(rr: ModuleType, rec, entities: RobotEntities, camera: Camera) -> None:
+    entity = entities.sensor(camera.name)
+    log_camera_labels(rr, rec, entity, camera.instances)
     for frame in track(camera.frames, f"rerun: {camera.name}"):
-        rec.set_time(TIMELINE, duration=frame.time)
-        pose = frame.pose
-        rec.log(root, rr.Transform3D(translation=pose[:3, 3], mat3x3=pose[:3, :3]))
-        # ROS optical frame: x right, y down, z forward (RDF).
-        rec.log(root, rr.Pinhole(image_from_camera=frame.K, width=frame.width, height=frame.height,
-                                 camera_xyz=rr.ViewCoordinates.RDF))
         rgb = frame.path("rgb")
-        if rgb is not None:
-            if not rgb.is_file():
-                raise InputError("file not found", rgb, "rgb")
-            rec.log(f"{root}/rgb", rr.EncodedImage(contents=rgb.read_bytes(), media_type="image/png"))
-        for kind, image in (("depth", frame.depth()), ("instance", frame.instance()), ("semantic", frame.semantic())):
-            if image is not None:
-                archetype = rr.DepthImage(image, meter=METRES) if kind == "depth" else rr.SegmentationImage(image)
-                rec.log(f"{root}/{kind}", archetype)
-        boxes = [b for b in frame.boxes_2d_tight if not b.empty]
-        # Inclusive pixel bounds: the box covers x_min .. x_max + 1 in Rerun's continuous image coordinates.
-        mins = np.array([(b.x_min, b.y_min) for b in boxes], dtype=np.float32).reshape(-1, 2)
-        sizes = np.array([(b.x_max - b.x_min + 1, b.y_max - b.y_min + 1) for b in boxes], dtype=np.float32)
-        rec.log(f"{root}/boxes", rr.Boxes2D(mins=mins, sizes=sizes.reshape(-1, 2),
-                                            labels=[box_caption(b, camera.instances) for b in boxes],
-                                            class_ids=[b.semanticId for b in boxes]))
+        if rgb is not None and not rgb.is_file():
+            raise InputError("file not found", rgb, "rgb")
+        images = CameraImages(rgb.read_bytes() if rgb is not None else None, frame.depth(), frame.instance(),
+                              frame.semantic())
+        log_camera_frame(rr, rec, entity, frame.time, frame.pose, frame.K, (frame.width, frame.height), images,
+                         frame.boxes_2d_tight, camera.instances)
 
 
-def export_rerun(path: Path, info: RunInfo, sequences: list[Camera], robot: RobotPath | None,
-                 layout: MapBackdrop | None) -> Path:
+def _log_lidar(rr: ModuleType, rec, entities: RobotEntities, lidar: Lidar) -> None:
+    for sweep in track(lidar, f"rerun: {lidar.name}"):
+        log_lidar_sweep(rr, rec, entities.sensor(lidar.name), sweep.time, sweep.pose, sweep.points)
+
+
+def export_rerun(path: Path, info: RunInfo, robots: list[RobotExport], humans: Humans | None) -> Path:
     """Write `path` (.rrd) atomically: it appears only once the whole recording is in it."""
     rr = import_rerun()
     path = Path(path)
@@ -112,17 +83,23 @@ def export_rerun(path: Path, info: RunInfo, sequences: list[Camera], robot: Robo
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(handle)
     try:
-        # No wall-clock timelines or start-time property: only simulation time goes into the file.
-        rec = rr.RecordingStream(APPLICATION_ID, recording_id=f"{info.name}-seed{info.master_seed}",
-                                 send_properties=False)
-        rec.set_log_time_enabled(False)
-        rec.set_log_tick_enabled(False)
+        rec = new_stream(rr, f"{info.name}-seed{info.master_seed}")
         rec.save(tmp)
-        _log_static(rr, rec, sequences, robot, layout)
-        if robot is not None:
-            _log_robot(rr, rec, robot)
-        for sequence in sequences:
-            _log_camera(rr, rec, sequence)
+        classes = {name: i for robot in robots for camera in robot.cameras
+                   for name, i in camera.instances.semantic_classes.items()}
+        log_world(rr, rec, classes)
+        for robot in robots:
+            entities = RobotEntities(robot.name)
+            if robot.path is not None:
+                _log_path(rr, rec, entities, robot.path)
+            for camera in robot.cameras:
+                _log_camera(rr, rec, entities, camera)
+            for lidar in robot.lidars:
+                _log_lidar(rr, rec, entities, lidar)
+        if humans is not None:
+            for index in track(range(len(humans)), "rerun: humans"):
+                frame = humans[index]
+                log_humans(rr, rec, frame.time, frame.joints)
         rec.flush()
         rec.disconnect()
         os.chmod(tmp, FILE_MODE)

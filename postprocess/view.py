@@ -26,6 +26,7 @@ from core.rundir import atomic_write_bytes
 from core.stage import output_folder
 from postprocess import DEFAULT_FRAMES
 from postprocess.backdrop import read_map_backdrop
+from postprocess.rerun_export import RobotExport
 
 VIEW_DIR = "view"
 
@@ -103,7 +104,7 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
     if frames < 1:
         raise InputError(f"must be at least 1, got {frames}", field="--frames")
     if rerun is not None:
-        from postprocess.rerun_export import import_rerun
+        from core.rerun_log import import_rerun
 
         import_rerun()  # fail before writing anything when the viz extra is missing
     recording = Recording.open(run, allow_incomplete=True)
@@ -115,6 +116,7 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
     # Everything is read and drawn first and written last, so a broken recording leaves no partial view. A
     # multi-robot run's pictures are per robot, named after it (contact_sheet_<robot>_<camera>.png, ...).
     pictures: dict[Path, bytes] = {}
+    exported: list[RobotExport] = []
     for name in recording.robots if multi else [None]:
         robot_view = recording.robot(name)
         tag = f"_{name}" if multi else ""
@@ -132,6 +134,7 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
             pictures[out / f"trajectory{tag}.png"] = plot_trajectory(robot, layout, camera_xy,
                                                                      f"{info.name}{' ' + name if multi else ''}")
 
+        exported.append(RobotExport(name, cameras, robot, [robot_view.lidar(lidar) for lidar in robot_view.lidars]))
         imus = robot_view.imu()
         if imus:
             pictures[out / f"imu{tag}.png"] = plot_imu(list(imus.values()), f"{info.name}{tag}: IMUs")
@@ -144,5 +147,5 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
     if rerun is not None:
         from postprocess.rerun_export import export_rerun
 
-        result.written.append(export_rerun(Path(rerun), info, cameras, robot, layout))
+        result.written.append(export_rerun(Path(rerun), info, exported, recording.humans()))
     return result

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -21,7 +21,7 @@ def replay_command(
     with_: Annotated[Path | None, typer.Option(
         "--with", metavar="OVERRIDES.yaml", help="Cameras, IMUs, LiDAR, lights and hidden actors to change "
                                                  "(docs/guides/replay.md).")] = None,
-    mode: Annotated[str, typer.Option("--mode", metavar="teleport|physics", help="teleport (the logged state at every step: exact) or "
+    mode: Annotated[Literal["teleport", "physics"], typer.Option("--mode", help="teleport (the logged state at every step: exact) or "
                                                      "physics (the logged commands from a checkpoint).")]
     = "teleport",
     start: Annotated[float | None, typer.Option("--from", help="Replay from this simulation time, s.")] = None,
@@ -46,6 +46,13 @@ def replay_command(
     camera: Annotated[list[str] | None, typer.Option(
         "--camera", metavar="NAME", help="With --every/--frames/--sample: only this camera (repeatable; default: "
                                          "every camera recording RGB).")] = None,
+    rerun: Annotated[Literal["spawn", "connect"] | None, typer.Option(
+        "--rerun", help="Show the replay in the Rerun viewer as it records: spawn a viewer window, or connect to a "
+                        "running one (--rerun-address); needs the viz extra. The recorded files are the same.")]
+    = None,
+    rerun_address: Annotated[str | None, typer.Option(
+        "--rerun-address", metavar="ADDR", help="With --rerun connect: the viewer's rerun+http://HOST:PORT/proxy, "
+                                                "HOST:PORT or PORT (default: 9876, the local viewer's).")] = None,
 ) -> None:
     """Simulate a recorded run again, with new sensors if asked.
 
@@ -59,14 +66,20 @@ def replay_command(
       grade replay runs/demo --out runs/demo-fisheye --with new-camera.yaml
       grade replay runs/demo --verify
       grade replay runs/demo --out runs/demo-photoreal --set render.rgb=cycles --every 10
+      grade replay runs/demo --out runs/demo-again --rerun spawn
     """
     from core.errors import ConfigError
     from replay.overrides import load_overrides, render_settings
     from replay.run import replay_run
     from replay.subset import frame_rule
+    from simulation.recording.live_target import live_target
 
     rule = frame_rule(every, frames, sample)
     render = render_settings(set_ or [])
+    live = live_target(rerun, rerun_address)
+    if rule is not None and live is not None:
+        raise ConfigError(f"{rule.option} renders recorded frames again and records no run to show live",
+                          field="--rerun")
     if rule is not None:
         _check_subset(rule.option, out, with_, mode, start, end, verify)
         _subset(run, out, rule, render, camera, robot, wait)
@@ -82,10 +95,11 @@ def replay_command(
     overrides = overrides.model_copy(update={"set": {**overrides.set, **render}})
     if out is None:
         with tempfile.TemporaryDirectory(prefix="grade-verify-") as folder:
-            result = replay_run(run, Path(folder) / "replay", overrides, mode, start, end, str(with_), wait, robot)
+            result = replay_run(run, Path(folder) / "replay", overrides, mode, start, end, str(with_), wait, robot,
+                                live)
             _print(result.report, None)
         return
-    result = replay_run(run, out, overrides, mode, start, end, str(with_), wait, robot)
+    result = replay_run(run, out, overrides, mode, start, end, str(with_), wait, robot, live)
     _print(result.report, result.run)
 
 

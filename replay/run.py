@@ -38,6 +38,8 @@ from replay.deviation import deviation_report
 from replay.driver import MODES, replay_physics, replay_teleport, window_steps
 from replay.overrides import AddedObject, ReplayOverrides, hidden_prims, replay_config
 from simulation.backends import load_world
+from simulation.recording.live_target import LiveTarget, live_stream
+from simulation.recording.live_view import LiveView
 from simulation.recording.recorder import Recorder
 
 REPLAY_VERSION = "replay/1"
@@ -54,10 +56,12 @@ class ReplayResult:
 
 def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | None = None,
                mode: str = "teleport", start: float | None = None, end: float | None = None,
-               source: str = "--with", wait: bool = False, robot: str | None = None) -> ReplayResult:
+               source: str = "--with", wait: bool = False, robot: str | None = None,
+               live: LiveTarget | None = None) -> ReplayResult:
     """Replay the recording `run` into `out` (module docstring); `source` names the overrides in errors. In a
     multi-robot run every robot is replayed; the overrides' sensors are robot `robot`'s (default: the first) and
-    the report is on that robot."""
+    the report is on that robot. With `live`, the replay is shown in a Rerun viewer as it records
+    (simulation.recording.live_view), reached before anything is written."""
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; one of {', '.join(MODES)}", field="--mode")
     overrides = overrides or ReplayOverrides()
@@ -80,10 +84,13 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
         replay_of["robot"] = robot
     input_hash = content_hash(REPLAY_VERSION, (parent.path / MANIFEST).read_text(), config.model_dump(mode="json"),
                               replay_of)
-    with output_folder(out, what="replay folder", wait=wait):
+    with live_stream(live, f"{config.name}-seed{config.seed}-replay-{out.name}") as stream, \
+            output_folder(out, what="replay folder", wait=wait):
         stage = Stage(out, STAGE, input_hash, (*RECORD_OUTPUTS, REPLAY_FILE))
         if stage.done():
             log.info("replay up to date: %s", out)
+            if stream is not None:
+                log.warning("nothing to show live: the replay is already complete (grade view --rerun exports it)")
             return ReplayResult(out, read_replay_report(out), skipped=True)
         watch = Stopwatch()
         info = RunInfo(name=config.name, backend=config.simulation.backend, master_seed=config.seed,
@@ -98,7 +105,8 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
                               static_motion(obj.position, obj.yaw_deg))
             write_run_info(out, info)
             world = load_world(config, out / SCENE_DIR / SCENE_FILE, hidden)
-            recorder = Recorder(world, config, partial)
+            live_view = LiveView(stream, world, config) if stream is not None else None
+            recorder = Recorder(world, config, partial, live_view)
             drive = replay_teleport if mode == "teleport" else replay_physics
             with make_progress(TextColumn("{task.fields[info]}")) as progress:
                 task = progress.add_task(f"replaying ({mode})", total=window.last - window.first + 1, info="")
@@ -107,6 +115,8 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
                           lambda step: progress.update(task, completed=step - window.first + 1,
                                                        info=f"sim {step * world.timestep:6.2f} s"))
                     recorder.close()
+                    if live_view is not None:
+                        live_view.finish()
                 except BaseException:
                     keep_first_error(recorder.abort)
                     raise

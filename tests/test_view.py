@@ -450,7 +450,7 @@ def test_incomplete_run_renders_with_a_warning(tmp_path, assets, monkeypatch, ca
 
 def test_rerun_without_the_viz_extra_is_a_clear_error(run, monkeypatch):
     monkeypatch.setitem(sys.modules, "rerun", None)  # makes `import rerun` raise ImportError
-    with pytest.raises(GradeError, match=r"pip install -e \.\[viz\]"):
+    with pytest.raises(GradeError, match=r"pip install \"\.\[viz\]\""):
         view_run(run, rerun=run / "x.rrd")
     assert not (run / "view").exists() and not (run / "x.rrd").exists()
 

@@ -18,7 +18,7 @@ import numpy as np
 from core.formats.frames import FRAMES_FILE, Box2D, Box3D, FrameRecord, FramesWriter
 from core.formats.images import encode, frame_file, write_image
 from core.formats.imu import ImuSeries, save_imu
-from core.formats.instances import INSTANCES_FILE, InstanceEntry, instances_document, write_instances
+from core.formats.instances import INSTANCES_FILE, InstanceEntry, Instances, instances_document, write_instances
 from core.formats.tum import TUM_FILE, TumWriter
 from simulation.backend import ImuReading, InstanceInfo
 from simulation.render import Frame
@@ -27,7 +27,8 @@ IMAGE_KINDS = ("rgb", "depth", "instance", "semantic", "depth_npy", "normals", "
 BOX3D_KEYS = ("x_min", "y_min", "z_min", "x_max", "y_max", "z_max")
 
 
-def _boxes_2d(ids: np.ndarray, boxes: np.ndarray) -> list[Box2D]:
+def boxes_2d(ids: np.ndarray, boxes: np.ndarray) -> list[Box2D]:
+    """A rendered frame's box rows (replicator's dtype) as the records of frames.jsonl."""
     return [Box2D(instance_id=int(i), semanticId=int(b["semanticId"]), x_min=int(b["x_min"]), y_min=int(b["y_min"]),
                   x_max=int(b["x_max"]), y_max=int(b["y_max"]), occlusionRatio=float(b["occlusionRatio"]))
             for i, b in zip(ids, boxes)]
@@ -37,6 +38,11 @@ def _boxes_3d(ids: np.ndarray, boxes: np.ndarray) -> list[Box3D]:
     return [Box3D(instance_id=int(i), semanticId=int(b["semanticId"]), **{k: float(b[k]) for k in BOX3D_KEYS},
                   transform=b["transform"].astype(np.float64).tolist(), occlusionRatio=float(b["occlusionRatio"]))
             for i, b in zip(ids, boxes)]
+
+
+def camera_instances(instances: Mapping[int, InstanceInfo], classes: Mapping[str, int]) -> Instances:
+    """What a camera's instances.json holds: the world's instances and semantic classes."""
+    return instances_document({i: InstanceEntry(**info.as_dict()) for i, info in instances.items()}, classes)
 
 
 class CameraWriter:
@@ -49,8 +55,7 @@ class CameraWriter:
         self.kinds = [k for k in IMAGE_KINDS if k in self.outputs or (k == "depth_npy" and depth_npy)]
         for kind in self.kinds:
             (folder / kind).mkdir(parents=True, exist_ok=True)
-        entries = {i: InstanceEntry(**info.as_dict()) for i, info in instances.items()}
-        write_instances(folder / INSTANCES_FILE, instances_document(entries, classes))
+        write_instances(folder / INSTANCES_FILE, camera_instances(instances, classes))
         self._frames = FramesWriter(folder / FRAMES_FILE)
         self._poses = TumWriter(folder / TUM_FILE)
         self._pending: list[Future] = []
@@ -63,8 +68,8 @@ class CameraWriter:
         record = FrameRecord(frame=index, time=time, pose=camera.pose.tolist(), K=camera.K.tolist(), width=camera.width,
                              height=camera.height, near=camera.near, far=camera.far, files=files)
         if "boxes2d" in self.outputs:
-            record.boxes_2d_tight = _boxes_2d(frame.instance_ids, frame.boxes_2d_tight)
-            record.boxes_2d_loose = _boxes_2d(frame.instance_ids, frame.boxes_2d_loose)
+            record.boxes_2d_tight = boxes_2d(frame.instance_ids, frame.boxes_2d_tight)
+            record.boxes_2d_loose = boxes_2d(frame.instance_ids, frame.boxes_2d_loose)
         if "boxes3d" in self.outputs:
             record.boxes_3d = _boxes_3d(frame.instance_ids, frame.boxes_3d)
         self._frames.write(record)

@@ -17,6 +17,9 @@ core.formats.bags.topics.
 Several robots (a multi-robot run): one /clock, one /tf and /tf_static holding every robot's transforms (each
 robot's frames under its namespace, its name), each robot's topics under its namespace and its ground truth in
 gt/<robot>/ (cameras, LiDAR, imu.npz); run.json's frame counts name each robot's streams `<robot>/<stream>`.
+
+An optional observer (observer.py: the live view) is shown the robot's pose at every step and the camera frames,
+LiDAR sweeps and humans as they are recorded; it only reads them, so the files are the same with or without it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from core.formats.run_layout import BAGS_DIR, GT_DIR
 from core.formats.states import STATES_FILE
 from simulation.backend import Robot, World
 from simulation.recording.ground_truth import CameraWriter, ImuLog
+from simulation.recording.observer import RecordingObserver
 from simulation.recording.schedule import Schedule
 from simulation.recording.states import StateLog
 from simulation.recording.writes import OrderedWrites
@@ -73,9 +77,11 @@ class _RobotStreams:
     gt/<robot>/ in a multi-robot run), counted as `<prefix><stream>`."""
 
     def __init__(self, robot: Robot, config: ExperimentConfig, gt: Path, prefix: str, pool: ThreadPoolExecutor,
-                 bags: BagWriter | None, writes: OrderedWrites, counts: RecordingCounts):
+                 bags: BagWriter | None, writes: OrderedWrites, counts: RecordingCounts,
+                 observer: RecordingObserver | None, name: str | None):
         self.robot, self.config, self.gt, self.prefix = robot, config, gt, prefix
         self.bags, self.writes, self.counts = bags, writes, counts
+        self.observer, self.name = observer, name
         self.schedule = Schedule.from_config(config)
         sensors = config.robot.sensors
         recording = config.recording
@@ -178,14 +184,18 @@ class _RobotStreams:
                 bags.image(topics.rgb(name), t, frame_id, frame.rgb)
             bags.depth(topics.depth(name), t, frame_id, frame.depth, self.config.recording.depth_encoding)
             bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height)
+        if self.observer:
+            self.observer.camera_frame(self.name, camera, t, frame)
 
     def _record_lidar(self, t: float) -> None:
         scan = self.robot.lidar()
         name = self.lidar.name
         folder = self.gt / name
         folder.mkdir(parents=True, exist_ok=True)
-        save_sweep(folder, self.counts.counts.get(f"{self.prefix}lidar/{name}", 0),
-                   LidarSweep(scan.time, scan.pose, scan.ranges, scan.points, scan.ring))
+        sweep = LidarSweep(scan.time, scan.pose, scan.ranges, scan.points, scan.ring)
+        save_sweep(folder, self.counts.counts.get(f"{self.prefix}lidar/{name}", 0), sweep)
+        if self.observer:
+            self.observer.lidar_sweep(self.name, name, sweep)
         if self.bags:
             self.writes.call(self.bags.point_cloud, self.topics.points(name), t, self.topics.frame(name), scan.points,
                              scan.intensity, scan.ring)
@@ -203,10 +213,11 @@ class _RobotStreams:
 
 class Recorder:
     """Writes one run into `folder` (a temporary folder the caller moves into place when complete): the shared
-    streams (clock, one TF tree, humans, the marker, the state log) and each robot's (`_RobotStreams`)."""
+    streams (clock, one TF tree, humans, the marker, the state log) and each robot's (`_RobotStreams`), showing
+    them to `observer` (the live view) if given."""
 
-    def __init__(self, world: World, config: ExperimentConfig, folder: Path):
-        self.world, self.config, self.folder = world, config, folder
+    def __init__(self, world: World, config: ExperimentConfig, folder: Path, observer: RecordingObserver | None = None):
+        self.world, self.config, self.folder, self._observer = world, config, folder, observer
         self.schedule = Schedule.from_config(config.for_robot())  # the shared streams' (the first robot's view)
         self.counts = RecordingCounts()
         recording = config.recording
@@ -223,7 +234,8 @@ class Recorder:
         multi = config.multi_robot
         self._robots = [_RobotStreams(world.robot(name), config.for_robot(name),
                                       folder / GT_DIR / name if multi else folder / GT_DIR, f"{name}/" if multi else "",
-                                      self._pool, self._bags, self._writes, self.counts)
+                                      self._pool, self._bags, self._writes, self.counts, observer,
+                                      name if multi else None)
                         for name in config.robot_names]
         self._states = StateLog(world, self.schedule.checkpoint_every, config.robot_names if multi else None)
         self._static = [transform for robot in self._robots for transform in robot.static]
@@ -247,6 +259,9 @@ class Recorder:
             for robot in self._robots:
                 robot.sample_imus(step - 1)
         self._states.record(world, step)
+        if self._observer:
+            for robot in self._robots:
+                self._observer.robot_pose(robot.name, t, robot.robot.pose())
         schedule, bags, counts, write = self.schedule, self._bags, self.counts, self._writes.call
         if not self._static_sent:  # at the first sample: step 0, or a replay window's first step
             if bags:
@@ -275,6 +290,8 @@ class Recorder:
         vertices = ({_leaf(prim): value for prim, value in self.world.human_vertices().items()}
                     if self.config.recording.human_vertices else {})
         self._writes.call(save_humans_frame, self.folder / HUMANS_DIR, self._humans_frames, HumansFrame(t, joints, vertices))
+        if self._observer:
+            self._observer.humans(t, joints)
         self._humans_frames += 1
         self.counts.add("humans")
 
