@@ -1,6 +1,6 @@
 """The dataset card (DATASET.md and export.json's `card`) of exports and batches, checked against independent
 truth: the asset packages' meta.json files, run.json, MANIFEST.json, frames.jsonl and the exported annotations;
-licences that start in the converters (GSO, AMASS + SMPL) reach the card; older runs and packages read as unknown
+licences that start in the converters (GSO, AMASS + SMPL, 3D-Front) reach the card; older runs and packages read as unknown
 with the reason; a batch writes one card for the whole dataset."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from smpl_fixtures import build_model, save_npz
 
+from asset_converters.front3d import front3d_jobs
 from asset_converters.gso import convert_gso
 from asset_converters.smpl.convert import convert_sequence
 from core.formats.asset_meta import read_meta
@@ -136,6 +137,14 @@ def test_licences_written_by_the_converters_reach_the_card(tiny_run, packages, t
     # sequence exports carry no labels: the classes are the recording's semantic ones
     instances = raw(run / "gt" / "camera" / "instances.json")
     assert card.classes == {i: name for name, i in instances["semantic_classes"].items()}
+
+
+def test_a_3d_front_house_carries_the_3d_front_terms(realdata, tmp_path):
+    job, = front3d_jobs(realdata / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json", tmp_path)
+    licences = raw(job.run(job.out, job.input_hash) / "meta.json")["source"]["licences"]
+    assert [(lic["source"], lic["name"], lic["url"]) for lic in licences] == [
+        ("3D-FRONT", "3D-FRONT Terms of Use", "https://tianchi.aliyun.com/specials/promotion/alibaba-3d-scene-dataset")]
+    assert "non-commercial scientific research use only" in licences[0]["obligations"]
 
 
 def test_older_runs_and_packages_read_as_unknown_with_the_reason(tiny_run, packages, tmp_path):
