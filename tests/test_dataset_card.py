@@ -1,7 +1,7 @@
 """The dataset card (DATASET.md and export.json's `card`) of exports and batches, checked against independent
 truth: the asset packages' meta.json files, run.json, MANIFEST.json, frames.jsonl and the exported annotations;
-licences that start in the converters (GSO, AMASS + SMPL, 3D-Front) reach the card; older runs and packages read as unknown
-with the reason; a batch writes one card for the whole dataset."""
+licences that start in the converters (GSO, AMASS + SMPL, 3D-Front) reach the card; older runs and packages read
+as unknown with the reason; a batch writes one card for the whole dataset."""
 
 from __future__ import annotations
 
