@@ -37,6 +37,10 @@ ACTIVATE = "source .venv/bin/activate"
 SHORT_DEMO = ["simulation.duration=3.5", "simulation.bootstrap=0.25", "robot.sensors.cameras.0.rate_hz=10",
               "robot.sensors.cameras.0.width=320", "robot.sensors.cameras.0.height=240"]
 QUIET_ENV = {**os.environ, "GRADE_QUIET": "1", "NO_MKDOCS_2_WARNING": "1", "COLUMNS": "120"}
+# The widest code-block line: the theme shows 80 columns, docs/stylesheets/extra.css widens the page to show 102 on
+# a screen 1400 px wide, so a longer line scrolls sideways.
+CODE_COLUMNS = 100
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
 def code_blocks(markdown: str, language: str = "bash") -> list[str]:
@@ -76,9 +80,36 @@ def test_site_builds_strictly_with_the_generated_reference(tmp_path):
     for title in ("grade demo", "grade export coco", "grade evaluate slam", "grade benchmark run", "grade config validate"):
         assert f"\n{title}¶\n" in cli or f"\n{title}\n" in cli, title
     assert "Usage: grade replay [OPTIONS]" in cli
+    # The help text is generated (docs/hooks/cli_reference.py), so its width is checked on the page.
+    blocks = re.findall(r"<pre\b.*?</pre>", (site / "reference" / "cli" / "index.html").read_text(), re.DOTALL)
+    help_lines = [line for block in blocks for line in html.unescape(re.sub(r"<[^>]+>", "", block)).splitlines()]
+    assert help_lines and max(map(len, help_lines)) <= CODE_COLUMNS
     # The config models and format modules, read from the code by mkdocstrings.
     assert "ExperimentConfig" in page("reference/config")
     assert "read_run_info" in page("reference/formats")
+
+
+def code_lines(markdown: str) -> list[tuple[int, str]]:
+    """(line number, line) of every line inside a fenced code block, at any indentation."""
+    lines, fence = [], None
+    for number, line in enumerate(markdown.splitlines(), 1):
+        opening = FENCE.match(line)
+        if fence is None:
+            fence = opening[1] if opening else None
+        elif opening and opening[1].startswith(fence) and not line.strip().strip(fence[0]):
+            fence = None
+        else:
+            lines.append((number, line))
+    return lines
+
+
+def test_code_blocks_fit_the_page_width():
+    """No code block of the docs scrolls sideways (the generated command-line reference is checked on the built
+    site, test_site_builds_strictly_with_the_generated_reference)."""
+    wide = [f"{page.relative_to(ROOT)}:{number}: {len(line)} columns"
+            for page in sorted(DOCS.rglob("*.md")) for number, line in code_lines(page.read_text())
+            if len(line) > CODE_COLUMNS]
+    assert not wide, wide
 
 
 def test_readme_is_short_and_opens_with_the_two_commands():
