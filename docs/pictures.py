@@ -1,6 +1,6 @@
 """The pictures on the docs' home page and in the README, drawn from a recording of the demo.
 
-    .venv/bin/grade demo --out runs/demo          # or `make demo`: the CPU demo, about 2 minutes
+    .venv/bin/grade demo --out runs/demo          # or `make demo`: the CPU demo, a few minutes
     .venv/bin/python docs/pictures.py runs/demo   # writes docs/images/demo_*.png
 
 - demo_contact_sheet.png: `grade view`'s contact sheet (RGB with the 2D boxes of people and objects,
