@@ -369,8 +369,9 @@ class _Transformer:
     """One pass over the window: selection per tick, a time-ordered output buffer, rewriting and writing."""
 
     def __init__(self, reader: AnyReader, src: Path, plan: _Plan, writer: Ros1Writer | Ros2Writer,
-                 hook: MessageHook | None, options: BagOptions):
+                 hook: MessageHook | None, options: BagOptions, label: str):
         self.reader, self.src, self.plan, self.writer, self.hook = reader, src, plan, writer, hook
+        self.label = label
         self.ros1_out = plan.output_format == "ros1"
         renamed = [c._replace(topic=plan.output_topics[c.topic]) for c in plan.kept]
         # rosbags' converter creates the output connections and, when the formats differ, converts each
@@ -399,7 +400,7 @@ class _Transformer:
         # Progress in the bag's own time, redrawn every PROGRESS_STEP_NS of it (not per message: bags hold 1e5).
         end_ns = plan.end_ns if plan.end_ns is not None else self.reader.end_time
         shown_ns = plan.start_ns
-        with subtask(f"rewriting {self.src.name}", max(end_ns - plan.start_ns, 0) / 1e9) as update:
+        with subtask(self.label, max(end_ns - plan.start_ns, 0) / 1e9) as update:
             for connection, timestamp, raw in self.reader.messages(connections=plan.kept, start=plan.start_ns,
                                                                    stop=plan.end_ns):
                 self._finalize(timestamp)
@@ -472,12 +473,14 @@ class _Transformer:
         self.last_ns = record_ns
 
 
-def transform_bag(src: Path, dst: Path, options: BagOptions, message_hook: MessageHook | None = None) -> BagReport:
+def transform_bag(src: Path, dst: Path, options: BagOptions, message_hook: MessageHook | None = None,
+                  label: str | None = None) -> BagReport:
     """Write a new bag at `dst` from the ROS 1 `.bag` or ROS 2 bag folder `src`, as `options` say.
 
     `message_hook(output_topic, msgtype, msg, bag_timestamp_ns)` sees every message about to be written,
     in output time order, after the built-in changes (shift, frame renames, depth cut-off); it returns
-    the message to write (it may modify `msg` in place and return it) or None to drop it. A topic keeps
+    the message to write (it may modify `msg` in place and return it) or None to drop it. `label` names the pass
+    on its progress bar (default: `rewriting SRC`). A topic keeps
     its message type. Raises InputError naming the file and the field for a missing or unreadable bag,
     unknown topics, bad rates or times, or an existing `dst`.
     """
@@ -489,7 +492,8 @@ def transform_bag(src: Path, dst: Path, options: BagOptions, message_hook: Messa
         plan = _plan(reader, src, dst, options)
         # The writer aborts (no index; the temporary folder is removed) when the body raises.
         with _atomic_output(dst) as built, _writer(built, plan.output_format, plan.ros2_storage) as writer:
-            transformer = _Transformer(reader, src, plan, writer, message_hook, options)
+            transformer = _Transformer(reader, src, plan, writer, message_hook, options,
+                                       label or f"rewriting {src.name}")
             transformer.run()
         topics = {}
         for topic, info in reader.topics.items():

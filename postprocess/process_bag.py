@@ -195,7 +195,7 @@ def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagO
         return transform_bag(src, dst, options)
     with partial_folder(dst.parent, dst.name) as work:
         staged = work / (dst.name if dst.suffix == ROS1_SUFFIX else "staged")
-        report = transform_bag(src, staged, options)
+        report = transform_bag(src, staged, options, label=f"{src.name}: window, rates, names")
         imu_rows = _imu_noise(staged, settings, seed) if settings.imu is not None else {}
         intrinsics = _intrinsics(staged) if settings.depth is not None or moving else {}
         motion = BagMotion.read(staged, imu_topic, odom_topic, source=src) if moving else None
@@ -203,6 +203,6 @@ def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagO
             hook = _NoiseHook(imu_rows, intrinsics, settings, seed, not reader.is2, reader.typestore)
             if motion is not None:
                 hook.blur = _Blur(reader, motion, intrinsics, settings, seed, hook.builder)
-            transform_bag(staged, dst, BagOptions(), hook)
+            transform_bag(staged, dst, BagOptions(), hook, label=f"{src.name}: sensor noise")
         return replace(report, dst=dst)
 

@@ -386,3 +386,25 @@ def test_retime_keeps_the_nearest_message_and_latched_tf_static_survives_the_cro
     ((bag_ns, static_msg),) = out["/tf_static"]
     assert bag_ns == ROS1_TIME_MIN_NS and stamp_ns(static_msg.transforms[0].header) == 0  # 1 s -> before 0
     assert static_msg.transforms[0].header.frame_id == "robot_gt"
+
+
+def test_a_rewrite_shows_its_progress_in_the_bags_time(source, tmp_path, monkeypatch):
+    """The progress bar of a rewrite runs over the window in bag time (0.5 s here, from the experiment marker),
+    redrawn every tenth of a second of it and ending full, under the pass's label."""
+    import contextlib
+
+    from postprocess import bag_tools
+
+    bars = []
+
+    @contextlib.contextmanager
+    def subtask(description, total):
+        bars.append((description, total, []))
+        yield bars[-1][2].append
+
+    monkeypatch.setattr(bag_tools, "subtask", subtask)
+    transform_bag(source["ros1"], tmp_path / "out.bag", EXPERIMENT, label="cropping run.bag")
+    ((label, total, shown),) = bars
+    assert label == "cropping run.bag" and total == pytest.approx(DURATION)
+    assert shown == sorted(shown) and shown[-1] == pytest.approx(DURATION)
+    assert len(shown) == pytest.approx(DURATION / 0.1 + 1, abs=1)
