@@ -76,7 +76,7 @@ def test_same_seed_same_bytes_and_a_second_run_is_up_to_date(run):
 def test_nothing_to_apply_and_unknown_preset_are_clear_errors(run):
     for args, words in ((["postprocess", str(run)], ["nothing to apply"]),
                         (["postprocess", str(run), "--preset", "nope"], ["--preset", "grade-paper"]),
-                        (["postprocess", str(run), "--depth", "lidar"], ["depth.model"])):
+                        (["postprocess", str(run), "--depth", "lidar"], ["--depth", "'realsense', 'kinect', 'gaussian'"])):
         result = run_grade(*args)
         assert result.returncode == 2, result.stderr
         assert "Traceback" not in result.stderr and all(w in result.stderr for w in words), result.stderr

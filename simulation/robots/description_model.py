@@ -42,7 +42,8 @@ def description_model(robot: RobotConfig) -> RobotModel:
     if defaults is not None:
         defaults.tag, defaults.attrib = "default", {"class": DESCRIPTION_CLASS}
         base.set("childclass", DESCRIPTION_CLASS)
-    assets = tuple(tree.find("asset") or ())
+    asset = tree.find("asset")
+    assets = tuple(asset) if asset is not None else ()
     common = {"kind": "custom", "variant": "description", "links": description.links,
               "camera_link": body.camera_link, "default_imus": body.default_imus, "assets": assets,
               "defaults": (defaults,) if defaults is not None else (), "looks": "visuals", "label": "robot",
