@@ -44,20 +44,12 @@ DEFAULT_SPLIT = {"train": 0.8, "val": 0.2}  # GRADE's 80/20
 
 
 @dataclass(frozen=True)
-class Sequence:
-    """One recording to export, with the name it has inside the export."""
-
-    name: str
-    recording: Recording
-    cameras: list[str]
-    split: str | None = None
+class Sequence(CardRun):
+    """One recording to export, with the name it has inside the export (its cameras and split, as on the card)."""
 
     def entry(self, root: Path) -> ExportedSequence:
         return ExportedSequence(name=self.name, run=relative_path(self.recording.path, root), cameras=self.cameras,
                                 split=self.split)
-
-    def card_run(self) -> CardRun:
-        return CardRun(self.name, self.recording, self.cameras, self.split)
 
 
 def open_sequences(runs: Seq[Path], cameras: Seq[str] | None = None, robot: str | None = None) -> list[Sequence]:
@@ -167,7 +159,7 @@ def export_folder(out: Path, fmt: str, options: dict[str, Any], sequences: list[
     The caller writes its files and calls `finish`; an interrupted export is resumed by the same command.
     The dataset card is gathered first, so a recording it cannot read fails before the folder is touched;
     `categories` are the export's label classes (None: an export without labels)."""
-    card = dataset_card(Path(out), f"GRADE {fmt} export", fmt, options, [s.card_run() for s in sequences],
+    card = dataset_card(Path(out), f"GRADE {fmt} export", fmt, options, list(sequences),
                         categories)
     document = ExportDocument(format=fmt, options=options, sequences=[s.entry(Path(out)) for s in sequences])
     with output_folder(out, what="export folder") as root:

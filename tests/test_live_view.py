@@ -26,6 +26,7 @@ from core.formats.run_info import RUN_FILE
 from core.outputs import LOCK_FILE
 from core.recording import Recording
 from tests.conftest import CONFIGS, TINY_RUN, assert_refused, requires_extra, run_grade
+from tests.rrd_columns import rrd_columns
 
 LIDAR = "lidar"
 RUN = [*TINY_RUN, f"robot.sensors.lidar={{name: {LIDAR}, channels: 4, horizontal_resolution_deg: 10, rate_hz: 10}}"]
@@ -42,20 +43,9 @@ class Server:
 
     def received(self) -> dict[str, dict[str, list]]:
         """Stop the server (Ctrl-C, which finishes its file) and read what it saved: per entity, its columns."""
-        import pyarrow as pa
-        from rerun.chunk import RrdReader
-
         self.process.send_signal(signal.SIGINT)
         self.process.wait(timeout=30)
-        columns: dict[str, dict[str, list]] = {}
-        for chunk in RrdReader(self.rrd).stream().collect().stream():
-            batch = chunk.to_record_batch()
-            entity = columns.setdefault(str(chunk.entity_path), {})
-            for key, column in zip(batch.schema.names, batch.columns):
-                if pa.types.is_duration(column.type):  # sim time as integer nanoseconds
-                    column = column.cast(pa.int64())
-                entity.setdefault(key, []).extend(column.to_pylist())
-        return columns
+        return rrd_columns(self.rrd)
 
 
 def _free_port() -> int:

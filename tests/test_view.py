@@ -55,6 +55,7 @@ from postprocess.contact_sheet import (
 )
 from postprocess.plots import imu_figure, trajectory_figure
 from postprocess.view import select_frames, view_run
+from tests.rrd_columns import rrd_columns
 
 W, H = 64, 48
 FRAMES = 3
@@ -461,20 +462,10 @@ def test_rerun_without_the_viz_extra_is_a_clear_error(run, monkeypatch):
 @pytest.mark.slow
 def test_rerun_export_reads_back(run, tmp_path):
     pytest.importorskip("rerun")
-    import pyarrow as pa
-    from rerun.chunk import RrdReader
-
     rrd = tmp_path / "run.rrd"
     result = view_run(run, rerun=rrd)
     assert rrd in result.written and not list(tmp_path.glob(".run.rrd.*"))
-    columns: dict[str, dict[str, list]] = {}
-    for chunk in RrdReader(rrd).stream().collect().stream():
-        batch = chunk.to_record_batch()
-        entity = columns.setdefault(str(chunk.entity_path), {})
-        for key, column in zip(batch.schema.names, batch.columns):
-            if pa.types.is_duration(column.type):  # sim time as integer nanoseconds
-                column = column.cast(pa.int64())
-            entity.setdefault(key, []).extend(column.to_pylist())
+    columns = rrd_columns(rrd)
     assert "log_time" not in json.dumps(sorted(k for c in columns.values() for k in c))  # simulation time only
 
     rgb = columns["/world/front/rgb"]
