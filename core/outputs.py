@@ -19,12 +19,12 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from core.assets.layout import META_FILE
-from core.errors import GradeError
+from core.errors import ConfigError, GradeError
 from core.formats.export import EXPORT_FILE
 from core.formats.manifest import MANIFEST
 from core.formats.run_info import RUN_FILE
@@ -73,6 +73,22 @@ def check_output_folder(folder: str | Path, what: str = "output folder") -> Path
     return folder
 
 
+def check_apart(output: str | Path, inputs: Iterable[str | Path], what: str = "output folder",
+                field: str = "--out") -> None:
+    """Refuse an output that lies inside an input (or is one), and an input inside the output: a command never
+    writes into what it reads, and never replaces or removes it with its output (`output`'s removal of partial
+    folders and failed outputs would reach it). Symlinks are resolved, so a link to the run is the run."""
+    target = Path(output).resolve()
+    for source in inputs:
+        resolved = Path(source).resolve()
+        if target == resolved or resolved in target.parents:
+            raise ConfigError(f"the {what} is or lies inside the input {source} ({resolved}); a command never writes "
+                              "into what it reads: choose an output outside it", output, field)
+        if target in resolved.parents:
+            raise ConfigError(f"the input {source} ({resolved}) lies inside the {what}; a command never writes "
+                              "around what it reads: choose an output outside it", output, field)
+
+
 def _holder(lock: Path) -> str:
     try:
         info = json.loads(lock.read_text(encoding="utf-8"))
@@ -105,27 +121,39 @@ def _acquire(lock: Path, wait: bool, what: str, folder: Path) -> int:
 
 
 @contextmanager
-def output_lock(folder: str | Path, wait: bool = False, what: str = "output folder") -> Iterator[Path]:
-    """Hold the exclusive writer lock of `folder` (created when needed) for the `with` block.
+def output_lock(folder: str | Path, wait: bool = False, what: str = "output folder",
+                inputs: Iterable[str | Path] = ()) -> Iterator[Path]:
+    """Hold the exclusive writer lock of `folder` (created when needed) for the `with` block; `inputs`, what the
+    command reads, may not lie inside it nor it inside them (`check_apart`), checked before anything is made.
 
     The lock is an advisory `flock` on a file opened without truncation, so the holder's pid, start time
     and command stay readable for the message a second writer prints (the `filelock` package truncates
     the file on every attempt, which would erase them); the OS releases it if the process dies. A folder
-    this call created and that holds nothing but the lock at the end is removed again."""
+    this call created and that holds nothing but the lock at the end is removed again, and so is a lock file this
+    call added to a marked GRADE folder (a run that `grade postprocess` failed on) when the block fails: the
+    folder is left as it was, and its marker files still say whose it is."""
+    check_apart(folder, inputs, what)
     folder = check_output_folder(folder, what)
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     lock = folder / LOCK_FILE
+    added = not lock.exists() and any(schema_of(folder / name) for name in MARKER_FILES if (folder / name).is_file())
     fd = _acquire(lock, wait, what, folder)
+    failed = False
     try:
         holder = {"pid": os.getpid(), "started": time.time(), "command": " ".join(sys.argv[:3])}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder).encode(), 0)
         yield folder
+    except BaseException:
+        failed = True
+        raise
     finally:
         if created and [p.name for p in folder.iterdir()] == [LOCK_FILE]:
             lock.unlink()
             folder.rmdir()
+        elif added and failed:
+            lock.unlink(missing_ok=True)  # removed while held: a waiter then locks a new file (_acquire)
         os.close(fd)  # releases the flock
 
 

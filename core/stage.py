@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +38,12 @@ log = get_logger("stage")
 
 
 @contextmanager
-def output_folder(folder: str | Path, what: str = "output folder", wait: bool = False) -> Iterator[Path]:
+def output_folder(folder: str | Path, what: str = "output folder", wait: bool = False,
+                  inputs: Iterable[str | Path] = ()) -> Iterator[Path]:
     """Hold `folder`'s writer lock for the `with` block (core.outputs.output_lock: the folder must be absent,
-    empty or GRADE's), after removing the partial folders an interrupted writer left in it."""
-    with output_lock(folder, wait=wait, what=what) as locked:
+    empty or GRADE's, and apart from the `inputs` the command reads), after removing the partial folders an
+    interrupted writer left in it."""
+    with output_lock(folder, wait=wait, what=what, inputs=inputs) as locked:
         _remove_stale_partials(locked)
         yield locked
 

@@ -69,7 +69,9 @@ def slam_command(
     width = max(len(name) for name, _ in rows)
     typer.echo("\n".join(f"{name:<{width}}  {value}" for name, value in rows))
     if out is not None:
-        with output_folder(out, what="evaluation folder") as folder:
+        # Folder inputs (a recording, a ROS 2 bag) may not lie in DIR either way; a trajectory or bag file in DIR
+        # is the benchmark's layout (metrics beside the estimate), and this writes three files and removes none.
+        with output_folder(out, what="evaluation folder", inputs=[p for p in (gt, est) if p.is_dir()]) as folder:
             written = write_evaluation(folder, reference, metrics, absolute, f"{est.name} vs {gt.name}")
         for path in written:
             typer.echo(str(path))
@@ -124,14 +126,13 @@ def run_command(
     if method == "external" and command is None:
         raise ConfigError("the external method needs --command TEMPLATE (with {sequence} and {out})", None,
                           "--command")
-    with output_folder(out, what="SLAM run folder") as folder:
+    with output_folder(out, what="SLAM run folder", inputs=[run]) as folder:
         if method == "orbslam3":
-            from evaluation.orbslam import VOCABULARY_FILE, run_orbslam3, vocabulary_from_run
+            from evaluation.orbslam import VOCABULARY_FILE, run_orbslam3
 
+            result = run_orbslam3(run, folder, mode, camera, vocabulary, processed, right_camera, build_vocabulary)
             if build_vocabulary:
-                vocabulary = vocabulary_from_run(run, folder / VOCABULARY_FILE, camera, processed)
-                typer.echo(f"vocabulary  {vocabulary} (built from the run's frames)")
-            result = run_orbslam3(run, folder, mode, camera, vocabulary, processed, right_camera)
+                typer.echo(f"vocabulary  {folder / VOCABULARY_FILE} (built from the run's frames)")
         elif method == "kiss-icp":
             from evaluation.lidar_odometry import run_kiss_icp
 

@@ -337,11 +337,12 @@ def _feed(run: Path, mode: str, camera: str | None, processed: bool, right_camer
 
 def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = None,
                  vocabulary: Path | None = None, processed: bool = False,
-                 right_camera: str | None = None) -> RunnerResult:
+                 right_camera: str | None = None, build_vocabulary: bool = False) -> RunnerResult:
     """Run ORB-SLAM3 (`mode` rgbd, mono, mono_inertial, or stereo with `right_camera` as the pair's right
     camera) on one camera of the recording `run`, or on the TUM RGB-D (rgbd, mono) or EuRoC (mono,
     mono_inertial) sequence folder `run`, and write its trajectory, settings and runner.json into `out` (an
-    existing folder; the CLI holds its lock)."""
+    existing folder; the CLI holds its lock). With `build_vocabulary`, the vocabulary is built from the frames
+    into `out` (vocabulary_from_run) once every option is checked, so a bad one costs no build."""
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}", None, "mode")
     try:
@@ -350,7 +351,10 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
         raise GradeError(f"ORB-SLAM3 is not installed: it comes with the optional `slam` extra (pyorbslam3, "
                          f"GPL-3.0), installed with {INSTALL_HINT}") from None
     feed = _feed(Path(run), mode, camera, processed, right_camera)
-    vocabulary = resolve_vocabulary(vocabulary)
+    if build_vocabulary:
+        vocabulary = vocabulary_from_run(run, Path(out) / VOCABULARY_FILE, camera, processed)
+    else:
+        vocabulary = resolve_vocabulary(vocabulary)
     settings_path = atomic_write_text(Path(out) / SETTINGS_FILE, settings_yaml(feed, mode))
     times, poses, states, tracking = [], [], [], 0.0
     previous = -np.inf

@@ -29,10 +29,11 @@ from core.formats.export import (
     write_export_document,
 )
 from core.formats.images import DEPTH_NOISY, INSTANCE_BLUR, RGB_BLUR
+from core.outputs import LOCK_FILE
 from core.recording import Camera, Frame, Recording
 from core.rundir import DIRECTORY_MODE, atomic_write_bytes
 from core.seeding import generator
-from core.stage import output_folder
+from core.stage import keep_first_error, output_folder
 from export.card import CardRun, dataset_card, relative_path
 from export.categories import Categories
 
@@ -155,22 +156,42 @@ class ExportFolder:
 @contextmanager
 def export_folder(out: Path, fmt: str, options: dict[str, Any], sequences: list[Sequence],
                   categories: Categories | None = None) -> Iterator[ExportFolder]:
-    """Lock `out` (one writer), refuse a folder holding another export, record the job, yield the folder.
-    The caller writes its files and calls `finish`; an interrupted export is resumed by the same command.
-    The dataset card is gathered first, so a recording it cannot read fails before the folder is touched;
-    `categories` are the export's label classes (None: an export without labels)."""
+    """Lock `out` (one writer; apart from the recordings it reads), refuse a folder holding another export, record
+    the job, yield the folder. The caller writes its files and calls `finish`; an interrupted export (killed,
+    Ctrl-C) is resumed by the same command. An export that fails in a folder it started leaves no folder: the
+    error (a corrupt frame, a full disk) is not fixed by rerunning, so a half export would only be left to
+    mistake for data. The dataset card is gathered first, so a recording it cannot read fails before the folder is
+    touched; `categories` are the export's label classes (None: an export without labels)."""
     card = dataset_card(Path(out), f"GRADE {fmt} export", fmt, options, list(sequences),
                         categories)
     document = ExportDocument(format=fmt, options=options, sequences=[s.entry(Path(out)) for s in sequences])
-    with output_folder(out, what="export folder") as root:
+    with output_folder(out, what="export folder", inputs=[s.recording.path for s in sequences]) as root:
         if (root / EXPORT_FILE).is_file():
             previous = read_export_document(root)
             if not previous.same_job(document):
                 raise GradeError(f"the folder holds another export ({previous.format} of "
                                  f"{', '.join(s.name for s in previous.sequences)}, other options); choose a new "
                                  "--out, or rerun that export's exact command to resume it", root / EXPORT_FILE)
-        write_export_document(root, document)
-        yield ExportFolder(root, document, card)
+        # Ours to remove on failure only when it held nothing before (we hold its lock: nobody else wrote in it).
+        started = [entry.name for entry in root.iterdir()] == [LOCK_FILE]
+        try:
+            write_export_document(root, document)
+            yield ExportFolder(root, document, card)
+        except Exception:
+            if started:
+                keep_first_error(_empty, root)
+            raise
+
+
+def _empty(root: Path) -> None:
+    """Remove everything in `root` but its lock file (output_folder then removes the folder it made)."""
+    for entry in root.iterdir():
+        if entry.name == LOCK_FILE:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def image_file(frame: Frame, kind: str, processed: bool) -> Path | None:

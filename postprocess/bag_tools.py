@@ -53,6 +53,7 @@ from core.formats.bags.writer import (
     Ros2Storage,
 )
 from core.formats.images import MM_PER_M
+from core.outputs import check_apart
 from core.progress import subtask
 from core.rundir import partial_folder
 
@@ -148,10 +149,9 @@ def _atomic_output(dst: Path) -> Iterator[Path]:
         os.rename(built, dst)
 
 
-def _check_new_output(src: Path, dst: Path) -> None:
-    src_real, dst_real = src.resolve(), dst.resolve()
-    if dst_real == src_real or src_real in dst_real.parents:
-        raise InputError(f"output must not be the source bag or lie inside it ({src})", dst)
+def check_new_output(src: Path, dst: Path) -> None:
+    """`dst` may be written from `src`: apart from it, and not there yet."""
+    check_apart(dst, [src], "output bag")
     if dst.exists() or dst.is_symlink():
         raise InputError("output already exists; not overwriting", dst)
 
@@ -487,7 +487,7 @@ def transform_bag(src: Path, dst: Path, options: BagOptions, message_hook: Messa
     src, dst = Path(src), Path(dst)
     if not src.exists():
         raise InputError("bag not found", src)
-    _check_new_output(src, dst)
+    check_new_output(src, dst)
     with open_bag(src) as reader:
         plan = _plan(reader, src, dst, options)
         # The writer aborts (no index; the temporary folder is removed) when the body raises.
@@ -614,7 +614,7 @@ def reindex_ros1(src: Path, dst: Path | None = None) -> ReindexReport:
         raise InputError("bag not found (a ROS 1 bag is a file)", src)
     if dst.suffix != ROS1_SUFFIX:
         raise InputError(f"a ROS 1 bag's path must end in {ROS1_SUFFIX}", dst)
-    _check_new_output(src, dst)
+    check_new_output(src, dst)
     counts: dict[str, int] = {}
     with src.open("rb") as stream, _atomic_output(dst) as built:
         if stream.readline() != ROS1_MAGIC:

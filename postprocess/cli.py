@@ -148,9 +148,10 @@ def postprocess_command(
       grade postprocess runs/demo --imu --depth realsense --blur
       grade postprocess recorded.bag --crop --duration 60 --imu
     """
+    from core.errors import ConfigError
     from core.recording import Recording
     from core.stage import output_folder
-    from postprocess.process_run import process_run
+    from postprocess.process_run import check_settings, process_run
 
     if is_bag(path):
         settings = postprocess_settings({}, preset, imu, depth, blur, rolling_shutter, set_ or [])
@@ -159,9 +160,13 @@ def postprocess_command(
         _postprocess_bag(path, out, settings, seed, crop, duration, rate, drop, rename_topic, rename_frame, depth_max,
                          imu_topic, odom_topic)
         return
+    if out is not None:  # a run's outputs go beside its recording (core.formats.postprocess): no --out to honour
+        raise ConfigError("--out names a bag's new bag; a run's post-processed files are written beside its "
+                          "recording, in RUN/gt", path, "--out")
     recording = Recording.open(path)
     settings = postprocess_settings(recording.config.get("postprocess") or {}, preset, imu, depth, blur,
                                     rolling_shutter, set_ or [])
+    check_settings(recording, settings)  # refused before the lock, which would otherwise add .grade.lock to the run
     with output_folder(path, what="run folder"):
         result = process_run(path, settings, force=force)
     state = "up to date" if result.skipped else "done"

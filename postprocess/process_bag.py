@@ -29,7 +29,7 @@ from core.formats.images import MM_PER_M, depth_millimetres
 from core.rundir import partial_folder
 from core.seeding import generator
 from postprocess.bag_motion import CAMERA_IMU_TOPIC, ODOMETRY_TOPIC, BagMotion, CameraMotion
-from postprocess.bag_tools import BagOptions, BagReport, transform_bag
+from postprocess.bag_tools import BagOptions, BagReport, check_new_output, transform_bag
 from postprocess.blur import blur_and_shutter, sequence_timing
 from postprocess.depth_noise import apply_depth_noise
 from postprocess.imu_noise import apply_imu_noise
@@ -193,6 +193,7 @@ def process_bag(src: Path, dst: Path, settings: PostprocessConfig, options: BagO
                          f"{'a NAME.bag file' if ros1_out else 'a folder not named .bag'}", dst, "--out")
     if settings.imu is None and settings.depth is None and not moving:
         return transform_bag(src, dst, options)
+    check_new_output(src, dst)  # before the partial folder beside `dst`, which would otherwise land in a bag folder
     with partial_folder(dst.parent, dst.name) as work:
         staged = work / (dst.name if dst.suffix == ROS1_SUFFIX else "staged")
         report = transform_bag(src, staged, options, label=f"{src.name}: window, rates, names")

@@ -14,6 +14,7 @@ cameras rigidly mounted during one exposure).
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from core.formats.run_layout import GT_DIR
 from core.geometry import compose, quat_wxyz_to_matrix
 from core.progress import get_logger, progress_task
 from core.recording import Camera, Frame, Recording
+from core.rundir import partial_folder
 from core.seeding import derived_seed, generator
 from postprocess.blur import (
     PoseCurve,
@@ -96,14 +98,23 @@ def _up_to_date(gt: Path, settings: PostprocessConfig) -> PostprocessRecord | No
     return record if record.settings == settings.model_dump(mode="json") else None
 
 
-def _remove_outputs(gt: Path, cameras: list[str]) -> None:
-    """Earlier post-processing outputs (only GRADE's own names: the originals are never touched)."""
+def _outputs(cameras: list[str]) -> list[Path]:
+    """Every post-processing output, relative to gt/ (only GRADE's own names: the originals are never touched)."""
+    return [Path(IMU_NOISY_FILE)] + [Path(camera) / name for camera in cameras for name in (BLUR_FILE, *DERIVED)]
+
+
+def _install(built: Path, gt: Path, cameras: list[str]) -> None:
+    """Replace the earlier outputs in `gt` by those in `built` (a partial folder laid out like gt/). The record
+    goes first, so a run killed while installing is not up to date and is redone."""
     (gt / POSTPROCESS_FILE).unlink(missing_ok=True)
-    (gt / IMU_NOISY_FILE).unlink(missing_ok=True)
-    for camera in cameras:
-        (gt / camera / BLUR_FILE).unlink(missing_ok=True)
-        for kind in DERIVED:
-            shutil.rmtree(gt / camera / kind, ignore_errors=True)
+    for relative in _outputs(cameras):
+        target = gt / relative
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+        if (built / relative).exists():
+            os.replace(built / relative, target)
 
 
 def _noisy_imus(recording: Recording, settings: PostprocessConfig, seed: int) -> list[ImuSeries]:
@@ -120,9 +131,9 @@ def _robot_pose_at(recording: Recording) -> PoseCurve:
     return interpolate_pose(path.time, compose(quat_wxyz_to_matrix(path.quat_wxyz), path.position))
 
 
-def _write(camera: Camera, kind: str, frame: Frame, image: np.ndarray) -> None:
-    path = camera.folder / frame_file(kind, frame.index)
-    path.parent.mkdir(exist_ok=True)
+def _write(folder: Path, kind: str, frame: Frame, image: np.ndarray) -> None:
+    path = folder / frame_file(kind, frame.index)
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_image(path, encode(kind, image))
 
 
@@ -138,8 +149,9 @@ def _blur_boxes(frame: Frame, instance: np.ndarray) -> list[Box2D]:
     return out
 
 
-def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robot_at: PoseCurve,
+def _process_camera(camera: Camera, folder: Path, settings: PostprocessConfig, seed: int, robot_at: PoseCurve,
                     advance: Callable[..., None]) -> CameraPostprocess:
+    """`camera`'s outputs, written into `folder` (the camera's folder in the partial gt/)."""
     depth_rng = generator(seed, f"postprocess/depth/{camera.name}")
     moving = settings.blur is not None or settings.rolling_shutter is not None
     exposure, readout = sequence_timing(settings.blur, settings.rolling_shutter,
@@ -148,7 +160,8 @@ def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robo
     model = settings.blur.model if settings.blur is not None else "depth_aware"
     plane = settings.blur.plane_distance if settings.blur is not None else 1.0
     outputs = ([DEPTH_NOISY] if settings.depth else []) + ([RGB_BLUR, INSTANCE_BLUR, SEMANTIC_BLUR] if moving else [])
-    blur_log = BlurLogWriter(camera.folder / BLUR_FILE) if moving else None
+    folder.mkdir(parents=True, exist_ok=True)
+    blur_log = BlurLogWriter(folder / BLUR_FILE) if moving else None
     try:
         for frame in camera:
             depth = frame.depth()
@@ -156,7 +169,7 @@ def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robo
                 raise InputError("post-processing needs the camera's depth; record it (outputs: depth)",
                                  camera.folder, "depth")
             if settings.depth is not None:
-                _write(camera, DEPTH_NOISY, frame, apply_depth_noise(depth, frame.K, settings.depth, depth_rng))
+                _write(folder, DEPTH_NOISY, frame, apply_depth_noise(depth, frame.K, settings.depth, depth_rng))
             if moving:
                 mount = np.linalg.inv(robot_at(frame.time)) @ frame.pose  # base <- camera at this frame
 
@@ -165,14 +178,14 @@ def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robo
 
                 result = blur_and_shutter(frame.rgb(), depth, frame.K, camera_at, frame.time, exposure, readout,
                                           sub_poses, model, plane)
-                _write(camera, RGB_BLUR, frame, result.image)
+                _write(folder, RGB_BLUR, frame, result.image)
                 # Labels move with what the blurred image shows: the scene's depth, or GRADE's plane.
                 label_depth = depth if model == "depth_aware" else np.full_like(depth, plane)
                 warped = {kind: warp_labels(labels, label_depth, frame.K, frame.pose, result.mean_poses)
                           for kind, labels in ((INSTANCE_BLUR, frame.instance()), (SEMANTIC_BLUR, frame.semantic()))
                           if labels is not None}
                 for kind, labels in warped.items():
-                    _write(camera, kind, frame, labels)
+                    _write(folder, kind, frame, labels)
                 boxes = _blur_boxes(frame, warped[INSTANCE_BLUR]) if INSTANCE_BLUR in warped else []
                 blur_log.write(BlurFrame(frame=frame.index, time=frame.time, exposure=exposure, readout=readout,
                                          sub_poses=result.params["sub_pose_transforms"], boxes_2d_tight=boxes))
@@ -184,15 +197,22 @@ def _process_camera(camera: Camera, settings: PostprocessConfig, seed: int, robo
                              readout=readout if settings.rolling_shutter else None, outputs=outputs)
 
 
-def process_run(run: Path, settings: PostprocessConfig, force: bool = False) -> ProcessResult:
-    """Apply `settings` to the complete recording `run` (the caller holds the run folder's lock)."""
+def check_settings(recording: Recording, settings: PostprocessConfig) -> None:
+    """What can be refused before the run is touched (the CLI checks it before taking the run's lock)."""
     if not settings.enabled:
         raise InputError("nothing to apply: enable at least one of imu, depth, blur, rolling_shutter",
                          field="postprocess")
-    recording = Recording.open(run)
     if len(recording.robots) > 1:
         raise InputError(f"post-processing takes one-robot runs; this one has {', '.join(recording.robots)} (their "
                          "ground truth in gt/<robot>/)", recording.path, "robots")
+
+
+def process_run(run: Path, settings: PostprocessConfig, force: bool = False) -> ProcessResult:
+    """Apply `settings` to the complete recording `run` (the caller holds the run folder's lock). The outputs are
+    built in a partial folder in gt/ and installed at the end, so a failure leaves the run as it was; the partial
+    folder of a killed one is removed by the next writer of the run (core.stage.output_folder)."""
+    recording = Recording.open(run)
+    check_settings(recording, settings)
     gt = recording.path / GT_DIR
     seed = recording.info.master_seed
     done = None if force else _up_to_date(gt, settings)
@@ -200,18 +220,20 @@ def process_run(run: Path, settings: PostprocessConfig, force: bool = False) -> 
         log.info("post-processing up to date: %s (use --force to redo it)", gt / POSTPROCESS_FILE)
         return ProcessResult(done, skipped=True)
     cameras = recording.cameras
-    _remove_outputs(gt, cameras)
     imus = sorted(recording.imu())
     record = PostprocessRecord(settings=settings.model_dump(mode="json"), master_seed=seed,
                                streams={name: derived_seed(seed, name) for name in _streams(imus, cameras, settings)})
-    if settings.imu is not None and imus:
-        save_imu(gt / IMU_NOISY_FILE, _noisy_imus(recording, settings, seed))
-        record.imu_file = IMU_NOISY_FILE
-    if settings.depth or settings.blur or settings.rolling_shutter:
-        robot = _robot_pose_at(recording)
-        total = sum(len(recording.camera(name)) for name in cameras)
-        with progress_task("post-processing frames", total) as advance:
-            for name in cameras:
-                record.cameras[name] = _process_camera(recording.camera(name), settings, seed, robot, advance)
+    with partial_folder(gt, "postprocess") as built:
+        if settings.imu is not None and imus:
+            save_imu(built / IMU_NOISY_FILE, _noisy_imus(recording, settings, seed))
+            record.imu_file = IMU_NOISY_FILE
+        if settings.depth or settings.blur or settings.rolling_shutter:
+            robot = _robot_pose_at(recording)
+            total = sum(len(recording.camera(name)) for name in cameras)
+            with progress_task("post-processing frames", total) as advance:
+                for name in cameras:
+                    record.cameras[name] = _process_camera(recording.camera(name), built / name, settings, seed,
+                                                           robot, advance)
+        _install(built, gt, cameras)
     write_postprocess_record(gt, record)
     return ProcessResult(record, skipped=False)

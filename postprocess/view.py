@@ -19,8 +19,9 @@ import numpy as np
 from core.errors import GradeError, InputError
 from core.formats.frames import FRAMES_FILE
 from core.formats.imu import IMU_FILE
-from core.formats.run_layout import GT_DIR
+from core.formats.run_layout import GT_DIR, RECORD_OUTPUTS
 from core.formats.states import STATES_FILE, RobotPath
+from core.outputs import check_apart
 from core.recording import Camera, Recording
 from core.rundir import atomic_write_bytes
 from core.stage import output_folder
@@ -112,6 +113,12 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
     if not recording.complete:
         result.warnings.append(f"run {info.name!r} is incomplete (status {info.status!r}): showing what was recorded")
     out = Path(out) if out is not None else recording.path / VIEW_DIR
+    # What the recording wrote is the input: the view may sit beside it in the run (RUN/view, the default), never
+    # in it or around it.
+    recorded = [recording.path / name for name in RECORD_OUTPUTS]
+    check_apart(out, recorded, "view folder")
+    if rerun is not None:
+        check_apart(rerun, recorded, "Rerun file", "--rerun")
     multi = len(recording.robots) > 1
     # Everything is read and drawn first and written last, so a broken recording leaves no partial view. A
     # multi-robot run's pictures are per robot, named after it (contact_sheet_<robot>_<camera>.png, ...).

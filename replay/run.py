@@ -30,6 +30,7 @@ from core.formats.run_info import COMPLETE, RunInfo, write_run_info
 from core.formats.run_layout import ASSETS_DIR, RECORD_OUTPUTS, SCENE_DIR
 from core.formats.scene_layout import SCENE_FILE, append_object, copy_scene, read_scene_layout
 from core.formats.states import STATES_FILE
+from core.outputs import check_apart
 from core.progress import get_logger, make_progress
 from core.recording import Recording
 from core.rundir import Stopwatch, atomic_write_bytes, content_hash
@@ -67,8 +68,7 @@ def replay_run(run: str | Path, out: str | Path, overrides: ReplayOverrides | No
     overrides = overrides or ReplayOverrides()
     parent = Recording.open(run).robot(robot)
     out = Path(out)
-    if out.resolve() == parent.path.resolve() or parent.path.resolve() in out.resolve().parents:
-        raise ConfigError("a replay never writes into the run it replays; choose another --out", out)
+    check_apart(out, [parent.path], "replay folder")
     config = replay_config(parent.config, overrides, source, robot)
     scene_file = parent.path / SCENE_DIR / SCENE_FILE
     scene = read_scene_layout(scene_file)

@@ -42,6 +42,7 @@ from core.formats.run_layout import BAGS_DIR, RECORD_OUTPUTS, SCENE_DIR
 from core.formats.scene_layout import SCENE_FILE
 from core.formats.states import STATES_FILE
 from core.formats.tum import TUM_FILE
+from core.outputs import check_apart
 from core.progress import get_logger, make_progress
 from core.recording import Frame, Recording
 from core.rundir import Stopwatch, atomic_write_bytes, atomic_write_text, content_hash
@@ -138,8 +139,7 @@ def _plan(run: str | Path, out: Path, rule: FrameRule, render: dict[str, Any], c
           robot: str | None) -> _Plan:
     """The replay's config, frames and state rows; ConfigError or InputError for what cannot be replayed."""
     parent = Recording.open(run).robot(robot)
-    if out.resolve() == parent.path.resolve() or parent.path.resolve() in out.resolve().parents:
-        raise ConfigError("a replay never writes into the run it replays; choose another --out", out)
+    check_apart(out, [parent.path], "replay folder")
     config = replay_config(parent.config, ReplayOverrides(set=render), "--set", robot)
     subsets = _subsets(parent, rule, cameras)
     states = parent.states()

@@ -18,7 +18,7 @@ from rosbags.rosbag1 import Writer as Ros1Writer
 from rosbags.rosbag1.reader import RecordType
 from rosbags.rosbag1.writer import Header as Ros1RecordHeader
 
-from core.errors import InputError
+from core.errors import ConfigError, InputError
 from core.formats.bags import messages as m
 from core.formats.bags.reader import bag_summary, image_array, read_messages, stamp_ns
 from core.formats.bags.writer import ROS1_TIME_MIN_NS, BagWriter
@@ -213,7 +213,8 @@ def test_bad_inputs_name_the_file_and_field(source, tmp_path):
     fails(BagOptions(depth_max_m={"/imu": 3.0}), "depth_max_m")
     fails(BagOptions(duration_s=0.0), "duration_s")
     fails(BagOptions(crop_to_experiment=True, start_s=1.0), "start_s")
-    fails(BagOptions(), None, dst=src)  # the source itself
+    with pytest.raises(ConfigError, match="lies inside the input"):  # the source itself
+        transform_bag(src, src, BagOptions())
     fails(BagOptions(), None, dst=tmp_path / "out")  # a ROS 1 bag must end in .bag
     fails(BagOptions(), None, bag=tmp_path / "missing.bag")
     garbage = tmp_path / "garbage.bag"

@@ -4,6 +4,7 @@ disagree, stale partial folders, read-only and full disks. Every `grade` here is
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ from core.formats.run_info import read_run_info
 from core.outputs import LOCK_FILE
 from core.recording import Recording
 from pipeline.generate import RECORD_OUTPUTS
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, assert_refused, copy_run, run_grade
 
 pytestmark = pytest.mark.slow
 
@@ -207,3 +208,115 @@ def test_full_disk_while_recording_reports_the_real_error_and_leaves_no_recordin
     assert os.strerror(errno.ENOSPC) in result.stderr
     assert not any(name.endswith(".partial") for name in leftovers) and "MANIFEST.json" not in leftovers
     assert status in (None, "failed")
+
+
+# ---------------------------------------------------------------- outputs apart from inputs; nothing left behind
+# Commands that read a run (or bag) and write a folder or file, on a private copy of the session's tiny run: a
+# refusal exits 2 naming the file and field, and every file under the test's folder (the run, the output's place)
+# is as it was, hidden ones included (a lock file, a partial folder).
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every path under `root` (symlinks not followed) with its content's hash ("dir" for a folder)."""
+    return {str(p.relative_to(root)): "dir" if p.is_dir() and not p.is_symlink() else
+            hashlib.sha256(os.readlink(p).encode() if p.is_symlink() else p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture
+def private_run(tiny_run, tmp_path) -> Path:
+    """tmp_path/runs/run, a copy of the tiny run, and tmp_path/link, a symlink to it."""
+    run_dir = copy_run(tiny_run, tmp_path / "runs" / "run")
+    (tmp_path / "link").symlink_to(run_dir)
+    return run_dir
+
+
+def garble(path: Path) -> None:
+    """Zero the middle of a file, keeping its size (the run's manifest still lists it): an unreadable image."""
+    data = bytearray(path.read_bytes())
+    data[40:-20] = bytes(len(data) - 60)
+    path.write_bytes(bytes(data))
+
+
+# (command, the --out (or --rerun) argument named in the message); {run} the run, {link} a symlink to it,
+# {runs} the folder holding it.
+INSIDE = {
+    "export coco into the run": ("export coco {run} --out {run}/coco", "{run}/coco"),
+    "export tum onto the run": ("export tum {run} --out {run}", "{run}"),
+    "export yolo of a link into its run": ("export yolo {link} --out {run}/yolo", "{run}/yolo"),
+    "export webdataset through a link": ("export webdataset {run} --out {link}/wds", "{link}/wds"),
+    "export euroc around the run": ("export euroc {run} --out {runs}", "{runs}"),
+    "export kitti into gt": ("export kitti {run} --out {run}/gt", "{run}/gt"),
+    "evaluate slam into the run": ("evaluate slam --gt {run} --est {run}/gt/camera/poses.tum --out {run}", "{run}"),
+    "benchmark run into the run": ("benchmark run kiss-icp {run} --out {run}/slam", "{run}/slam"),
+    "postprocess a bag into itself": ("postprocess {run}/bags/demo --imu --out {run}/bags/demo/noisy",
+                                      "{run}/bags/demo/noisy"),
+    "view into gt": ("view {run} --out {run}/gt", "{run}/gt"),
+    "view around the run": ("view {run} --out {runs}", "{runs}"),
+    "view's rerun file onto run.json": ("view {run} --out {runs}/view --rerun {link}/run.json", "{link}/run.json"),
+    "replay through a link": ("replay {run} --out {link}/replay", "{link}/replay"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INSIDE))
+def test_an_output_inside_its_input_or_around_it_is_refused(case, private_run, tmp_path):
+    command, named = INSIDE[case]
+    places = {"run": private_run, "link": tmp_path / "link", "runs": private_run.parent}
+    before = snapshot(tmp_path)
+    result = run_grade(*command.format(**places).split(), cwd=tmp_path)
+    assert_refused(result, "lies inside", named.format(**places))
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(("command", "frame"), [
+    ("postprocess {run} --depth gaussian --blur", "rgb"),
+    ("export coco {run} --out {out}", "instance"),
+    ("export tum {run} --out {out}", "depth"),
+    ("export kitti {run} --out {out}", "rgb"),
+])
+def test_a_failure_midway_leaves_the_run_as_it_was_and_no_output(command, frame, private_run, tmp_path):
+    """The last frame is unreadable, so the earlier ones were written when the command fails."""
+    last = max((private_run / "gt" / "camera" / frame).iterdir())
+    original = last.read_bytes()
+    garble(last)
+    before = snapshot(tmp_path)
+    result = run_grade(*command.format(run=private_run, out=tmp_path / "out").split(), cwd=tmp_path)
+    assert_refused(result, str(last), "not a readable image")
+    assert snapshot(tmp_path) == before
+    last.write_bytes(original)  # mended, the same command completes from a clean start
+    again = run_grade(*command.format(run=private_run, out=tmp_path / "out").split(), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_refused_postprocess_leaves_no_lock_in_the_run(private_run, tmp_path):
+    before = snapshot(tmp_path)
+    assert_refused(run_grade("postprocess", str(private_run), cwd=tmp_path), "nothing to apply")
+    assert_refused(run_grade("postprocess", str(private_run), "--imu", "--out", str(tmp_path / "x"), cwd=tmp_path),
+                   "--out")
+    assert snapshot(tmp_path) == before
+
+
+def test_orbslam3_options_are_checked_before_the_vocabulary_is_built(private_run, tmp_path):
+    before = snapshot(tmp_path)
+    started = time.monotonic()
+    result = run_grade("benchmark", "run", "orbslam3", str(private_run), "--out", str(tmp_path / "slam"),
+                       "--build-vocabulary", "--mode", "stereo", cwd=tmp_path)
+    assert_refused(result, "--right-camera")
+    assert time.monotonic() - started < 60  # no vocabulary built (it takes tens of seconds)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_killed_export_resumes_with_the_same_command(private_run, tmp_path):
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "pipeline.cli", "export", "coco", str(private_run), "--out", str(out)]
+    process = subprocess.Popen(args, cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while not (out / "export.json").is_file() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    process.kill()  # SIGKILL: no handler runs, so the folder stays as the export left it, to be resumed
+    process.wait()
+    assert (out / "export.json").is_file()
+    again = run(args, tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((out / "export.json").read_text())["complete"] is True

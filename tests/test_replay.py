@@ -174,7 +174,7 @@ def test_verify_prints_the_deviation_and_keeps_nothing(run, tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--out", "{run}"], "never writes into the run it replays"),
+    (["--out", "{run}"], "lies inside the input"),
     (["--out", "{tmp}/x", "--from", "5", "--to", "6"], "holds no step of the run"),
     (["--out", "{tmp}/x", "--mode", "fast"], "'fast' is not one of 'teleport', 'physics'"),
     (["--out", "{tmp}/x", "--with", "{tmp}/bad.yaml"], "no human named 'nobody'"),

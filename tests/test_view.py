@@ -330,8 +330,8 @@ def test_trajectory_plot_follows_the_trajectory(run, tmp_path):
 
 @pytest.mark.slow
 def test_imu_plot_has_a_row_per_imu(run, tmp_path):
-    view_run(run, out=tmp_path)
-    assert read_rgb(tmp_path / "imu.png").shape == (600, 1200, 3)  # 2 IMUs x 3 in, 12 in wide, 100 dpi
+    view_run(run, out=tmp_path / "view")
+    assert read_rgb(tmp_path / "view" / "imu.png").shape == (600, 1200, 3)  # 2 IMUs x 3 in, 12 in wide, 100 dpi
 
 
 def test_imu_plot_draws_the_recorded_series(run):
