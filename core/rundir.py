@@ -68,7 +68,9 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+    # allow_nan=False: a NaN or infinity is a bug upstream, and Python would write it as NaN / Infinity, which
+    # is not JSON (other tools refuse the file); ValueError here instead.
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str, allow_nan=False) + "\n")
 
 
 def new_partial(parent: str | Path, name: str) -> Path:
@@ -138,17 +140,47 @@ def content_hash(*parts: Any) -> str:
 # ---------------------------------------------------------------- reading
 
 
-def read_json(path: str | Path, what: str = "file") -> Any:
-    """A JSON file's content; InputError naming the file when it is missing, not UTF-8 or malformed."""
+def read_utf8(path: str | Path, what: str = "file") -> str:
+    """A text input's content, decoded strictly as UTF-8, with universal newlines (as text-mode open() reads:
+    \r\n and \r become \n). InputError naming the file when it is missing, and the line of the first byte that
+    is not UTF-8 (a binary or Latin-1 file given where text belongs) instead of Python's UnicodeDecodeError:
+    every text input of every command is read here."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{what} not found", path)
+    data = path.read_bytes()
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        raise InputError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} cannot be decoded",
+                         path, f"line {line}") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _refuse_constant(name: str) -> Any:
+    # Python's json reads NaN, Infinity and -Infinity, which JSON (RFC 8259) does not have: refused on reading
+    # as on writing (atomic_write_json), so that no non-finite number enters the arithmetic from a file.
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(text: str) -> Any:
+    """json.loads as JSON is specified: ValueError (a JSONDecodeError where the syntax is wrong) for NaN and
+    Infinity as for any malformed text."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
+def read_json(path: str | Path, what: str = "file") -> Any:
+    """A JSON file's content; InputError naming the file when it is missing, not UTF-8 or malformed."""
+    path = Path(path)
+    text = read_utf8(path, what)
+    try:
+        return parse_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON ({exc.msg} at line {exc.lineno})", path) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError("not a UTF-8 text file", path) from exc
+    except ValueError as exc:
+        raise InputError(f"malformed JSON ({exc})", path) from exc
 
 
 def load_npz_checked(path: str | Path, required: list[str], keys: Sequence[str] | None = None) -> dict:

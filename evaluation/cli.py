@@ -7,6 +7,8 @@ from typing import Annotated, Literal, get_args
 
 import typer
 
+from core.cli_values import finite
+
 evaluate_app = typer.Typer(help="Evaluate SLAM trajectories against the ground truth.", no_args_is_help=True)
 benchmark_app = typer.Typer(help="Run SLAM methods on sequences and tabulate the results.", no_args_is_help=True)
 
@@ -16,9 +18,9 @@ def slam_command(
     gt: Annotated[Path, typer.Option("--gt", help="Ground truth: TUM file, recording folder, ROS 1 .bag or ROS 2 bag.")],
     est: Annotated[Path, typer.Option("--est", help="Estimate: TUM file, recording folder, ROS 1 .bag or ROS 2 bag.")],
     sim3: Annotated[bool, typer.Option("--sim3", help="Align with scale (Sim(3)), for monocular methods.")] = False,
-    delta: Annotated[float, typer.Option("--delta", metavar="S",
+    delta: Annotated[float, typer.Option("--delta", metavar="S", min=0.0, callback=finite,
                                          help="RPE: time between the poses of a pair.")] = 1.0,
-    max_diff: Annotated[float, typer.Option("--max-diff", metavar="S", min=0.0,
+    max_diff: Annotated[float, typer.Option("--max-diff", metavar="S", min=0.0, callback=finite,
                                             help="Largest time difference of an associated pose pair.")] = 0.02,
     camera: Annotated[str | None, typer.Option("--camera", metavar="NAME", help="Recordings: the camera, or a "
                                                "LiDAR for its sweep poses (default: the first camera).")] = None,
@@ -27,9 +29,9 @@ def slam_command(
     est_topic: Annotated[str | None, typer.Option("--est-topic", metavar="TOPIC", help="Bag --est: as --gt-topic.")]
     = None,
     window: Annotated[tuple[float, float] | None, typer.Option(
-        "--window", metavar="START END", help="Experiment window (s) for the missing time (default: the ground "
+        "--window", metavar="START END", callback=finite, help="Experiment window (s) for the missing time (default: the ground "
         "truth's first to last time).")] = None,
-    fps: Annotated[float | None, typer.Option("--fps", help="Expected estimate rate for "
+    fps: Annotated[float | None, typer.Option("--fps", min=0.0, callback=finite, help="Expected estimate rate for "
                                               "the missing time (default: the ground truth's median rate).")] = None,
     out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Also write DIR/metrics.json, "
                                              "DIR/trajectories.png and DIR/errors.png.")] = None,
@@ -108,7 +110,7 @@ def run_command(
                                                 "with {sequence} and {out} placeholders.")] = None,
     trajectory: Annotated[str, typer.Option("--trajectory", metavar="NAME", help="external: the TUM file the "
                                             "command writes in DIR.")] = "trajectory.tum",
-    timeout: Annotated[float, typer.Option("--timeout", metavar="S", min=0.0, help="external: seconds before "
+    timeout: Annotated[float, typer.Option("--timeout", metavar="S", min=0.0, callback=finite, help="external: seconds before "
                                            "the command is stopped.")] = 3600.0,
 ) -> None:
     """Run one SLAM method on a recording (or sequence): its trajectory (TUM) and runner.json.

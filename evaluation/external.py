@@ -12,7 +12,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from core.errors import ConfigError, GradeError
+from core.errors import ConfigError, GradeError, InputError
 from core.formats.tum import read_tum
 from core.rundir import Stopwatch
 from evaluation.runner import RunnerResult, record_run
@@ -63,5 +63,8 @@ def run_external(command: str, sequence: Path, out: Path, trajectory_name: str, 
         raise GradeError(f"the command finished but wrote no trajectory {trajectory_name!r} in the output folder; "
                          f"its last output:\n{_tail(finished.stdout)}", trajectory)
     times, _ = read_tum(trajectory)  # InputError naming the line when it is not TUM
+    if not len(times):
+        raise InputError(f"the command exited 0 but wrote no poses into its trajectory; its last output:\n"
+                         f"{_tail(finished.stdout)}", trajectory)
     settings = {"command": command, "arguments": arguments, "timeout_s": timeout_s}
     return record_run(out, METHOD, sequence, trajectory, len(times), len(times), seconds, settings)

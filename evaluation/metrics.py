@@ -240,6 +240,12 @@ def slam_evaluation(gt: Trajectory, est: Trajectory, *, sim3: bool = False, delt
                     fps: float | None = None) -> tuple[SlamMetrics, AteResult]:
     """`evaluate_slam` with the ATE result behind it (the aligned estimate and per-pair errors the plots
     show), so they are computed once."""
+    for trajectory in (gt, est):
+        # Every source may give none (an empty or comment-only TUM file, a camera without frames, a bag topic
+        # without messages); said here, naming it, before the window and rate are taken from its times.
+        if not len(trajectory):
+            raise InputError("no poses (an empty trajectory, or a file of only blank and # comment lines)",
+                             trajectory.source or None, "poses")
     window = (float(gt.times[0]), float(gt.times[-1])) if window is None else (float(window[0]), float(window[1]))
     fps = median_rate(gt.times) if fps is None else float(fps)
     absolute = ate(gt, est, sim3, max_difference)

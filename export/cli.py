@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from core.cli_values import finite
 from core.progress import console
 
 export_app = typer.Typer(help="COCO/YOLO training sets, WebDataset shards, TUM RGB-D/EuRoC/KITTI sequences.",
@@ -37,9 +38,9 @@ def tum_command(
     camera: Cameras = None,
     processed: ProcessedSensors = False,
     robot: Robot = None,
-    depth_min: Annotated[float, typer.Option("--depth-min", metavar="M", min=0.0,
+    depth_min: Annotated[float, typer.Option("--depth-min", metavar="M", min=0.0, callback=finite,
                                              help="Depth nearer than this becomes 0 (invalid).")] = 0.0,
-    depth_max: Annotated[float | None, typer.Option("--depth-max", metavar="M", min=0.0,
+    depth_max: Annotated[float | None, typer.Option("--depth-max", metavar="M", min=0.0, callback=finite,
                                                     help="Depth farther than this becomes 0 (invalid).")] = None,
 ) -> None:
     """TUM RGB-D sequences, one folder per run and camera.
@@ -93,9 +94,9 @@ Processed = Annotated[bool, typer.Option(
     "--processed", help="Export the post-processed images (rgb_blur with its blur-aware labels) instead of the "
                         "clean ones; needs `grade postprocess RUN --blur` first.")]
 MinBox = Annotated[int, typer.Option("--min-box", min=1, help="Drop instances whose box is narrower or lower (px).")]
-MaxAspect = Annotated[float, typer.Option("--max-aspect", min=1.0, help="Drop instances whose box is more elongated.")]
+MaxAspect = Annotated[float, typer.Option("--max-aspect", min=1.0, callback=finite, help="Drop instances whose box is more elongated.")]
 MinVisible = Annotated[float, typer.Option(
-    "--min-visible", min=0.0, max=1.0, help="Drop instances less visible than this (1 - occlusion ratio).")]
+    "--min-visible", min=0.0, max=1.0, callback=finite, help="Drop instances less visible than this (1 - occlusion ratio).")]
 BadFrames = Annotated[bool, typer.Option(
     "--bad-frame-filter/--no-bad-frame-filter", help="Drop frames that are mostly dark and near, or very near "
                                                      "(GRADE's filter); export.json lists them.")]

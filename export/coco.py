@@ -151,9 +151,9 @@ def export_coco(sequences: list[Sequence], out: Path, categories: str = "coco", 
         documents, dropped = coco_annotations(folder, sequences, chosen, filters, processed, keypoints)
         if not documents:
             documents[None if split is None else "train"] = _empty(chosen)
-        for name, document in sorted(documents.items(), key=lambda kv: kv[0] or ""):
+        for name, document in sorted(documents.items(), key=lambda kv: kv[0] or ""):  # allow_nan: JSON has none
             folder.write_bytes(f"{ANNOTATIONS_DIR}/instances_{name or 'all'}.json",
-                               json.dumps(document, separators=(",", ":")).encode())
+                               json.dumps(document, separators=(",", ":"), allow_nan=False).encode())
         counts = {"images": sum(len(d["images"]) for d in documents.values()),
                   "annotations": sum(len(d["annotations"]) for d in documents.values()),
                   "dropped frames": len(dropped)}

@@ -52,6 +52,7 @@ from export.common import PROCESSED, ExportFolder, Sequence, check_images, expor
 SHARD_PATTERN = "shard-%06d.tar"
 DATASET_FILE = "dataset.json"
 DEFAULT_SHARD_SIZE = 10**9  # bytes
+MAX_SHARD_SIZE = 10**15  # bytes: a petabyte, past any disk; also keeps '1e400' (= inf) from int()
 TAR_BLOCK, TAR_RECORD = 512, 20 * 512  # tarfile's block and (stream mode) record size
 TAR_END = 2 * TAR_BLOCK  # the two zero blocks that close an archive
 OWNER, MTIME, MODE = "grade", 0, 0o444
@@ -69,8 +70,9 @@ def parse_size(text: str) -> int:
         value = float(found.group(1)) * _UNITS[found.group(2).lower()] if found else -1.0
     except (KeyError, ValueError):
         value = -1.0
-    if value < 1:
-        raise ConfigError(f"expected a size such as 1GB, 500MB or 64KiB, got {text!r}", field="--shard-size")
+    if not 1 <= value <= MAX_SHARD_SIZE:  # NaN cannot be spelled here; inf fails the upper bound
+        raise ConfigError(f"expected a size from 1 B to 1000TB, such as 1GB, 500MB or 64KiB, got {text!r}",
+                          field="--shard-size")
     return int(value)
 
 
@@ -163,7 +165,8 @@ def make_sample(job: FrameJob, kinds: list[str], labels: FrameLabels, entries: l
                 "width": labels.width, "height": labels.height, "K": frame.K.tolist(), "pose": frame.pose.tolist(),
                 "pose_frame": "world <- camera optical frame (z forward, x right, y down)", "files": files,
                 "objects": objects}
-    members["json"] = json.dumps(document, separators=(",", ":")).encode()
+    # allow_nan=False here and in dataset.json: a NaN would be written as NaN, which is not JSON.
+    members["json"] = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
     return {"__key__": sample_key(job), **members}
 
 
@@ -251,7 +254,7 @@ def export_webdataset(sequences: list[Sequence], out: Path, options: ShardOption
         dataset = {"shards": [{"file": SHARD_PATTERN % i, "samples": n} for i, n in enumerate(counts)],
                    "samples": sum(counts), "categories": chosen.coco(),
                    "semantic_classes": dict(sorted(semantic.items(), key=lambda kv: kv[1]))}
-        folder.write_bytes(DATASET_FILE, json.dumps(dataset, indent=1).encode())
+        folder.write_bytes(DATASET_FILE, json.dumps(dataset, indent=1, allow_nan=False).encode())
         totals = {"samples": sum(counts), "shards": len(counts), "dropped frames": len(dropped)}
         folder.finish(totals, dropped)
     return totals

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from core.cli_values import finite
 from core.config import MAX_SEED, PostprocessConfig
 from core.formats.bags.layout import ACTIVE_SUFFIX, ROS1_SUFFIX, is_bag
 from core.progress import console
@@ -119,7 +120,8 @@ def postprocess_command(
     seed: Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, help="Bags: master seed of the noise.")] = 0,
     crop: Annotated[bool, typer.Option("--crop", help="Bags: from the /starting_experiment marker, time from 0.")]
     = False,
-    duration: Annotated[float | None, typer.Option("--duration", help="Bags: seconds kept after the start.")] = None,
+    duration: Annotated[float | None, typer.Option("--duration", callback=finite,
+                                                                 help="Bags: seconds kept after the start.")] = None,
     rate: Annotated[list[str] | None, typer.Option("--rate", metavar="TOPIC=HZ",
                                                    help="Bags: retime a topic to its nominal rate.")] = None,
     drop: Annotated[list[str] | None, typer.Option("--drop", metavar="TOPIC", help="Bags: leave a topic out.")]

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from core.cli_values import finite
 from core.formats.replay_report import REPLAY_FILE
 from core.progress import console
 
@@ -24,8 +25,8 @@ def replay_command(
     mode: Annotated[Literal["teleport", "physics"], typer.Option("--mode", help="teleport (the logged state at every step: exact) or "
                                                      "physics (the logged commands from a checkpoint).")]
     = "teleport",
-    start: Annotated[float | None, typer.Option("--from", help="Replay from this simulation time, s.")] = None,
-    end: Annotated[float | None, typer.Option("--to", help="Replay up to this simulation time, s.")] = None,
+    start: Annotated[float | None, typer.Option("--from", callback=finite, help="Replay from this simulation time, s.")] = None,
+    end: Annotated[float | None, typer.Option("--to", callback=finite, help="Replay up to this simulation time, s.")] = None,
     verify: Annotated[bool, typer.Option(
         "--verify", help="Replay unchanged and print the deviation (into --out, or a temporary folder).")] = False,
     wait: Annotated[bool, typer.Option("--wait", help="Queue behind another writer of --out.")] = False,

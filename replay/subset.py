@@ -18,6 +18,7 @@ from core.errors import ConfigError
 from core.seeding import generator
 
 SAMPLE_STREAM = "replay/sample"
+MAX_FRAME_DIGITS = 12  # frame numbers are NNNNNN in file names; more digits is no frame of any run
 RULE_OPTIONS = {"every": "--every", "frames": "--frames", "sample": "--sample"}
 
 
@@ -48,7 +49,9 @@ def parse_frames(text: str) -> tuple[int, ...]:
     numbers = []
     for item in text.split(","):
         item = item.strip()
-        if not item.isdigit():
+        # ASCII digits only: str.isdigit() also takes superscripts and other scripts' digits, which int()
+        # refuses ('²') or reads (Arabic-Indic); the length keeps int() far below its 4300-digit limit.
+        if not (item.isascii() and item.isdigit() and len(item) <= MAX_FRAME_DIGITS):
             raise ConfigError(f"expected frame numbers >= 0 separated by commas (e.g. 0,10,20), got {item!r} in "
                               f"{text!r}", field="--frames")
         numbers.append(int(item))

@@ -45,7 +45,7 @@ from core.formats.tum import TUM_FILE
 from core.outputs import check_apart
 from core.progress import get_logger, make_progress
 from core.recording import Frame, Recording
-from core.rundir import Stopwatch, atomic_write_bytes, atomic_write_text, content_hash
+from core.rundir import Stopwatch, atomic_write_bytes, atomic_write_text, content_hash, read_utf8
 from core.stage import Stage, output_folder, record_failure
 from replay.driver import Teleport
 from replay.overrides import ReplayOverrides, replay_config
@@ -260,9 +260,7 @@ def _assemble(parent: Recording, subsets: list[CameraSubset], resume: Path, part
 
 def _lines(path: Path) -> list[str]:
     """The records of a line-per-frame file (frames.jsonl, poses.tum), each with its newline."""
-    if not path.is_file():
-        raise InputError("file not found", path)
-    return [line for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+    return [line for line in read_utf8(path).splitlines(keepends=True)
             if line.strip() and not line.startswith("#")]
 
 

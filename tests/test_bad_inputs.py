@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 from asset_converters.procedural import build_demo_assets
+from core.formats.manifest import write_manifest
 from tests.cli_process import run_cli
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, assert_refused, copy_run
 from tests.smpl_fixtures import build_model, save_npz
 from tests.test_view import environment_package, write_run
 
@@ -400,10 +401,160 @@ def _generate_bad_override(t):
                 ["robot.kind"])
 
 
+# ---------------------------------------------------------------- text, empty trajectories, numbers at the edges
+# Options are refused before the run named is opened, so those cases name a run that does not exist.
+
+# Three seconds of poses at 10 Hz on a zigzag (not a line, so an alignment is determined).
+POSES_TUM = "".join(f"{i / 10:.6f} {i * 0.1:.3f} {0.2 * (i % 3):.3f} 0 0 0 0 1\n" for i in range(30))
+LATIN1_LINE = "# caf\xe9\n".encode("latin-1")
+
+
+def _evaluate(t, est: str | bytes, *options: str, gt: str | bytes = POSES_TUM) -> list[str]:
+    """`grade evaluate slam` of est.tum against gt.tum, into eval/ (which a refusal must not create)."""
+    return ["evaluate", "slam", "--gt", str(write(t / "gt.tum", gt)), "--est", str(write(t / "est.tum", est)),
+            "--out", str(t / "eval"), *options]
+
+
+def _bad_frames_log(t, line: bytes) -> Path:
+    """The synthetic run with its camera's first frames.jsonl line replaced by `line`, its manifest made again (a
+    damaged file the manifest does not know of is refused as an incomplete run before it is read)."""
+    run = _synthetic_run(t)
+    log = run / "gt" / "front" / "frames.jsonl"
+    log.write_bytes(line + log.read_bytes().partition(b"\n")[2])
+    write_manifest(run, "record", "synthetic", include=("gt", "states.npz", "run.json"))
+    return run
+
+
+def _text_tum_latin1_comment(t):
+    return Case(_evaluate(t, LATIN1_LINE + POSES_TUM.encode()), ["est.tum", "line 1", "not UTF-8", "0xe9"])
+
+
+def _text_tum_binary(t):
+    return Case(_evaluate(t, POSES_TUM, gt=POSES_TUM.encode() + bytes(range(128, 256))),
+                ["gt.tum", "line 31", "not UTF-8"])
+
+
+def _text_frames_jsonl_view(t):
+    run = _bad_frames_log(t, b'{"frame": 0, "time": \xff}')
+    return Case(["view", str(run), "--out", str(t / "v")], ["frames.jsonl", "line 1", "not UTF-8", "0xff"])
+
+
+def _text_frames_jsonl_export(t):
+    run = _bad_frames_log(t, b'{"frame": 0, "time": \xff}')
+    return Case(["export", "coco", str(run), "--out", str(t / "coco")], ["frames.jsonl", "line 1", "not UTF-8"])
+
+
+def _sequence(t) -> Path:
+    """The folder an external method is given (its commands here ignore it)."""
+    (t / "sequence").mkdir()
+    return t / "sequence"
+
+
+def _text_external_trajectory(t):
+    source = write(t / "latin1.tum", LATIN1_LINE + POSES_TUM.encode())
+    return Case(["benchmark", "run", "external", str(_sequence(t)), "--out", str(t / "slam"), "--command",
+                 f"cp {source} {{out}}/trajectory.tum"], ["trajectory.tum", "line 1", "not UTF-8"],
+                may_create=["slam"])  # the command's own output folder, written by the command
+
+
+def _empty_est_file(t):
+    return Case(_evaluate(t, ""), ["est.tum", "no poses"])
+
+
+def _empty_gt_comments_only(t):
+    return Case(_evaluate(t, POSES_TUM, gt="# timestamp tx ty tz qx qy qz qw\n\n   \n# the end\n"),
+                ["gt.tum", "no poses"])
+
+
+def _empty_recording_poses(t):
+    run = _synthetic_run(t)
+    write(run / "gt" / "front" / "poses.tum", "")
+    return Case(["evaluate", "slam", "--gt", str(run), "--est", str(write(t / "est.tum", POSES_TUM))],
+                ["camera front", "no poses"])
+
+
+def _empty_external_trajectory(t):
+    return Case(["benchmark", "run", "external", str(_sequence(t)), "--out", str(t / "slam"), "--command",
+                 "touch {out}/trajectory.tum"], ["trajectory.tum", "no poses"], may_create=["slam"])
+
+
+def _number_shard_size_overflow(t):
+    return Case(["export", "webdataset", str(t / "run"), "--out", str(t / "wds"), "--shard-size", "1e400"],
+                ["--shard-size", "1e400"])
+
+
+def _number_shard_size_huge(t):
+    return Case(["export", "webdataset", str(t / "run"), "--out", str(t / "wds"), "--shard-size", "1e30TB"],
+                ["--shard-size", "1e30TB"])
+
+
+def _number_frames_superscript(t):
+    return Case(["replay", str(t / "run"), "--out", str(t / "r"), "--frames", "1,²"], ["--frames", "'²'"])
+
+
+def _number_frames_other_script(t):
+    return Case(["replay", str(t / "run"), "--out", str(t / "r"), "--frames", "0,\u0663"], ["--frames"])
+
+
+def _number_frames_thousands_of_digits(t):
+    return Case(["replay", str(t / "run"), "--out", str(t / "r"), "--frames", "9" * 5000], ["--frames"])
+
+
+def _number_delta_nan(t):
+    return Case(_evaluate(t, POSES_TUM, "--delta", "nan"), ["--delta"])
+
+
+def _number_delta_inf(t):
+    return Case(_evaluate(t, POSES_TUM, "--delta", "inf"), ["--delta", "finite"])
+
+
+def _number_max_diff_overflow(t):
+    return Case(_evaluate(t, POSES_TUM, "--max-diff", "1e400"), ["--max-diff", "finite"])
+
+
+def _number_window_inf(t):
+    return Case(_evaluate(t, POSES_TUM, "--window", "0", "inf"), ["--window", "finite"])
+
+
+def _number_fps_nan(t):
+    return Case(_evaluate(t, POSES_TUM, "--fps", "nan"), ["--fps"])
+
+
+def _number_tum_huge_position(t):
+    return Case(_evaluate(t, POSES_TUM + "3.1 1e308 0 0 0 0 0 1\n"), ["est.tum", "line 31", "position"])
+
+
+def _number_tum_nan(t):
+    return Case(_evaluate(t, POSES_TUM + "3.1 0 nan 0 0 0 0 1\n"), ["est.tum", "line 31", "finite"])
+
+
+def _number_tum_nanosecond_times(t):
+    return Case(_evaluate(t, POSES_TUM, gt="1305031098665900000 0 0 0 0 0 0 1\n"),
+                ["gt.tum", "line 1", "TUM times are seconds"])
+
+
+def _number_tum_huge_quaternion(t):
+    return Case(_evaluate(t, "0 0 0 0 1e308 1e308 1e308 1e308\n" + POSES_TUM), ["est.tum", "line 1", "quaternion"])
+
+
+def _number_export_depth_max_inf(t):
+    return Case(["export", "tum", str(t / "run"), "--out", str(t / "tum"), "--depth-max", "inf"],
+                ["--depth-max", "finite"])
+
+
+def _number_replay_from_nan(t):
+    return Case(["replay", str(t / "run"), "--out", str(t / "r"), "--from", "nan"], ["--from", "finite"])
+
+
+def _number_frames_jsonl_nan(t):
+    run = _bad_frames_log(t, b'{"frame": 0, "time": NaN}')
+    return Case(["view", str(run), "--out", str(t / "v")], ["frames.jsonl", "line 1", "NaN is not a JSON number"])
+
+
 CASES = {name.removeprefix("_"): fn for name, fn in sorted(globals().items())
          if name.startswith(("_cfg_", "_set_", "_batch_", "_mesh_", "_front3d_", "_smpl_", "_gso_", "_procedural_",
-                             "_place_", "_drive_", "_view_", "_generate_")) and callable(fn)
-         and name not in ("_smpl_args",)}
+                             "_place_", "_drive_", "_view_", "_generate_", "_text_", "_empty_", "_number_"))
+         and callable(fn) and name not in ("_smpl_args",)}
 
 
 def test_corpus_is_large_enough():
@@ -429,6 +580,17 @@ def test_bad_input(name, tmp_path):
     changed = {p for p in set(before) | set(after) if before.get(p, b"?") != after.get(p, b"?")}
     allowed = {p for p in changed if any(p == a or p.startswith(a + "/") for a in case.may_create)}
     assert changed == allowed, sorted(changed - allowed)
+
+
+def test_postprocess_refuses_frames_that_are_not_utf8(tiny_run, tmp_path):
+    """One \\xff byte in a recorded run's frames.jsonl given to `grade postprocess`: refused naming the file and the
+    line, and the run is left as it was (no lock file, no outputs)."""
+    run = copy_run(tiny_run, tmp_path / "run")
+    log = run / "gt" / "camera" / "frames.jsonl"
+    log.write_bytes(log.read_bytes().replace(b'"time"', b'"t\xffme"', 1))
+    before = _snapshot(run)
+    assert_refused(run_grade("postprocess", str(run), "--blur", cwd=tmp_path), "frames.jsonl", "line 1", "not UTF-8")
+    assert _snapshot(run) == before
 
 
 def test_mesh_with_a_latin1_comment_converts(tmp_path):

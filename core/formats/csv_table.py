@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import InputError
-from core.rundir import atomic_write_text
+from core.rundir import atomic_write_text, read_utf8
 
 # Significant digits written: a float64 time near an hour keeps its nanoseconds.
 DIGITS = 9
@@ -33,8 +33,8 @@ def read_csv_table(path: str | Path, required: Sequence[str], optional: Sequence
     the line of a value that is not a number."""
     path = Path(path)
     try:
-        rows = list(csv.reader(path.read_text().splitlines()))
-    except (OSError, UnicodeDecodeError) as exc:
+        rows = list(csv.reader(read_utf8(path, what).splitlines()))
+    except OSError as exc:
         raise InputError(f"cannot read the {what} ({exc})", path) from exc
     if len(rows) < 1 + min_rows:
         raise InputError(f"expected a header row and at least {min_rows} sample{'s' if min_rows > 1 else ''}", path)

@@ -23,7 +23,7 @@ from core.errors import InputError
 from core.formats.asset_meta import Kind, Licence
 from core.formats.json_model import JsonDocument
 from core.formats.versions import SCHEMA_FIELD, check_schema, validate
-from core.rundir import atomic_write_text
+from core.rundir import atomic_write_text, read_utf8
 
 CARD_FILE = "DATASET.md"
 FRONT_MATTER = "---"
@@ -112,7 +112,7 @@ def read_dataset_card(folder: str | Path) -> DatasetCard:
     path = Path(folder) / CARD_FILE
     if not path.is_file():
         raise InputError("no dataset card", path)
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path)
     head, separator, _ = text.removeprefix(f"{FRONT_MATTER}\n").partition(f"\n{FRONT_MATTER}\n")
     if not text.startswith(f"{FRONT_MATTER}\n") or not separator:
         raise InputError("expected a YAML front matter block between '---' lines at the top", path)

@@ -21,6 +21,7 @@ import yaml
 
 from core.errors import InputError
 from core.formats.imu import ImuSeries
+from core.rundir import read_utf8
 
 NS_PER_S = 1e9
 ROOT = "mav0"
@@ -76,7 +77,7 @@ def is_euroc(folder: str | Path) -> bool:
 
 def _sensor(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        data = yaml.safe_load(read_utf8(path)) if path.is_file() else {}
     except (OSError, yaml.YAMLError) as exc:
         raise InputError(f"not readable YAML ({exc})", path) from None
     if not isinstance(data, dict):
@@ -95,7 +96,7 @@ def _matrix(data: dict, path: Path) -> np.ndarray | None:
 
 def _rows(path: Path, columns: int) -> list[list[str]]:
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_utf8(path).splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
         fields = [field.strip() for field in line.split(",")]

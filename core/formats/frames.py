@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from core.errors import InputError
+from core.rundir import parse_json, read_utf8
 
 FRAMES_FILE = "frames.jsonl"
 
@@ -119,7 +120,7 @@ class FramesWriter:
         self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (kept open until close())
 
     def write(self, record: FrameRecord) -> None:
-        self._file.write(json.dumps(record.model_dump(exclude_unset=True)) + "\n")
+        self._file.write(json.dumps(record.model_dump(exclude_unset=True), allow_nan=False) + "\n")  # JSON has no NaN
 
     def close(self) -> None:
         self._file.close()
@@ -138,9 +139,7 @@ def read_frames(path: Path, tolerate_truncated_tail: bool = False) -> FrameLog:
     newline is the write the interruption cut short: it is skipped, not an error.
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError("file not found", path)
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path)
     lines = text.split("\n")
     frames: list[FrameRecord] = []
     dropped = False
@@ -148,12 +147,14 @@ def read_frames(path: Path, tolerate_truncated_tail: bool = False) -> FrameLog:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = parse_json(line)
         except json.JSONDecodeError as exc:
             if tolerate_truncated_tail and number == len(lines) and not text.endswith("\n"):
                 dropped = True
                 continue
             raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path, f"line {number}") from exc
+        except ValueError as exc:  # NaN or Infinity
+            raise InputError(f"malformed JSON ({exc})", path, f"line {number}") from exc
         try:
             frames.append(FrameRecord.model_validate(data))
         except ValidationError as exc:

@@ -23,6 +23,7 @@ from core.errors import InputError
 from core.formats.frames import Box2D
 from core.formats.json_model import JsonDocument, read_json_model, write_json_model
 from core.formats.versions import validate
+from core.rundir import parse_json, read_utf8
 
 POSTPROCESS_FILE = "postprocess.json"  # in gt/
 IMU_NOISY_FILE = "imu_noisy.npz"  # in gt/
@@ -77,7 +78,7 @@ class BlurLogWriter:
         self._file = open(path, "w", encoding="utf-8")
 
     def write(self, frame: BlurFrame) -> None:
-        self._file.write(json.dumps(frame.model_dump(mode="json")) + "\n")
+        self._file.write(json.dumps(frame.model_dump(mode="json"), allow_nan=False) + "\n")  # JSON has no NaN
 
     def close(self) -> None:
         self._file.close()
@@ -85,13 +86,13 @@ class BlurLogWriter:
 
 def read_blur_log(path: Path) -> list[BlurFrame]:
     """Every line of a blur.jsonl; InputError naming the file and line for a missing file or a bad line."""
-    if not path.is_file():
-        raise InputError("file not found", path)
     frames = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_utf8(path).splitlines(), start=1):
         try:
-            data = json.loads(line)
+            data = parse_json(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON ({exc.msg})", path, f"line {number}") from exc
+        except ValueError as exc:  # NaN or Infinity
+            raise InputError(f"malformed JSON ({exc})", path, f"line {number}") from exc
         frames.append(validate(BlurFrame, data, f"{path}: line {number}"))
     return frames

@@ -21,6 +21,7 @@ import numpy as np
 import yaml
 
 from core.errors import InputError
+from core.rundir import read_utf8
 
 DEPTH_FACTOR = 5000.0  # uint16 value = metres x 5000
 RGB_LIST, DEPTH_LIST, ASSOCIATIONS = "rgb.txt", "depth.txt", "associations.txt"
@@ -88,12 +89,12 @@ def read_tum_rgbd(folder: str | Path) -> TumRgbdSequence:
             raise InputError("not found: a TUM RGB-D sequence from `grade export tum` holds associations.txt and "
                              "camera.yaml", path)
     try:
-        camera = yaml.safe_load(camera_path.read_text(encoding="utf-8"))
+        camera = yaml.safe_load(read_utf8(camera_path))
         values = {key: float(camera[key]) for key in CAMERA_KEYS}
     except (yaml.YAMLError, TypeError, KeyError, ValueError) as exc:
         raise InputError(f"expected a mapping with {', '.join(CAMERA_KEYS)} ({exc})", camera_path) from None
     frames = []
-    for number, line in enumerate(associations.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_utf8(associations).splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = line.split()
