@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from core.config import (
+    MAX_SEED,
     ExperimentConfig,
     InputPath,
     IntRange,
@@ -24,6 +25,11 @@ from core.config_io import check_input_paths, set_path, validate_model
 from core.errors import ConfigError
 from core.seeding import generator
 from core.yaml_io import read_yaml
+
+# Most experiments a batch may make, all variants together: ~30 times GRADE's dataset (342 sequences). Expanding
+# that many takes ~20 s and ~300 MB; a batch asking for more (a `count` with a few zeros too many) is refused
+# before any is expanded.
+MAX_BATCH_EXPERIMENTS = 10_000
 
 
 class FileDraw(Strict):
@@ -41,7 +47,8 @@ class Variant(Strict):
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
     set: dict[str, object] = Field(default_factory=dict)
-    count: PositiveInt | None = Field(None, description="sequences of this variant (default: one per batch seed)")
+    count: Annotated[PositiveInt, Field(le=MAX_BATCH_EXPERIMENTS)] | None = Field(
+        None, description=f"sequences of this variant (default: one per batch seed), at most {MAX_BATCH_EXPERIMENTS:,}")
     draw: dict[str, list[object] | IntRange | FileDraw] = Field(default_factory=dict)  # IntRange: drawn uniformly
 
     @field_validator("draw")
@@ -88,7 +95,8 @@ class BatchConfig(Strict):
     """Many experiments: a base config crossed with seeds and variants, run as jobs by an executor."""
 
     base: InputPath = Field(description="experiment YAML, relative to the batch file")
-    seeds: list[Seed] = Field(default_factory=lambda: [0])
+    seeds: list[Seed] = Field(default_factory=lambda: [0], description="at least one; the first is where a variant's "
+                                                                         "`count` of seeds starts")
     variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
     output_dir: Path = Path("runs/batch")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
@@ -96,14 +104,36 @@ class BatchConfig(Strict):
         default_factory=list, description="exports of every run, made when all jobs are done (<dir>/exports/<format>, "
                                           "the `grade export` defaults)")
 
+    @field_validator("seeds")
+    @classmethod
+    def _some_seeds(cls, seeds: list[int]) -> list[int]:
+        if not seeds:
+            raise ValueError("name at least one seed (an empty list makes no experiments)")
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds must be unique: {seeds}")
+        return seeds
+
     @model_validator(mode="after")
-    def _unique(self) -> BatchConfig:
+    def _bounded(self) -> BatchConfig:
         names = [v.name for v in self.variants]
         if len(set(names)) != len(names):
             raise ValueError(f"variant names must be unique: {names}")
-        if len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds must be unique: {self.seeds}")
+        for i, variant in enumerate(self.variants):
+            if variant.count is not None and self.seeds[0] + variant.count - 1 > MAX_SEED:
+                raise ValueError(f"variants.{i}.count: {variant.count:,} seeds from {self.seeds[0]} run past the "
+                                 f"largest seed, {MAX_SEED}")
+        # Counted here, from the numbers alone, so that a batch too large is refused before it is expanded.
+        total = sum(len(variant_seeds(self, variant)) for variant in self.variants)
+        if total > MAX_BATCH_EXPERIMENTS:
+            raise ValueError(f"variants: the batch makes {total:,} experiments (seeds x variants, or the variants' "
+                             f"counts), more than the {MAX_BATCH_EXPERIMENTS:,} a batch may make; split it into "
+                             "several batches")
         return self
+
+
+def variant_seeds(batch: BatchConfig, variant: Variant) -> list[int] | range:
+    """The seeds of `variant`'s sequences: the batch's, or `count` of them from the batch's first."""
+    return batch.seeds if variant.count is None else range(batch.seeds[0], batch.seeds[0] + variant.count)
 
 
 def _drawn(variant: Variant, seed: int) -> dict[str, Any]:
@@ -139,9 +169,7 @@ def expand_batch(batch: BatchConfig, batch_file: str | Path = "batch") -> list[E
     base_data, lines = read_yaml(batch.base)
     experiments = []
     for variant in batch.variants:
-        seeds = (batch.seeds if variant.count is None
-                 else list(range(batch.seeds[0], batch.seeds[0] + variant.count)))
-        for seed in seeds:
+        for seed in variant_seeds(batch, variant):
             data = copy.deepcopy(base_data)
             for key, value in variant.set.items():
                 set_path(data, key.split("."), value, label=str(batch_file))

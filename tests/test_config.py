@@ -1,19 +1,21 @@
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import CONFIGS, ROOT
+from conftest import CONFIGS, ROOT, assert_refused, run_grade
 
 from core.config import NOT_AVAILABLE, ExperimentConfig, input_paths
 from core.config_io import _models_at, apply_overrides, load_experiment
 from core.errors import ConfigError
 from core.robot_catalogue import KINDS
-from pipeline.batch_config import BatchConfig, expand_batch, load_batch
+from core.yaml_io import MAX_YAML_DEPTH, read_yaml
+from pipeline.batch_config import MAX_BATCH_EXPERIMENTS, BatchConfig, expand_batch, load_batch, variant_seeds
 from pipeline.benchmark_config import load_slam_benchmark
 from pipeline.cli import main
 
@@ -360,3 +362,93 @@ def test_an_experiment_command_given_a_batch_file_says_to_run_it_with_grade_batc
         load_experiment(CONFIGS / "batch-example.yaml")
     assert info.value.field == "base"
     load_batch(CONFIGS / "batch-example.yaml")  # what it is
+
+
+# Hostile YAML: each is refused by `grade config validate` while it is read (bounded time and memory), naming the
+# file and what was over its limit.
+def _alias_bomb(width: int, levels: int) -> str:
+    """A billion-laughs document: each level a list of `width` aliases to the level below."""
+    text = "l0: &l0 [" + ", ".join(["x"] * width) + "]\n"
+    return text + "".join(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * width) + "]\n" for i in range(1, levels))
+
+
+HOSTILE_YAML = {
+    "alias_cycle_list": ("a: &a [*a]\n", ["*a", "line 1", "cycle"]),
+    "alias_cycle_map": ("a: &a {b: [1, *a]}\n", ["*a", "line 1", "cycle"]),
+    "alias_cycle_merge": ("a: &a {<<: *a}\n", ["*a", "cycle"]),
+    "alias_cycle_deep": ("top:\n  a: &a\n    b:\n      c:\n        - *a\n", ["*a", "line 5", "cycle"]),
+    "alias_bomb_lists": (_alias_bomb(9, 10), ["100,000 values", "line 6", "alias"]),
+    "alias_bomb_wide": (_alias_bomb(1000, 2), ["100,000 values", "line 2", "alias"]),
+    "alias_bomb_maps": ("m0: &m0 {" + ", ".join(f"k{j}: x" for j in range(10)) + "}\n" + "".join(
+        f"m{i}: &m{i} {{" + ", ".join(f"k{j}: *m{i - 1}" for j in range(10)) + "}\n" for i in range(1, 9)),
+        ["100,000 values", "alias"]),
+    "nested_lists": ("a: " + "[" * 5000 + "]" * 5000 + "\n", ["line 1", "nest"]),
+    "nested_lists_just_over": ("a: " + "[" * 50 + "]" * 50 + "\n", ["line 1", "deeper than 50"]),
+    "nested_flow_maps": ("a: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", ["line 1", "nest"]),
+    "nested_block_maps": ("".join(" " * i + "k:\n" for i in range(300)), ["line 51", "deeper than 50"]),
+    "nested_through_aliases": ("a0: &a0 " + "[" * 40 + "x" + "]" * 40 + "\n" + "".join(
+        f"a{k}: &a{k} " + "[" * 40 + f"*a{k - 1}" + "]" * 40 + "\n" for k in range(1, 60)),
+        ["line 2", "deeper than 50", "alias"]),
+    "many_values": ("a: [" + "1, " * 150_000 + "]\n", ["100,000 values", "line 1"]),
+    "huge_one_line": ("a: " + "x" * 10_000_000 + "\n", ["1,000,000 bytes", "10,000,004"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_YAML))
+def test_hostile_yaml_is_refused_while_read(name, tmp_path):
+    text, mentions = HOSTILE_YAML[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    assert_refused(run_grade("config", "validate", str(path)), f"{name}.yaml", *mentions)
+
+
+@pytest.mark.parametrize("make", [lambda p: os.mkfifo(p), lambda p: p.symlink_to("/dev/zero")],
+                         ids=["fifo", "dev_zero"])
+def test_a_config_that_is_not_a_regular_file_is_refused_unread(make, tmp_path):
+    """A FIFO with no writer or a device would block or never end; both are refused before they are read."""
+    make(tmp_path / "c.yaml")
+    for command in (["config", "validate"], ["generate"], ["batch"]):
+        assert_refused(run_grade(*command, str(tmp_path / "c.yaml")), "c.yaml", "not a regular file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
+
+
+def test_yaml_within_the_limits_loads_with_aliases_merges_and_lines(tmp_path):
+    path = tmp_path / "ok.yaml"
+    nested = "[" * (MAX_YAML_DEPTH - 1) + "1" + "]" * (MAX_YAML_DEPTH - 1)
+    path.write_text(f"base: &b {{x: 1, y: [2, 3]}}\nmerged:\n  <<: *b\n  z: 4\nshared: [*b, *b]\ndeep: {nested}\n")
+    data, lines = read_yaml(path)
+    assert data["merged"] == {"x": 1, "y": [2, 3], "z": 4} and data["shared"] == [data["base"]] * 2
+    assert lines[("merged", "z")] == 4 and lines[("shared",)] == 5
+
+
+def _batch(tmp_path: Path, seeds: list[int], variants: list[dict]) -> Path:
+    (tmp_path / "demo.yaml").write_text((CONFIGS / "demo.yaml").read_text())
+    return write(tmp_path, {"base": "demo.yaml", "seeds": seeds, "variants": variants,
+                            "output_dir": str(tmp_path / "out")}, "batch.yaml")
+
+
+HOSTILE_BATCHES = {
+    "no_seeds": ([], [{"name": "v"}], ["seeds", "at least one seed"]),
+    "no_seeds_with_count": ([], [{"name": "v", "count": 3}], ["seeds", "at least one seed"]),
+    "huge_count": ([1], [{"name": "v", "count": 100_000_000}], ["variants.0.count", "10000"]),
+    "counts_past_the_last_seed": ([2**31 - 3], [{"name": "v", "count": 5}], ["variants.0.count", str(2**31 - 1)]),
+    "product_of_seeds_and_variants": (list(range(200)), [{"name": f"v{i}"} for i in range(200)],
+                                      ["variants", "40,000 experiments", "10,000"]),
+    "sum_of_counts": ([1], [{"name": f"v{i}", "count": 9000} for i in range(3)],
+                      ["variants", "27,000 experiments", "10,000"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_BATCHES))
+def test_batch_limits_are_checked_before_expansion(name, tmp_path):
+    seeds, variants, mentions = HOSTILE_BATCHES[name]
+    path = _batch(tmp_path, seeds, variants)
+    for command in ("config", "validate"), ("batch",):
+        assert_refused(run_grade(*command, str(path)), "batch.yaml", *mentions)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_batch_at_its_limit_validates():
+    batch = BatchConfig.model_validate({"base": "demo.yaml", "seeds": [1, 2], "variants": [
+        {"name": "a", "count": MAX_BATCH_EXPERIMENTS // 2}, {"name": "b", "count": MAX_BATCH_EXPERIMENTS // 2}]})
+    assert sum(len(variant_seeds(batch, v)) for v in batch.variants) == MAX_BATCH_EXPERIMENTS
