@@ -320,3 +320,21 @@ def test_a_killed_export_resumes_with_the_same_command(private_run, tmp_path):
     again = run(args, tmp_path)
     assert again.returncode == 0, again.stderr
     assert json.loads((out / "export.json").read_text())["complete"] is True
+
+
+def test_a_killed_postprocess_left_nothing_in_use_and_the_rerun_restarts_cleanly(private_run, tmp_path):
+    args = [sys.executable, "-m", "pipeline.cli", "postprocess", str(private_run), "--preset", "grade-paper"]
+    process = subprocess.Popen(args, cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    gt = private_run / "gt"
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while not any(gt.glob(".postprocess.*.partial/camera/rgb_blur/*")) and time.monotonic() < deadline:
+        assert process.poll() is None, "post-processing ended before it could be killed"
+        time.sleep(0.01)
+    process.kill()  # SIGKILL: frames written so far stay in the partial folder, none in the run's own places
+    process.wait()
+    assert not (gt / "camera" / "rgb_blur").exists() and not (gt / "postprocess.json").exists()
+    again = run(args, tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert not list(gt.glob(".*.partial"))  # the killed writer's partial folder is removed by the next one
+    frames = len(list((gt / "camera" / "rgb").iterdir()))
+    assert len(list((gt / "camera" / "rgb_blur").iterdir())) == frames and (gt / "postprocess.json").is_file()
