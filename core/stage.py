@@ -30,7 +30,7 @@ from pathlib import Path
 
 from core.formats.manifest import StageStatus, invalidate, stage_status, write_manifest
 from core.formats.run_info import RunInfo, write_run_info
-from core.outputs import PROCESS_START, output_lock
+from core.outputs import LOCK_FILE, PROCESS_START, output_lock
 from core.progress import get_logger
 from core.rundir import PARTIAL_SUFFIX, atomic_directory, partial_folder
 
@@ -39,13 +39,33 @@ log = get_logger("stage")
 
 @contextmanager
 def output_folder(folder: str | Path, what: str = "output folder", wait: bool = False,
-                  inputs: Iterable[str | Path] = ()) -> Iterator[Path]:
+                  inputs: Iterable[str | Path] = (), discard_failed: bool = False) -> Iterator[Path]:
     """Hold `folder`'s writer lock for the `with` block (core.outputs.output_lock: the folder must be absent,
     empty or GRADE's, and apart from the `inputs` the command reads), after removing the partial folders an
-    interrupted writer left in it."""
+    interrupted writer left in it. With `discard_failed`, a folder that held nothing when the block started is
+    emptied again when the block fails (an error, not an interrupt, which the same command resumes): a rerun
+    would not mend the error, so what was written would only be left to mistake for output; output_lock then
+    removes the folder if it made it. Everything in it was written under our lock, so nothing foreign goes."""
     with output_lock(folder, wait=wait, what=what, inputs=inputs) as locked:
         _remove_stale_partials(locked)
-        yield locked
+        started = [entry.name for entry in locked.iterdir()] == [LOCK_FILE]
+        try:
+            yield locked
+        except Exception:
+            if discard_failed and started:
+                keep_first_error(_empty, locked)
+            raise
+
+
+def _empty(folder: Path) -> None:
+    """Remove everything in `folder` but its lock file."""
+    for entry in folder.iterdir():
+        if entry.name == LOCK_FILE:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def _remove_stale_partials(folder: Path) -> None:

@@ -72,8 +72,9 @@ def slam_command(
     typer.echo("\n".join(f"{name:<{width}}  {value}" for name, value in rows))
     if out is not None:
         # Folder inputs (a recording, a ROS 2 bag) may not lie in DIR either way; a trajectory or bag file in DIR
-        # is the benchmark's layout (metrics beside the estimate), and this writes three files and removes none.
-        with output_folder(out, what="evaluation folder", inputs=[p for p in (gt, est) if p.is_dir()]) as folder:
+        # is the benchmark's layout (metrics beside the estimate), and as DIR held it, a failure discards nothing.
+        with output_folder(out, what="evaluation folder", inputs=[p for p in (gt, est) if p.is_dir()],
+                           discard_failed=True) as folder:
             written = write_evaluation(folder, reference, metrics, absolute, f"{est.name} vs {gt.name}")
         for path in written:
             typer.echo(str(path))
@@ -128,7 +129,7 @@ def run_command(
     if method == "external" and command is None:
         raise ConfigError("the external method needs --command TEMPLATE (with {sequence} and {out})", None,
                           "--command")
-    with output_folder(out, what="SLAM run folder", inputs=[run]) as folder:
+    with output_folder(out, what="SLAM run folder", inputs=[run], discard_failed=True) as folder:
         if method == "orbslam3":
             from evaluation.orbslam import VOCABULARY_FILE, run_orbslam3
 

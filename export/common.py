@@ -29,11 +29,10 @@ from core.formats.export import (
     write_export_document,
 )
 from core.formats.images import DEPTH_NOISY, INSTANCE_BLUR, RGB_BLUR
-from core.outputs import LOCK_FILE
 from core.recording import Camera, Frame, Recording
 from core.rundir import DIRECTORY_MODE, atomic_write_bytes
 from core.seeding import generator
-from core.stage import keep_first_error, output_folder
+from core.stage import output_folder
 from export.card import CardRun, dataset_card, relative_path
 from export.categories import Categories
 
@@ -165,33 +164,16 @@ def export_folder(out: Path, fmt: str, options: dict[str, Any], sequences: list[
     card = dataset_card(Path(out), f"GRADE {fmt} export", fmt, options, list(sequences),
                         categories)
     document = ExportDocument(format=fmt, options=options, sequences=[s.entry(Path(out)) for s in sequences])
-    with output_folder(out, what="export folder", inputs=[s.recording.path for s in sequences]) as root:
+    with output_folder(out, what="export folder", inputs=[s.recording.path for s in sequences],
+                       discard_failed=True) as root:
         if (root / EXPORT_FILE).is_file():
             previous = read_export_document(root)
             if not previous.same_job(document):
                 raise GradeError(f"the folder holds another export ({previous.format} of "
                                  f"{', '.join(s.name for s in previous.sequences)}, other options); choose a new "
                                  "--out, or rerun that export's exact command to resume it", root / EXPORT_FILE)
-        # Ours to remove on failure only when it held nothing before (we hold its lock: nobody else wrote in it).
-        started = [entry.name for entry in root.iterdir()] == [LOCK_FILE]
-        try:
-            write_export_document(root, document)
-            yield ExportFolder(root, document, card)
-        except Exception:
-            if started:
-                keep_first_error(_empty, root)
-            raise
-
-
-def _empty(root: Path) -> None:
-    """Remove everything in `root` but its lock file (output_folder then removes the folder it made)."""
-    for entry in root.iterdir():
-        if entry.name == LOCK_FILE:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
+        write_export_document(root, document)
+        yield ExportFolder(root, document, card)
 
 
 def image_file(frame: Frame, kind: str, processed: bool) -> Path | None:

@@ -289,6 +289,15 @@ def test_a_failure_midway_leaves_the_run_as_it_was_and_no_output(command, frame,
     assert not list(tmp_path.rglob("*.partial"))
 
 
+def test_a_failed_slam_method_leaves_no_output_folder(private_run, tmp_path):
+    """The method wrote into the folder the command made, then failed: nothing of it stays."""
+    before = snapshot(tmp_path)
+    result = run_grade("benchmark", "run", "external", str(private_run), "--out", str(tmp_path / "slam"), "--command",
+                       "sh -c 'echo 0 0 0 0 0 0 0 1 > {out}/trajectory.tum; exit 3'", cwd=tmp_path)
+    assert_refused(result, "exited with status 3")
+    assert snapshot(tmp_path) == before
+
+
 def test_refused_postprocess_leaves_no_lock_in_the_run(private_run, tmp_path):
     before = snapshot(tmp_path)
     assert_refused(run_grade("postprocess", str(private_run), cwd=tmp_path), "nothing to apply")
