@@ -1,7 +1,9 @@
 """`gt/<camera>/poses.tum`: the camera poses of frames.jsonl in the TUM RGB-D trajectory format.
 
 One line per frame: `time tx ty tz qx qy qz qw` (simulation s; world <- optical frame translation in m
-and rotation as a unit quaternion in ROS order, w >= 0), time with 6 decimals, the rest with 9.
+and rotation as a unit quaternion in ROS order, w >= 0), time with 6 decimals, the rest with 9. The reader also
+takes other tools' files (`#` comments, blank lines) and refuses values no trajectory holds: times beyond 1e10 s,
+positions beyond 1e9 m, quaternions whose norm is not 1 within 0.1.
 """
 
 from __future__ import annotations
