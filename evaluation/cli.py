@@ -80,6 +80,8 @@ def slam_command(
             typer.echo(str(path))
 
 
+# subprocess's wait turns the timeout into C milliseconds, which overflow near 1e300 s; 1e7 s is 116 days.
+MAX_TIMEOUT_S = 1e7
 SlamMethod = Literal["orbslam3", "kiss-icp", "external"]
 SLAM_METHODS = get_args(SlamMethod)
 # evaluation/orbslam.py's MODES (tests/test_cli.py checks they agree).
@@ -111,7 +113,7 @@ def run_command(
                                                 "with {sequence} and {out} placeholders.")] = None,
     trajectory: Annotated[str, typer.Option("--trajectory", metavar="NAME", help="external: the TUM file the "
                                             "command writes in DIR.")] = "trajectory.tum",
-    timeout: Annotated[float, typer.Option("--timeout", metavar="S", min=0.0, callback=finite, help="external: seconds before "
+    timeout: Annotated[float, typer.Option("--timeout", metavar="S", min=0.0, max=MAX_TIMEOUT_S, callback=finite, help="external: seconds before "
                                            "the command is stopped.")] = 3600.0,
 ) -> None:
     """Run one SLAM method on a recording (or sequence): its trajectory (TUM) and runner.json.

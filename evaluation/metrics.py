@@ -15,6 +15,7 @@ from scipy.spatial.transform import Rotation
 
 from core.errors import InputError
 from core.formats.slam_metrics import ErrorStats, RpeMetrics, SlamMetrics
+from core.formats.tum import MAX_TIME_S
 from evaluation.trajectory import Trajectory
 
 DEFAULT_MAX_DIFFERENCE = 0.02  # s, TUM's associate.py default
@@ -207,8 +208,10 @@ def missing_time(est_times: np.ndarray, window: tuple[float, float], fps: float)
     fraction = 1 - missing / (end - start). Estimates outside the window are ignored; none at all means the
     whole window is missing."""
     start, end = float(window[0]), float(window[1])
-    if not end > start:
-        raise InputError(f"the window must have start < end, got [{start}, {end}]", None, "window")
+    # Within a trajectory's time range (core.formats.tum), so that its length end - start is a finite float.
+    if not -MAX_TIME_S <= start < end <= MAX_TIME_S:
+        raise InputError(f"the window must have start < end, both within +-{MAX_TIME_S:g} s, got [{start}, {end}]",
+                         None, "window")
     if not fps > 0:
         raise InputError(f"fps must be positive, got {fps}", None, "fps")
     times = np.sort(np.asarray(est_times, np.float64))

@@ -157,8 +157,10 @@ def check_new_output(src: Path, dst: Path) -> None:
 
 
 def _seconds_to_ns(value: float, src: Path, name: str, positive: bool) -> int:
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise InputError(f"must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}", src, name)
+    # Bag times are int64 nanoseconds: a larger value (1e300) would overflow in round() below.
+    if not math.isfinite(value) or value < 0 or (positive and value == 0) or value * NS_PER_S >= 2**63:
+        raise InputError(f"must be a number {'> 0' if positive else '>= 0'} of at most {2**63 / NS_PER_S:.3g} s "
+                         f"(a bag's int64 nanoseconds), got {value!r}", src, name)
     return round(value * NS_PER_S)
 
 

@@ -516,6 +516,15 @@ def _number_window_inf(t):
     return Case(_evaluate(t, POSES_TUM, "--window", "0", "inf"), ["--window", "finite"])
 
 
+def _number_window_beyond_any_time(t):
+    return Case(_evaluate(t, POSES_TUM, "--window", "-1e308", "1e308"), ["window", "1e+10"])
+
+
+def _number_timeout_overflow(t):
+    return Case(["benchmark", "run", "external", str(_sequence(t)), "--out", str(t / "slam"), "--command", "true",
+                 "--timeout", "1e300"], ["--timeout"])
+
+
 def _number_fps_nan(t):
     return Case(_evaluate(t, POSES_TUM, "--fps", "nan"), ["--fps"])
 

@@ -211,7 +211,9 @@ def test_bad_inputs_name_the_file_and_field(source, tmp_path):
         fails(BagOptions(rates_hz={"/imu": rate}), "rates_hz")
     fails(BagOptions(rates_hz={"/nope": 30}), "rates_hz")
     fails(BagOptions(depth_max_m={"/imu": 3.0}), "depth_max_m")
-    fails(BagOptions(duration_s=0.0), "duration_s")
+    for duration in (0.0, float("nan"), 1e300):  # 1e300 s overflows the bag's int64 nanoseconds
+        fails(BagOptions(duration_s=duration), "duration_s")
+    fails(BagOptions(start_s=1e300), "start_s")
     fails(BagOptions(crop_to_experiment=True, start_s=1.0), "start_s")
     with pytest.raises(ConfigError, match="lies inside the input"):  # the source itself
         transform_bag(src, src, BagOptions())
