@@ -29,6 +29,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from core.errors import InputError
+from core.rundir import read_utf8
 
 BASE_LINK = "base_link"
 # Mesh formats MuJoCo reads itself, and those trimesh converts for it (to STL, in MESH_CACHE).
@@ -90,13 +91,7 @@ def load_description(path: str | Path, packages: dict[str, Path] | None = None,
     anything MuJoCo cannot compile or this module refuses (module notes)."""
     path = Path(path).resolve()
     packages = {name: Path(folder).resolve() for name, folder in (packages or {}).items()}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such robot description", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the robot description: {exc}", path) from None
-    return _load(path, text, tuple(sorted(packages.items())), base_link)
+    return _load(path, read_utf8(path, "robot description"), tuple(sorted(packages.items())), base_link)
 
 
 @functools.lru_cache(maxsize=8)

@@ -150,9 +150,14 @@ def test_bad_cmd_vel_json(tmp_path, text, match):
         read_commands(path)
 
 
-def test_missing_command_file(tmp_path):
-    with pytest.raises(InputError, match="cannot read"):
+def test_missing_or_not_utf8_command_file(tmp_path):
+    with pytest.raises(InputError, match="command file not found"):
         read_commands(tmp_path / "none.txt")
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"0.1 0 0 4\n# vitesse r\xe9duite\n")
+    with pytest.raises(InputError, match="not UTF-8") as info:
+        read_commands(path)
+    assert info.value.field == "line 2"
 
 
 # ---------------------------------------------------------------- driving

@@ -16,6 +16,7 @@ from core.formats.postprocess import read_blur_log
 from core.formats.run_info import RunInfo, read_run_info, write_run_info
 from core.formats.tum import read_tum
 from core.formats.tum_rgbd import read_tum_rgbd
+from core.robot_description import load_description
 from core.rundir import (
     DIRECTORY_MODE,
     FILE_MODE,
@@ -192,6 +193,7 @@ TEXT_READERS = {
     "tum rgb-d associations": _tum_rgbd,
     "euroc data.csv": _euroc,
     "dataset card": _card,
+    "robot description": _file("robot.urdf", load_description, b"<robot name='r'>\n"),
 }
 
 

@@ -46,7 +46,7 @@ from core.errors import InputError
 from core.formats.csv_table import read_csv_table, write_csv_table
 from core.formats.s_curve import SCurveNetwork
 from core.geometry import yaw_of
-from core.rundir import read_json
+from core.rundir import read_json, read_utf8
 from simulation.physics import PhysicsWorld, StartPose, build_world
 from simulation.robots.s_curve import SCurveFollower
 from simulation.robots.tiago_model import lightweight, physical
@@ -86,11 +86,7 @@ def read_commands(path: str | Path) -> list[Command]:
     if path.suffix.lower() == ".json":
         commands = cmd_vel_commands(read_json(path, "command file"), path)
     else:
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read the command file ({exc})", path) from exc
-        commands = parse_commands(text, path)
+        commands = parse_commands(read_utf8(path, "command file"), path)
     if not commands:
         raise InputError("no commands in the file", path)
     total = sum(c.seconds for c in commands)
