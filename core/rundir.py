@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -165,10 +166,17 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # a number past float64's range (1e400), which float() reads as inf
+        raise ValueError(f"{text} is beyond the range of a float")
+    return value
+
+
 def parse_json(text: str) -> Any:
     """json.loads as JSON is specified: ValueError (a JSONDecodeError where the syntax is wrong) for NaN and
-    Infinity as for any malformed text."""
-    return json.loads(text, parse_constant=_refuse_constant)
+    Infinity as for any malformed text, and for a number too large for a float."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def read_json(path: str | Path, what: str = "file") -> Any:

@@ -152,6 +152,11 @@ def test_json_refuses_nan_and_infinity_both_ways(tmp_path):
     path.write_text('{"a": -Infinity}')
     with pytest.raises(InputError, match="-Infinity"):
         read_json(path)
+    path.write_text('{"a": 1e400}')
+    with pytest.raises(InputError, match="1e400 is beyond the range of a float"):
+        read_json(path)
+    path.write_text("[1e308, -2.5]")  # large but finite
+    assert read_json(path) == [1e308, -2.5]
     with pytest.raises(ValueError, match="not JSON compliant"):
         atomic_write_json(tmp_path / "y.json", {"a": float("inf")})
     assert not (tmp_path / "y.json").exists()
