@@ -411,3 +411,28 @@ def test_a_rewrite_shows_its_progress_in_the_bags_time(source, tmp_path, monkeyp
     assert label == "cropping run.bag" and total == pytest.approx(DURATION)
     assert shown == sorted(shown) and shown[-1] == pytest.approx(DURATION)
     assert len(shown) == pytest.approx(DURATION / 0.1 + 1, abs=1)
+
+
+@pytest.mark.parametrize("garbage", ["random", "ros1_header", "mcap_body"])
+def test_garbage_bags_are_refused_naming_the_bag(source, tmp_path, garbage):
+    """Bytes that are not a bag, behind a bag's name or magic, give the one 'not a readable bag' error from the
+    reader, not the parser's UnicodeDecodeError or OverflowError; nothing is written."""
+    import shutil
+
+    rng = generator(3, f"tests/garbage_bag/{garbage}")
+    noise = rng.integers(0, 256, 20_000, dtype=np.uint8).tobytes()
+    if garbage == "mcap_body":
+        bag = tmp_path / "bag"
+        shutil.copytree(source["ros2"], bag)
+        (mcap,) = bag.glob("*.mcap")
+        mcap.write_bytes(mcap.read_bytes()[:8] + noise)  # the MCAP magic, then garbage
+    else:
+        bag = tmp_path / "bag.bag"
+        bag.write_bytes((ROS1_MAGIC if garbage == "ros1_header" else b"") + noise)
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(InputError, match="not a readable ROS 1 .bag file or ROS 2 bag folder") as error:
+        bag_summary(bag)
+    assert error.value.file == str(bag)
+    with pytest.raises(InputError, match="not a readable"):
+        transform_bag(bag, tmp_path / "out.bag", BagOptions())
+    assert sorted(tmp_path.rglob("*")) == before

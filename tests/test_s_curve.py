@@ -310,7 +310,7 @@ def test_unreadable_recordings(tmp_path, realdata):
     with pytest.raises(InputError, match="line 3"):
         read_recording(tmp_path / "text.csv")
     (tmp_path / "junk.bag").write_bytes(b"#ROSBAG V2.0\nnot really")
-    with pytest.raises(InputError, match="not a readable ROS bag"):
+    with pytest.raises(InputError, match="not a readable ROS 1 .bag file or ROS 2 bag folder"):
         read_recording(tmp_path / "junk.bag")
     # A real ROS 2 bag with a JointState topic, but no wheel joints in it.
     with pytest.raises(InputError, match="wheel joints"):

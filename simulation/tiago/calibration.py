@@ -171,11 +171,10 @@ def _read_csv(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.
 
 
 def _read_bag(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
-    from rosbags.highlevel import AnyReader, AnyReaderError
-    from rosbags.typesys import Stores, get_typestore
+    from core.formats.bags.reader import open_bag
 
     try:
-        with AnyReader([path], default_typestore=get_typestore(Stores.ROS2_HUMBLE)) as reader:
+        with open_bag(path) as reader:
             states = [c for c in reader.connections if c.msgtype == JOINT_STATE]
             preferred = [c for c in states if c.topic == "/joint_states"]
             states = preferred or states
@@ -198,7 +197,7 @@ def _read_bag(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.
                 message = reader.deserialize(raw, connection.msgtype)
                 command_times.append(stamp * 1e-9)
                 command_twists.append([message.linear.x, message.linear.y, message.angular.z])
-    except (AnyReaderError, OSError, ValueError, KeyError) as exc:
+    except (ValueError, KeyError) as exc:  # a message whose fields do not fit its type
         raise InputError(f"not a readable ROS bag ({exc})", path) from exc
     commands = (np.array(command_times), np.array(command_twists).reshape(-1, 3)) if command_times else None
     order = np.argsort(time, kind="stable")

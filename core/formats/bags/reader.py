@@ -7,6 +7,7 @@ metadata carries no type definitions (older rosbag2 sqlite3 bags) are read with 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +21,11 @@ from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
 from core.errors import InputError
+
+READ_ERRORS = (AnyReaderError, Ros1ReaderError, Ros2ReaderError, OSError)
+# What rosbags' parsers raise on bytes that are not a bag (a garbage header's text, an MCAP record length past the
+# file, a truncated struct), instead of their own ReaderError.
+GARBAGE_ERRORS = (UnicodeDecodeError, OverflowError, struct.error, EOFError)
 
 DEFAULT_ROS2_STORE = Stores.ROS2_HUMBLE
 NS_PER_S = 1_000_000_000
@@ -53,10 +59,16 @@ def open_bag(path: Path) -> Iterator[AnyReader]:
     if not path.exists():
         raise InputError("bag not found", path)
     try:
-        with AnyReader([path], default_typestore=get_typestore(DEFAULT_ROS2_STORE)) as reader:
-            yield reader
-    except (AnyReaderError, Ros1ReaderError, Ros2ReaderError, OSError) as exc:
+        reader = AnyReader([path], default_typestore=get_typestore(DEFAULT_ROS2_STORE))
+        reader.open()
+    except (*READ_ERRORS, *GARBAGE_ERRORS) as exc:  # nothing of the caller's runs yet: any of these is the bag's
         raise InputError(f"not a readable ROS 1 .bag file or ROS 2 bag folder ({exc})", path) from exc
+    try:
+        yield reader
+    except (*READ_ERRORS, *GARBAGE_ERRORS) as exc:
+        raise InputError(f"not a readable ROS 1 .bag file or ROS 2 bag folder ({exc})", path) from exc
+    finally:
+        reader.close()
 
 
 def bag_summary(path: Path) -> dict[str, TopicSummary]:
