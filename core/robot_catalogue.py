@@ -14,6 +14,7 @@ one line in `MODELS`.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -72,13 +73,14 @@ class RobotBody:
         return self.drive != "differential"
 
 
-class Kind:
+class Kind(ABC):
     """One robot kind: `body` answers for a config of it; `check` refuses settings it cannot apply."""
 
     built_in = True  # its body needs no file of the user's
 
+    @abstractmethod
     def body(self, robot: RobotConfig) -> RobotBody:
-        raise NotImplementedError
+        """Everything the other stages ask of a robot of this kind, for this config."""
 
     def links(self, robot: RobotConfig) -> tuple[str, ...] | None:
         """Its links, when the config alone tells them (None: only its description does, checked at load)."""
