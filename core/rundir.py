@@ -149,15 +149,19 @@ def read_utf8(path: str | Path, what: str = "file") -> str:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{what} not found", path)
-    data = path.read_bytes()
+    return decode_utf8(path.read_bytes(), path).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def decode_utf8(data: bytes, path: str | Path) -> str:
+    """`data`, read from `path`, decoded strictly as UTF-8; InputError naming the line and column of the first
+    byte that is not (read_utf8, and the YAML reader, which reads its bytes itself to bound them)."""
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - data.rfind(b"\n", 0, exc.start)
         raise InputError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} cannot be decoded",
                          path, f"line {line}") from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _refuse_constant(name: str) -> Any:

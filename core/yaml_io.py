@@ -15,6 +15,7 @@ from yaml.composer import Composer
 from yaml.events import AliasEvent, ScalarEvent
 
 from core.errors import ConfigError
+from core.rundir import decode_utf8
 
 # Largest file read: configs are a few kB (the largest shipped one ~3 kB); a larger one is refused unread, as
 # parsing a 10 MB one takes more than a GB and a minute.
@@ -98,10 +99,7 @@ def _read_text(path: Path) -> str:
     if len(data) > MAX_YAML_BYTES or info.st_size > MAX_YAML_BYTES:
         raise ConfigError(f"is larger than the {MAX_YAML_BYTES:,} bytes a config may be ({info.st_size:,} bytes)",
                           path)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"not a UTF-8 text file (byte {exc.start} cannot be decoded)", path) from exc
+    return decode_utf8(data, path)
 
 
 def _check_duplicate_keys(node: yaml.Node, path: Path, seen: set[int]) -> None:
