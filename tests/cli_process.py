@@ -1,7 +1,8 @@
-"""`grade` run as a user runs it, in its own process, without paying Python's start-up and the CLI's imports
-(~1 s) on each of the suite's ~150 calls.
+"""`grade` run as a user runs it, in its own process, without paying Python's start-up and the imports (~1 s for
+the CLI, ~3 s for a command that records) on each of the suite's ~300 calls.
 
-Every call is a fresh process forked from a multiprocessing forkserver that imported `pipeline.cli` once, with
+Every call is a fresh process forked from a multiprocessing forkserver that imported every module of the project
+once (the CLI imports a command's module, and that module its heavy ones, only when the command runs), with
 the environment the console script gets (GRADE_QUIET, COLUMNS). The child changes to the caller's folder,
 sends its file descriptors 1 and 2 (C libraries' output too) to files, and runs `pipeline.cli.main` with the
 arguments; its exit status is the CLI's, and an exception the CLI lets through prints its traceback and exits 1
@@ -19,6 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("core", "asset_converters", "placement", "simulation", "replay", "postprocess", "export", "evaluation",
+            "pipeline")
 CLI_ENV = {"GRADE_QUIET": "1", "COLUMNS": "200"}
 _CONTEXT = multiprocessing.get_context("forkserver")
 # The forkserver and each child take this process's sys.path. Importing bpy in a test puts Blender's
@@ -36,10 +40,7 @@ def _start_server() -> None:
     os.environ.update(CLI_ENV)
     sys.path[:] = _CLEAN_SYS_PATH
     try:
-        # The commands' modules too: the CLI imports a command's module only when it runs.
-        from pipeline.cli import COMMANDS
-
-        multiprocessing.forkserver.set_forkserver_preload(["pipeline.cli", *{c.module for c in COMMANDS.values()}])
+        multiprocessing.forkserver.set_forkserver_preload(["pipeline.cli", *project_modules()])
         multiprocessing.forkserver.ensure_running()
     finally:
         sys.path[:] = saved_path
@@ -48,6 +49,12 @@ def _start_server() -> None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def project_modules() -> list[str]:
+    """Every module of the project's packages (none imports an optional extra at module level)."""
+    files = sorted(p.relative_to(ROOT).with_suffix("") for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
+    return [".".join(f.parts[:-1] if f.name == "__init__" else f.parts) for f in files if f.name != "__main__"]
 
 
 def _child(args: list[str], cwd: str, stdout: str, stderr: str, sys_path: list[str]) -> None:
