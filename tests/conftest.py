@@ -14,6 +14,7 @@ shared folders live in the parent of the workers' base temporary folders, and th
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
 import shutil
@@ -111,6 +112,24 @@ def tiny_run(tmp_path_factory, asset_cache) -> Path:
     folder = session_folder(tmp_path_factory, "tiny-run")
     generate(load_experiment(CONFIGS / "demo.yaml", TINY_RUN), folder, cache=asset_cache, wait=True)
     return folder
+
+
+@pytest.fixture(scope="session")
+def local_batch(tmp_path_factory) -> Path:
+    """The tiny two-sequence batch of tests/test_batch.py on the local pool, with a COCO export, recorded once for
+    the session (the first worker to get here records it, the others wait on the lock): the ground truth every
+    executor must give. Shared: read it only."""
+    from tests.test_batch import write_batch
+
+    folder = session_folder(tmp_path_factory, "local-batch")
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "fixture.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "recorded").exists():
+            result = run_grade("batch", str(write_batch(folder, exports=("coco",))))
+            assert result.returncode == 0, result.stderr
+            (folder / "recorded").touch()
+    return folder / "out"
 
 
 def copy_run(run: Path, destination: Path) -> Path:

@@ -3,7 +3,7 @@ node, one CPU each, and jobs of one CPU, so that two jobs at a time run one on e
 nodes and `grade batch status` says which ran where; a worker node lost mid-batch (its raylet and every process
 under it killed at once, as when a machine dies) costs only its job's attempt, which the driver's retry redoes on
 the head, while nothing complete is touched and no corrupt run or partial folder is left; a driver killed
-mid-batch and started again finishes the batch on the cluster.
+mid-batch and started again finishes the batch on the cluster; every run is the local pool's, byte for byte.
 
 Skips with the reason where Ray is not installed; fails instead under GRADE_REQUIRE_CLUSTER=1 (CI).
 """
@@ -170,10 +170,12 @@ def spread(cluster, tmp_path_factory) -> Path:
     return folder / "out"
 
 
-def test_jobs_run_on_both_nodes_and_status_says_where(cluster, spread):
+def test_jobs_run_on_both_nodes_and_status_says_where(cluster, spread, local_batch):
     assert batch_status(spread)["done"] == [f"default-seed{s}" for s in SEEDS]
     for seed in SEEDS:
         assert stage_status(spread / f"default-seed{seed}", verify_hashes=True) is StageStatus.COMPLETE
+    expected = ground_truth(local_batch, SEEDS)
+    assert expected and ground_truth(spread, SEEDS) == expected  # the local pool's
     nodes = {name: job.node for name, job in read_batch_state(spread).jobs.items()}
     assert {node.id for node in nodes.values()} == {cluster.head.node_id, cluster.worker.node_id}
     assert {node.host for node in nodes.values()} == {socket.gethostname()}

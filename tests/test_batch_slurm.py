@@ -20,7 +20,6 @@ from core.formats.manifest import StageStatus, stage_status
 from core.formats.run_layout import ASSETS_DIR
 from core.outputs import LOCK_FILE, TEMP_SUFFIXES, package_lock
 from pipeline.batch import batch_status
-from tests.conftest import run_grade
 from tests.slurm_cluster import SlurmCluster, missing_programs, slurm_cluster
 from tests.test_batch import (
     DRIVER_TIMEOUT_S,
@@ -57,15 +56,6 @@ def slurm(tmp_path_factory) -> Iterator[SlurmCluster]:
         yield cluster
 
 
-@pytest.fixture(scope="module")
-def local_pair(tmp_path_factory) -> Path:
-    """The same two sequences as a batch on the local pool: the ground truth the SLURM batches must give."""
-    folder = tmp_path_factory.mktemp("local")
-    result = run_grade("batch", str(write_batch(folder, seeds=PAIR, threads_per_job=1)))
-    assert result.returncode == 0, result.stderr
-    return folder / "out"
-
-
 @contextmanager
 def grade_batch(slurm: SlurmCluster, batch: Path, log: Path) -> Iterator[subprocess.Popen]:
     """`grade batch BATCH` in a process of its own that reaches the cluster (SLURM_CONF), its output in `log`;
@@ -96,12 +86,12 @@ def assert_complete_and_clean(out: Path, local: Path) -> None:
     assert not leftovers
 
 
-def test_a_batch_on_slurm_gives_the_local_pools_ground_truth(slurm, local_pair, tmp_path):
+def test_a_batch_on_slurm_gives_the_local_pools_ground_truth(slurm, local_batch, tmp_path):
     log, out = tmp_path / "driver.log", tmp_path / "out"
     # The local batch's converted assets (content-addressed): the jobs here only record, the executor being what
     # is tested (the other test's jobs convert theirs).
     out.mkdir()
-    (out / ASSETS_DIR).symlink_to(local_pair / ASSETS_DIR, target_is_directory=True)
+    (out / ASSETS_DIR).symlink_to(local_batch / ASSETS_DIR, target_is_directory=True)
     with grade_batch(slurm, write_batch(tmp_path, seeds=PAIR, **SLURM), log) as driver:
         assert driver.wait(DRIVER_TIMEOUT_S) == 0, log.read_text()
     state = read_batch_state(out)
@@ -117,10 +107,10 @@ def test_a_batch_on_slurm_gives_the_local_pools_ground_truth(slurm, local_pair, 
     for job_id, output in jobs.items():  # submitit's first line in the job, from SLURM's environment variables
         assert f"JobEnvironment(job_id={job_id}, hostname={slurm.node}," in output
     assert slurm.job_ids() == []
-    assert_complete_and_clean(out, local_pair)
+    assert_complete_and_clean(out, local_batch)
 
 
-def test_a_cancelled_job_is_retried_and_the_finished_one_is_left_alone(slurm, local_pair, tmp_path):
+def test_a_cancelled_job_is_retried_and_the_finished_one_is_left_alone(slurm, local_batch, tmp_path):
     batch, out, log = write_batch(tmp_path, seeds=PAIR, **SLURM), tmp_path / "out", tmp_path / "driver.log"
     finished, cut = out / f"default-seed{PAIR[0]}", out / f"default-seed{PAIR[1]}"
     # The first sequence's assets are the local batch's (content-addressed): its job only records. Holding the
@@ -128,7 +118,7 @@ def test_a_cancelled_job_is_retried_and_the_finished_one_is_left_alone(slurm, lo
     # machine's speed: the first sequence finishes meanwhile.
     first_assets = seed_environment(out, PAIR[0]).parents[1]
     first_assets.parent.mkdir(parents=True)
-    first_assets.symlink_to(seed_environment(local_pair, PAIR[0]).parents[1], target_is_directory=True)
+    first_assets.symlink_to(seed_environment(local_batch, PAIR[0]).parents[1], target_is_directory=True)
     held = ExitStack()
     held.enter_context(package_lock(seed_environment(out, PAIR[1])))
     with held, grade_batch(slurm, batch, log) as driver:
@@ -149,4 +139,4 @@ def test_a_cancelled_job_is_retried_and_the_finished_one_is_left_alone(slurm, lo
     assert CANCELLED in slurm_job_logs(out, "err")[cancelled]  # a real cancel, by the controller
     assert (out / "logs" / f"{cut.name}.log").read_text().count("--- grade generate") == 2
     assert {p: p.stat().st_mtime_ns for p in untouched} == untouched  # the finished run was not redone
-    assert_complete_and_clean(out, local_pair)
+    assert_complete_and_clean(out, local_batch)
