@@ -39,7 +39,21 @@ TEMP_SUFFIXES = (".tmp", PARTIAL_SUFFIX, ".old")
 _TEMP_NAME = "[a-z0-9_]{8}"  # the random part of tempfile.mkdtemp's names
 # Partial folders older than this process are stale (core.stage removes them): a live writer of the same
 # folder would hold its lock, and the ones this process makes come after it started.
-PROCESS_START = time.time()
+_process_start = time.time()
+
+
+def process_start() -> float:
+    """When this process started (time.time()); a forked child (a process pool's worker, a fork server's child)
+    starts its own clock, or it would take the partial folders of a writer killed after the fork for its own."""
+    return _process_start
+
+
+def _restart_clock() -> None:
+    global _process_start
+    _process_start = time.time()
+
+
+os.register_at_fork(after_in_child=_restart_clock)
 
 
 class BusyError(GradeError):

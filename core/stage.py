@@ -30,7 +30,7 @@ from pathlib import Path
 
 from core.formats.manifest import StageStatus, invalidate, stage_status, write_manifest
 from core.formats.run_info import RunInfo, write_run_info
-from core.outputs import LOCK_FILE, PROCESS_START, output_lock
+from core.outputs import LOCK_FILE, output_lock, process_start
 from core.progress import get_logger
 from core.rundir import PARTIAL_SUFFIX, atomic_directory, partial_folder
 
@@ -71,7 +71,7 @@ def _empty(folder: Path) -> None:
 def _remove_stale_partials(folder: Path) -> None:
     """Remove the partial folders (`.*.partial`, core.rundir.new_partial) anywhere under `folder` that are older
     than this process: their writer is gone, since we hold the folder's lock. Nothing else is touched."""
-    stale = [p for p in folder.rglob(f".*{PARTIAL_SUFFIX}") if p.is_dir() and p.stat().st_mtime < PROCESS_START]
+    stale = [p for p in folder.rglob(f".*{PARTIAL_SUFFIX}") if p.is_dir() and p.stat().st_mtime < process_start()]
     removed: list[Path] = []
     for entry in sorted(stale, key=lambda p: len(p.parts)):
         if not any(parent in removed for parent in entry.parents):
