@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from tests.conftest import run_grade
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -34,7 +36,7 @@ ACTIVATE = "source .venv/bin/activate"
 # The tour works on `make demo`'s run (26 s of simulation); here on a short, small recording of the same config
 # so that the whole tour runs in well under a minute. The UAV takes off first and sets off after about 2.6 s: SLAM's
 # trajectory can be aligned to the ground truth only once it has moved sideways.
-SHORT_DEMO = ["simulation.duration=3.5", "simulation.bootstrap=0.25", "robot.sensors.cameras.0.rate_hz=10",
+SHORT_DEMO = ["simulation.duration=2", "simulation.bootstrap=0.25", "robot.sensors.cameras.0.rate_hz=10",
               "robot.sensors.cameras.0.width=320", "robot.sensors.cameras.0.height=240"]
 QUIET_ENV = {**os.environ, "GRADE_QUIET": "1", "NO_MKDOCS_2_WARNING": "1", "COLUMNS": "120"}
 # The widest code-block line: the theme shows 80 columns, docs/stylesheets/extra.css widens the page to show 102 on
@@ -181,8 +183,7 @@ def test_the_tour_runs_as_written(tmp_path, asset_cache):
     runs = tmp_path / "runs"
     # The session's converted assets (the demo's environment settings): only the recording is new.
     overrides = [arg for setting in [*SHORT_DEMO, f"assets_dir={asset_cache}"] for arg in ("--set", setting)]
-    demo = subprocess.run([sys.executable, "-m", "pipeline.cli", "demo", "--out", str(runs / "demo"), *overrides],
-                          cwd=ROOT, env=QUIET_ENV, capture_output=True, text=True, timeout=600, check=False)
+    demo = run_grade("demo", "--out", str(runs / "demo"), *overrides)
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
 
     script = "\n".join(code_blocks(tour()))

@@ -155,12 +155,13 @@ def test_hiding_humans_removes_exactly_their_ids(run, tmp_path):
     assert not (tmp_path / "hidden" / "humans").exists()
 
 
-def test_the_run_replays_from_its_own_run_json(tmp_path):
+def test_the_run_replays_from_its_own_run_json(tmp_path, asset_cache):
     config = tmp_path / "experiment.yaml"
     shutil.copy(CONFIGS / "demo.yaml", config)
     folder = tmp_path / "run"
     generate(load_experiment(config, ["simulation.duration=0.25", "simulation.bootstrap=0.25",
-                                      "robot.sensors.cameras.0.width=64", "robot.sensors.cameras.0.height=48"]), folder)
+                                      "robot.sensors.cameras.0.width=64", "robot.sensors.cameras.0.height=48"]), folder,
+             cache=asset_cache)
     config.write_text(config.read_text().replace("width: 640", "width: 320"))  # the file moved on; run.json did not
     replay(str(folder), "--out", str(tmp_path / "again"))
     assert hashes(tmp_path / "again", ("gt",)) == hashes(folder, ("gt",))

@@ -38,7 +38,7 @@ data[:, 4:8] = (turn * Rotation.from_quat(data[:, 4:8])).as_quat()
 
 
 @pytest.fixture(scope="module")
-def benchmark(tmp_path_factory) -> Path:
+def benchmark(tmp_path_factory, asset_cache) -> Path:
     root = tmp_path_factory.mktemp("slam")
     (root / "method.py").write_text(METHOD)
     config = {
@@ -47,7 +47,8 @@ def benchmark(tmp_path_factory) -> Path:
             {"name": "people", "experiment": str(CONFIGS / "demo.yaml"),
              "set": ["seed=1", "simulation.duration=0.75", "simulation.bootstrap=0.25", "humans.count={min: 3, max: 3}",
                      "robot.sensors.cameras.0.width=96", "robot.sensors.cameras.0.height=72",
-                     "exploration.planner=waypoints", "exploration.waypoints=[[9, 9, 1.5]]"]},
+                     "exploration.planner=waypoints", "exploration.waypoints=[[9, 9, 1.5]]",
+                     f"assets_dir={asset_cache}"]},
             {"name": "empty", "without_humans_of": "people"},
             {"name": "noisy", "noisy_of": "people"},
         ],
