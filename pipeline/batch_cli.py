@@ -59,9 +59,9 @@ def batch_run(
       grade batch configs/grade-dataset.yaml --workers 8 --pin-cores
       grade batch run configs/grade-dataset.yaml --executor slurm
     """
+    batch = load_batch(batch_file)  # before the executors' imports: a bad batch file is refused at once
     from pipeline.batch import run_batch
 
-    batch = load_batch(batch_file)
     changes = {"kind": executor.value if executor else None, "workers": workers, "ray_address": address,
                "pin_cores": pin_cores}
     data = batch.executor.model_dump() | {k: v for k, v in changes.items() if v is not None}

@@ -23,9 +23,10 @@ def benchmark_slam(config: Annotated[Path, typer.Argument(metavar="CONFIG", help
     Example:
       grade benchmark slam configs/slam-benchmark.yaml
     """
+    benchmark = load_slam_benchmark(config)  # before the benchmark's imports: a bad config is refused at once
     from pipeline.benchmark import slam_benchmark
 
-    result = slam_benchmark(load_slam_benchmark(config))
+    result = slam_benchmark(benchmark)
     for table in result.tables:
         console.print(str(table), soft_wrap=True)
     sys.stdout.write(result.tables[-1].read_text(encoding="utf-8"))

@@ -71,7 +71,6 @@ def replay_command(
     """
     from core.errors import ConfigError
     from replay.overrides import load_overrides, render_settings
-    from replay.run import replay_run
     from replay.subset import frame_rule
     from simulation.recording.live_target import live_target
 
@@ -94,6 +93,8 @@ def replay_command(
         raise ConfigError("name the replay's folder with --out (or check the run with --verify)", field="--out")
     overrides = load_overrides(with_)
     overrides = overrides.model_copy(update={"set": {**overrides.set, **render}})
+    from replay.run import replay_run  # after the checks (~1.5 s of imports): bad options are refused at once
+
     if out is None:
         with tempfile.TemporaryDirectory(prefix="grade-verify-") as folder:
             result = replay_run(run, Path(folder) / "replay", overrides, mode, start, end, str(with_), wait, robot,

@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import yaml
 from conftest import CONFIGS, assert_refused, run_grade
@@ -211,3 +216,32 @@ def test_short_help_completion_and_verbosity_options(tmp_path, asset_cache):
                       "--set", "humans.count={min: 1, max: 1}", "--set", "flying_objects.count={min: 0, max: 0}",
                       "--set", f"assets_dir={asset_cache}")
     assert quiet.returncode == 0 and "placed" not in quiet.stderr
+
+
+# Each command reads its config (or options file) before importing what does the work, so that a bad one is refused
+# in a fraction of a second and a few tens of MB; these modules cost ~1.5 s and 150 MB to import.
+HEAVY = {"pipeline.generate", "pipeline.prepare", "pipeline.batch", "pipeline.benchmark", "replay.run",
+         "simulation.embedded"}
+PROBE = """import json, sys
+from pipeline.cli import main
+sys.argv = ["grade", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    print(json.dumps([exc.code, sorted(m for m in sys.modules if m in {heavy})]))
+"""
+
+
+@pytest.mark.parametrize("command", [["generate"], ["prepare"], ["batch"], ["benchmark", "slam"],
+                                     ["replay", "{run}", "--out", "{tmp}/replay", "--with"]])
+def test_a_bad_config_is_refused_before_the_heavy_imports(command, tmp_path, tiny_run):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [1, 2\n")
+    args = [arg.format(run=tiny_run, tmp=tmp_path) for arg in command]
+    result = subprocess.run([sys.executable, "-c", PROBE.format(heavy=sorted(HEAVY)), *args, str(bad)],
+                            cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
+                            env={**os.environ, "GRADE_QUIET": "1"})
+    code, imported = json.loads(result.stdout.splitlines()[-1])
+    assert code == 2 and "not valid YAML" in result.stderr and str(bad) in result.stderr.replace("\n", ""), result.stderr
+    assert imported == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
