@@ -135,8 +135,15 @@ def validate_model(model: type[M], data: dict, file: Path | str, lines: dict[tup
 
 
 def check_input_paths(config: Strict, file: Path | str) -> None:
-    """Every input path of a config exists; the error names the first missing key and lists any others."""
-    missing = [(key, path) for key, path in input_paths(config).items() if not path.exists()]
+    """Every input path of a config exists and is a file or a folder; the error names the first missing key and
+    lists any others, or the key of a FIFO, device or socket (which would block or never end when read)."""
+    paths = input_paths(config).items()
+    missing = [(key, path) for key, path in paths if not path.exists()]
+    special = [(key, path) for key, path in paths if path.exists() and not (path.is_file() or path.is_dir())]
+    if special:
+        key, path = special[0]
+        raise ConfigError(f"{path} is not a regular file or folder (a FIFO, device or socket); give a file or a "
+                          "folder", file, key)
     if missing:
         key, path = missing[0]
         others = "".join(f"; also missing: {k} = {p}" for k, p in missing[1:])

@@ -37,7 +37,7 @@ from core.formats.images import frame_file, read_image
 from core.formats.imu import IMU_FILE, ImuSeries, read_imu
 from core.formats.instances import INSTANCES_FILE, Instances, read_instances
 from core.formats.lidar import LidarSweep, read_sweep, sweep_files
-from core.formats.manifest import StageStatus, stage_status
+from core.formats.manifest import MANIFEST, StageStatus, read_manifest, stage_status
 from core.formats.postprocess import (
     BLUR_FILE,
     IMU_NOISY_FILE,
@@ -208,6 +208,45 @@ class Bags:
     ros2: list[Path]  # bags/<name>/ folders (metadata.yaml + .mcap or .db3)
 
 
+def incomplete_run_error(path: Path, info: RunInfo) -> InputError:
+    """The error for a run that is not complete, as a user reads it: the run, what is unfinished or missing (run.json's
+    status, MANIFEST.json, or the first file MANIFEST.json lists that is missing or has another size), and the
+    command that finishes it."""
+    what = f"run {info.name!r}"
+    command = "`grade replay`" if info.replay_of is not None else "`grade generate` (or `grade batch run`)"
+    resume = f"Run the same {command} command that wrote it again to resume it."
+    if info.status == "failed":
+        error = " ".join((info.error or "no error recorded").split())
+        return InputError(f"{what} is not complete: its recording failed ({error}). Fix the cause, then run the same "
+                          f"{command} command again to record it.", path / RUN_FILE, "status")
+    if info.status != COMPLETE:
+        how = ("was interrupted" if info.status == "interrupted" else
+               "was stopped before it finished, or is still being written")
+        return InputError(f"{what} is not complete: its recording {how} (run.json status {info.status!r}). {resume}",
+                          path / RUN_FILE, "status")
+    manifest_file = path / MANIFEST
+    if not manifest_file.is_file():
+        return InputError(f"{what} is not complete: it has no MANIFEST.json, the file a recording writes last, when "
+                          f"all its files are written. {resume}", manifest_file)
+    try:
+        listed = read_manifest(path).files
+    except InputError as exc:
+        return InputError(f"{what} is not complete: its MANIFEST.json cannot be read: {exc.message}. {resume}",
+                          manifest_file, exc.field)
+    damaged = []
+    for rel, entry in listed.items():
+        file = path / rel
+        if not file.is_file():
+            damaged.append(f"{rel}, which MANIFEST.json lists, is missing")
+        elif file.stat().st_size != entry.size:
+            damaged.append(f"{rel} has {file.stat().st_size:,} bytes where MANIFEST.json lists {entry.size:,}")
+    others = len(damaged) - 1
+    more = (f" ({others:,} more listed file{'s are' if others > 1 else ' is'} missing or of another size too)"
+            if others else "")
+    problem = damaged[0] if damaged else "its files do not match MANIFEST.json"
+    return InputError(f"{what} is not complete: {problem}{more}. {resume}", manifest_file, "files")
+
+
 class Recording:
     """A run folder written by `grade generate`. Open it with `Recording.open`.
 
@@ -252,13 +291,12 @@ class Recording:
     @classmethod
     def open(cls, path: str | Path, allow_incomplete: bool = False) -> Recording:
         """Read run.json and check the run is complete (run.json status and MANIFEST.json); an incomplete,
-        failed or interrupted run raises InputError unless `allow_incomplete`, which reads what was written."""
+        failed or interrupted run raises InputError (incomplete_run_error: what is missing and how to finish it)
+        unless `allow_incomplete`, which reads what was written."""
         path = Path(path)
         info = read_run_info(path)
-        manifest = stage_status(path)
-        if not allow_incomplete and (info.status != COMPLETE or manifest is not StageStatus.COMPLETE):
-            raise InputError(f"the run is not complete: run.json status {info.status!r}, MANIFEST.json "
-                             f"{manifest.value}; pass allow_incomplete=True to read what was recorded", path)
+        if not allow_incomplete and (info.status != COMPLETE or stage_status(path) is not StageStatus.COMPLETE):
+            raise incomplete_run_error(path, info)
         return cls(path, info)
 
     @property

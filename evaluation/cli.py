@@ -94,7 +94,7 @@ def run_command(
     run: Annotated[Path, typer.Argument(metavar="RUN", help="Recording folder; for external, the sequence folder "
                                         "the command reads (a `grade export tum|euroc` sequence).")],
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Output folder: trajectory.tum (or the "
-                                      "external command's trajectory) and runner.json.")],
+                                      "external command's trajectory and its output, method.log) and runner.json.")],
     mode: Annotated[OrbslamMode, typer.Option("--mode", help="orbslam3: the sensor setup.")] = "rgbd",
     right_camera: Annotated[str | None, typer.Option("--right-camera", metavar="NAME", help="orbslam3 stereo: "
                                                      "the pair's right camera (--camera is the left).")] = None,

@@ -108,10 +108,19 @@ class BatchConfig(Strict):
     @classmethod
     def _some_seeds(cls, seeds: list[int]) -> list[int]:
         if not seeds:
-            raise ValueError("name at least one seed (an empty list makes no experiments)")
+            raise ValueError("an empty list of seeds makes no experiments: name at least one seed (`seeds: [0]`), or "
+                             "leave `seeds` out for seed 0")
         if len(set(seeds)) != len(seeds):
             raise ValueError(f"seeds must be unique: {seeds}")
         return seeds
+
+    @field_validator("variants")
+    @classmethod
+    def _some_variants(cls, variants: list[Variant]) -> list[Variant]:
+        if not variants:
+            raise ValueError("an empty list of variants makes no experiments: name at least one variant "
+                             "(`- name: default`), or leave `variants` out to run the base experiment as it is")
+        return variants
 
     @model_validator(mode="after")
     def _bounded(self) -> BatchConfig:
@@ -161,6 +170,9 @@ def load_batch(path: str | Path) -> BatchConfig:
     """A batch config, with its base experiment and drawn folders made absolute against the batch file's folder."""
     path = Path(path)
     data, lines = read_yaml(path)
+    if not data:
+        raise ConfigError("the batch file is empty: a batch names its base experiment (`base: experiment.yaml`), "
+                          "and its `seeds` and `variants` if not the defaults", path, "base")
     return resolve_input_paths(validate_model(BatchConfig, data, path, lines), path.parent.resolve())
 
 
@@ -177,8 +189,9 @@ def expand_batch(batch: BatchConfig, batch_file: str | Path = "batch") -> list[E
                 set_path(data, key.split("."), value, label=str(batch_file))
             name = f"{variant.name}-seed{seed}"
             data.update(seed=seed, name=name, output_dir=str(batch.output_dir / name))
-            config = validate_model(ExperimentConfig, data, f"{batch.base} (variant {variant.name!r})", lines)
+            where = f"{batch.base} (variant {variant.name!r} of {batch_file})"
+            config = validate_model(ExperimentConfig, data, where, lines)
             config = resolve_input_paths(config, batch.base.parent)
-            check_input_paths(config, batch.base)
+            check_input_paths(config, where)
             experiments.append(config)
     return experiments

@@ -121,14 +121,15 @@ def test_incomplete_run_is_refused_unless_allowed(run, tmp_path):
     frames.write_text(frames.read_text() + '{"frame": 99, "ti')  # the write the interruption cut short
     with pytest.raises(InputError) as error:
         Recording.open(copy)
-    assert error.value.file == str(copy) and "'interrupted'" in error.value.message
+    assert error.value.file == str(copy / "run.json") and error.value.field == "status"
+    assert "'interrupted'" in error.value.message and "allow_incomplete" not in error.value.message
     rec = Recording.open(copy, allow_incomplete=True)
     camera = rec.camera(CAMERA)
     assert not rec.complete and camera.dropped_tail and len(camera) == len(raw_frames(run))
 
     info.status = "complete"  # says complete, but a file no longer matches the manifest
     write_run_info(copy, info)
-    with pytest.raises(InputError, match="MANIFEST.json incomplete"):
+    with pytest.raises(InputError, match="it has no MANIFEST.json"):
         Recording.open(copy)
 
 

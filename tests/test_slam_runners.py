@@ -5,8 +5,8 @@ with evo, an independent reader and aligner."""
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -195,13 +195,21 @@ def test_external_failures_show_the_output(tmp_path):
 
 
 def test_external_timeout_shows_the_output_so_far(tmp_path, monkeypatch):
-    """What a stopped command had printed is in the error: subprocess hands it over with the timeout (a stand-in
-    here, so that the test does not race the command's start-up against the timer)."""
-    def stopped(arguments, **_):
-        raise subprocess.TimeoutExpired(arguments, 1, output=b"loading map\n")
-    monkeypatch.setattr(subprocess, "run", stopped)
+    """What a stopped command had printed is in the error: the timer is a stand-in that times out once the command
+    says it printed, so that the test does not race the command's start-up against a real timer."""
+    script = tmp_path / "slow.py"
+    script.write_text("import pathlib, sys, time\nprint('loading map', flush=True)\n"
+                      "pathlib.Path(sys.argv[1], 'printed').touch()\ntime.sleep(600)\n")
+
+    def timed_out(process, timeout_s) -> int | None:  # None: still running at the timeout
+        while not (tmp_path / "printed").exists():
+            assert process.poll() is None, "the command ended before it printed"
+            time.sleep(0.01)
+        return None
+
+    monkeypatch.setattr("evaluation.external._wait", timed_out)
     with pytest.raises(GradeError, match="(?s)within 1 s.*loading map"):
-        run_external(f"{sys.executable} slam.py {{sequence}}", tmp_path, tmp_path, "t.txt", 1)
+        run_external(f"{sys.executable} {script} {{out}}", tmp_path, tmp_path, "t.txt", 1)
 
 
 def test_cli_runs_orbslam3_with_a_vocabulary_built_from_the_run(uav, tmp_path, monkeypatch):
