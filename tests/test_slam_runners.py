@@ -98,8 +98,10 @@ def test_vocabulary_is_a_dbow2_text_tree(vocabulary, uav, tmp_path):
     assert np.all(table[~leaves, 34] == 0) and np.all(table[leaves, 34] >= 0) and np.any(table[leaves, 34] > 0)
     assert not np.any(np.isin(np.flatnonzero(leaves) + 1, parents))  # leaves have no children
     frames = Recording.open(uav).camera("camera")
-    again = build_vocabulary((frame.rgb() for frame in frames), tmp_path / "again.txt", k=k, levels=levels, seed=7)
-    assert again.read_bytes() == vocabulary.read_bytes()  # seeded: the same file again
+    # Seeded: the same file again (from every 8th frame: the clustering is what is seeded, not the frame count).
+    twice = [build_vocabulary((frame.rgb() for frame in list(frames)[::8]), tmp_path / f"{n}.txt", k=k, levels=levels,
+                              seed=7).read_bytes() for n in ("once", "again")]
+    assert twice[0] == twice[1]
     with pytest.raises(GradeError, match="k <= 20"):
         build_vocabulary([frames[0].rgb()], tmp_path / "bad.txt", k=21)
 
