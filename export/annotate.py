@@ -3,7 +3,8 @@ exported, their box, pixel area and mask, and whether the whole frame is dropped
 
 Images. Clean exports read the recorded rgb and instance images; `processed` exports read the post-processed
 rgb_blur with its blur-aware instance_blur labels (postprocess: masks moved to where the blurred object's
-smear is centred) and depth_noisy, each required to exist.
+smear is centred) and depth_noisy, each required to exist. The RGB file the exporters copy is read first, whole
+(export.common.exported_image): a damaged or resized frame is refused, naming it, rather than copied.
 
 Masks are COCO run-length encodings made in one column-major pass over the instance image (every instance's
 runs at once, instead of one full-image mask per instance); pycocotools compresses them to COCO's string form.
@@ -32,7 +33,7 @@ from core.errors import InputError
 from core.formats.instances import Instances
 from core.recording import Frame
 from export.categories import Categories, Category
-from export.common import PROCESSED, Sequence, check_images, image_file
+from export.common import PROCESSED, Sequence, check_images, exported_image
 from simulation.render.annotations import PixelStats
 
 
@@ -134,9 +135,7 @@ def compress(counts: list[list[int]], height: int, width: int) -> list[dict]:
 def label_frame(frame: Frame, instances: Instances, categories: Categories, filters: Filters,
                 processed: bool) -> FrameLabels:
     """The objects of `frame` that pass `filters`, or the reason the frame is dropped."""
-    image = image_file(frame, "rgb", processed)
-    if image is None:  # check_frames saw it; deleted since
-        raise InputError(f"frame {frame.index}'s RGB image is gone", frame.folder)
+    image = exported_image(frame, "rgb", processed)  # the file copied: read whole, its size checked
     instance = _instance_image(frame, processed)
     clean_depth = None
     if filters.bad_frames:

@@ -12,12 +12,15 @@
         - {id: 1, name: person, classes: [person]}
         - {id: 2, name: furniture, classes: [chair, sofa, table, bed]}
 
-The person category carries COCO's 17 keypoints and skeleton in every choice.
+The person category carries COCO's 17 keypoints and skeleton in every choice. A FILE naming a class that no
+exported recording's class map defines is refused (a typo would otherwise export no annotations for it), and a
+FILE category without any annotation in the export gets a warning.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -29,7 +32,10 @@ from core.config_io import validate_model
 from core.errors import InputError
 from core.formats.class_map import DEFAULT_CLASS_MAP, snake
 from core.formats.instances import InstanceEntry
+from core.progress import get_logger
 from core.yaml_io import read_yaml
+
+log = get_logger("export.categories")
 
 CHOICES = ("coco", "nyu40")
 PERSON_CLASS = "person"
@@ -159,6 +165,33 @@ class Categories:
 
     def coco(self) -> list[dict[str, Any]]:
         return [c.coco() for c in self.categories]
+
+    @property
+    def from_file(self) -> bool:
+        """The categories of a YAML file (the user's own), not the built-in coco or nyu40."""
+        return self.choice not in CHOICES
+
+    def check_classes(self, known: Collection[str]) -> None:
+        """A FILE's categories: InputError naming the first class that is not in `known` (the classes the
+        exported recordings define), listing them; coco and nyu40 are not checked (they name every class)."""
+        if not self.from_file:
+            return
+        for index, category in enumerate(self.categories):
+            unknown = sorted(category.classes - set(known))
+            if unknown:
+                raise InputError(f"category {category.name!r} names {', '.join(repr(c) for c in unknown)}, which no "
+                                 "exported recording's class map defines, so it would get no annotations; the "
+                                 f"recordings define: {', '.join(sorted(known)) or 'no classes'}", self.choice,
+                                 f"categories[{index}].classes")
+
+    def warn_unannotated(self, counts: Mapping[int, int]) -> None:
+        """A FILE's categories: one warning line naming those with no annotation (`counts`: annotations by
+        category id) in the export."""
+        empty = [c.name for c in self.categories if not counts.get(c.id)]
+        if self.from_file and empty:
+            log.warning("no annotations in this export for %s %s of %s (their classes are defined, but no kept "
+                        "instance of them is in view)", "category" if len(empty) == 1 else "categories",
+                        ", ".join(repr(name) for name in empty), self.choice)
 
 
 def _words(label: str | None) -> list[str]:

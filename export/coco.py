@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -28,7 +29,7 @@ from core.progress import track
 from core.recording import Camera, Frame
 from export.annotate import DEFAULT_FILTERS, Filters, FrameLabels, check_frames, compress, label_frame
 from export.categories import COCO_KEYPOINTS, Categories
-from export.common import ExportFolder, Sequence, assign_splits, export_folder
+from export.common import ExportFolder, Sequence, assign_splits, export_folder, load_categories
 from export.keypoints import SkeletonTrack, project_keypoints
 
 T = TypeVar("T")
@@ -141,7 +142,7 @@ def export_coco(sequences: list[Sequence], out: Path, categories: str = "coco", 
                 processed: bool = False, split: dict[str, float] | None = None, seed: int = 0,
                 keypoints: bool = True) -> dict[str, int]:
     """Write a COCO export of `sequences` into `out` (module docstring); returns the counts it reports."""
-    chosen = Categories.load(categories)
+    chosen = load_categories(categories, sequences)
     if split is not None:
         sequences = assign_splits(sequences, split, seed)
     options = {"categories": categories, "filters": asdict(filters), "processed": processed, "split": split,
@@ -158,4 +159,5 @@ def export_coco(sequences: list[Sequence], out: Path, categories: str = "coco", 
                   "annotations": sum(len(d["annotations"]) for d in documents.values()),
                   "dropped frames": len(dropped)}
         folder.finish(counts, dropped)
+    chosen.warn_unannotated(Counter(a["category_id"] for d in documents.values() for a in d["annotations"]))
     return counts

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import ConfigError, GradeError, InputError
+from core.formats.class_map import read_class_map
 from core.formats.dataset_card import DatasetCard, write_dataset_card
 from core.formats.export import (
     EXPORT_FILE,
@@ -28,7 +29,7 @@ from core.formats.export import (
     read_export_document,
     write_export_document,
 )
-from core.formats.images import DEPTH_NOISY, INSTANCE_BLUR, RGB_BLUR
+from core.formats.images import DEPTH_NOISY, INSTANCE_BLUR, RGB_BLUR, check_image
 from core.recording import Camera, Frame, Recording
 from core.rundir import DIRECTORY_MODE, atomic_write_bytes
 from core.seeding import generator
@@ -52,12 +53,27 @@ class Sequence(CardRun):
                                 split=self.split)
 
 
+def check_distinct(runs: Seq[Path]) -> None:
+    """ConfigError for a run named twice (the same folder by another spelling or through a symlink): its frames
+    would be exported twice, and in a split on both sides."""
+    seen: dict[Path, Path] = {}
+    for run in runs:
+        resolved = Path(run).resolve()
+        if resolved in seen:
+            same = "" if str(seen[resolved]) == str(run) else f" (as {seen[resolved]} and {run})"
+            raise ConfigError(f"the recording {resolved} is given twice{same}: its frames would be exported twice "
+                              "(and in a split, on both sides); name each run once", field="RUN")
+        seen[resolved] = Path(run)
+
+
 def open_sequences(runs: Seq[Path], cameras: Seq[str] | None = None, robot: str | None = None) -> list[Sequence]:
     """Each run opened with `Recording.open` (complete runs only), named after its folder (`_2`, `_3`, ... on
     a clash), with the cameras to export: `cameras` (each must exist in every run), else all of the run's. In a
-    multi-robot run the cameras are robot `robot`'s (default: the first robot's)."""
+    multi-robot run the cameras are robot `robot`'s (default: the first robot's). A run named twice is refused
+    (`check_distinct`)."""
     if not runs:
         raise ConfigError("name at least one recording (a run folder written by `grade generate`)", field="RUN")
+    check_distinct(runs)
     sequences, used = [], set()
     for run in runs:
         recording = Recording.open(run).robot(robot)
@@ -72,6 +88,29 @@ def open_sequences(runs: Seq[Path], cameras: Seq[str] | None = None, robot: str 
         used.add(name)
         sequences.append(Sequence(name, recording, chosen))
     return sequences
+
+
+def defined_classes(sequences: Seq[Sequence]) -> set[str]:
+    """The semantic classes the recordings define: each one's class map (run.json's recording.class_map, read
+    again while the file is there, else the default map) and the classes its cameras' instances.json name."""
+    known: set[str] = set()
+    for sequence in sequences:
+        recording = sequence.recording
+        path = (recording.config.get("recording") or {}).get("class_map")
+        if path is None or Path(path).is_file():
+            known |= set(read_class_map(path).classes)
+        for name in sequence.cameras:
+            known |= set(recording.camera(name).instances.semantic_classes)
+    return known
+
+
+def load_categories(choice: str, sequences: Seq[Sequence]) -> Categories:
+    """`--categories` (export.categories), a FILE's classes checked against those the recordings define: a class
+    none of them defines is refused before anything is written."""
+    categories = Categories.load(choice)
+    if categories.from_file:
+        categories.check_classes(defined_classes(sequences))
+    return categories
 
 
 def parse_split(text: str) -> dict[str, float]:
@@ -183,6 +222,26 @@ def image_file(frame: Frame, kind: str, processed: bool) -> Path | None:
         return frame.path(kind) or (frame.path("depth_npy") if kind == "depth" else None)
     path = frame.processed_path(PROCESSED[kind])
     return path if path.is_file() else None
+
+
+def stored_kind(frame: Frame, kind: str, processed: bool) -> str:
+    """The core.formats.images kind of `image_file(frame, kind, processed)` (depth_npy where a run stores depth
+    only as .npy)."""
+    if processed:
+        return PROCESSED[kind]
+    return "depth_npy" if kind == "depth" and "depth" not in frame.record.files else kind
+
+
+def exported_image(frame: Frame, kind: str, processed: bool) -> Path:
+    """`image_file`, read before an export copies it: a file that is missing, not an image, damaged or not the
+    frame's size (frames.jsonl's width and height) raises InputError naming it (core.formats.images.check_image,
+    which reads a PNG's chunks and CRCs without decoding its pixels)."""
+    path = image_file(frame, kind, processed)
+    if path is None:  # check_images saw it; deleted since
+        raise InputError(f"frame {frame.index}'s {PROCESSED[kind] if processed else kind} image is gone",
+                         frame.folder)
+    check_image(path, stored_kind(frame, kind, processed), frame.width, frame.height)
+    return path
 
 
 def check_images(recording: Recording, camera: Camera, kinds: Seq[str], processed: bool) -> None:

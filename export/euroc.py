@@ -42,7 +42,7 @@ from core.formats.imu import ImuSeries
 from core.geometry import matrix_to_quat_wxyz, optical_from_imu
 from core.progress import track
 from core.recording import Recording
-from export.common import ExportFolder, Sequence, check_images, export_folder, image_file, open_sequences
+from export.common import ExportFolder, Sequence, check_images, export_folder, exported_image, open_sequences
 from export.tum import sequence_folder
 from simulation.embedded.sensors import BODY_TO_OPTICAL
 
@@ -85,7 +85,7 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     root = f"{sequence_folder(sequence, name)}/{ROOT}"
     stamps = nanoseconds([frame.time for frame in camera])
     for frame, ns in zip(track(camera.frames, f"EuRoC {sequence_folder(sequence, name)}"), stamps, strict=True):
-        folder.copy_image(image_file(frame, "rgb", options.processed), f"{root}/{CAMERA}/{IMAGES}/{ns}.png")
+        folder.copy_image(exported_image(frame, "rgb", options.processed), f"{root}/{CAMERA}/{IMAGES}/{ns}.png")
     folder.write_bytes(f"{root}/{CAMERA}/{DATA_FILE}", csv_bytes(CAMERA_HEADER, ((ns, f"{ns}.png") for ns in stamps)))
     K = camera[0].K
     folder.write_bytes(f"{root}/{CAMERA}/{SENSOR_FILE}", sensor_yaml({

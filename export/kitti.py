@@ -28,7 +28,15 @@ from core.errors import InputError
 from core.geometry import optical_from_imu
 from core.progress import track
 from core.recording import Recording
-from export.common import PROCESSED, ExportFolder, Sequence, check_images, export_folder, image_file, open_sequences
+from export.common import (
+    PROCESSED,
+    ExportFolder,
+    Sequence,
+    check_images,
+    export_folder,
+    exported_image,
+    open_sequences,
+)
 from simulation.embedded.sensors import BODY_TO_OPTICAL
 
 POSES_DIR, SEQUENCES_DIR, SEQUENCE_LIST = "poses", "sequences", "sequences.txt"
@@ -72,7 +80,7 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, index: i
     the text files."""
     camera, root = sequence.recording.camera(name), f"{SEQUENCES_DIR}/{number(index)}"
     for position, frame in enumerate(track(camera.frames, f"KITTI {number(index)} ({sequence.name} {name})")):
-        image = image_file(frame, "rgb", processed)
+        image = exported_image(frame, "rgb", processed)
         folder.copy_image(image, f"{root}/{COLOUR}/{position:06d}.png")  # line `position` of times.txt and poses
         grey = f"{root}/{GREY}/{position:06d}.png"
         if not folder.path(grey).is_file():

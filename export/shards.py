@@ -20,8 +20,9 @@ and its members are:
                          (the instance PNG holds them)
 
 Depth and semantic members are present when the camera records them. Images are the recording's own PNG bytes,
-never re-encoded. Objects and the bad-frame filter are the COCO exporter's (export.coco.annotate_frame), with the
-same options.
+never re-encoded, and each is checked whole and of the frame's size before it is written (a damaged or resized
+file is refused, naming it). Objects and the bad-frame filter are the COCO exporter's (export.coco.annotate_frame),
+with the same options.
 
 Shard size: a shard is closed before the sample that would make its file larger than `shard_size` bytes (tar
 headers and padding counted), or once it holds `max_samples`; a single sample larger than `shard_size` gets a
@@ -35,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -42,12 +44,21 @@ from pathlib import Path
 from typing import IO, Any
 
 from core.errors import ConfigError, InputError
-from core.formats.images import SEMANTIC_BLUR
+from core.formats.images import SEMANTIC_BLUR, check_image
 from core.progress import track
 from export.annotate import DEFAULT_FILTERS, Filters, FrameLabels, check_frames
 from export.categories import Categories
 from export.coco import FrameJob, annotate_frame, frame_jobs, skeleton_tracks
-from export.common import PROCESSED, ExportFolder, Sequence, check_images, export_folder, image_file
+from export.common import (
+    PROCESSED,
+    ExportFolder,
+    Sequence,
+    check_images,
+    export_folder,
+    image_file,
+    load_categories,
+    stored_kind,
+)
 
 SHARD_PATTERN = "shard-%06d.tar"
 DATASET_FILE = "dataset.json"
@@ -128,17 +139,20 @@ def check_sequences(sequences: list[Sequence], processed: bool) -> None:
                                         "--blur`" if processed else ""), sequence.recording.path)
 
 
-def _image_member(job: FrameJob, kind: str, processed: bool) -> tuple[str, Path]:
-    """(member extension, file) of one image kind of a frame."""
+def _image_member(job: FrameJob, kind: str, processed: bool) -> tuple[str, bytes]:
+    """(member extension, the file's bytes) of one image kind of a frame, checked whole and of the frame's size
+    (core.formats.images.check_image) before they go into a shard."""
     frame = job.frame
     if kind == "semantic":
+        stored = SEMANTIC_BLUR if processed else "semantic"
         path = frame.processed_path(SEMANTIC_BLUR) if processed else frame.path("semantic")
-        return "semantic.png", path
-    path = image_file(frame, kind, processed)
-    if path is None:  # checked before the export; deleted since
-        raise InputError(f"frame {frame.index}'s {PROCESSED[kind] if processed else kind} image is gone",
-                         frame.folder)
-    return f"{kind}{path.suffix}", path
+    else:
+        stored, path = stored_kind(frame, kind, processed), image_file(frame, kind, processed)
+    if path is None or not path.is_file():  # checked before the export; deleted since
+        raise InputError(f"frame {frame.index}'s {stored} image is gone", frame.folder)
+    data = path.read_bytes()
+    check_image(path, stored, frame.width, frame.height, data)
+    return ("semantic.png" if kind == "semantic" else f"{kind}{path.suffix}"), data
 
 
 def sample_key(job: FrameJob) -> str:
@@ -153,8 +167,7 @@ def make_sample(job: FrameJob, kinds: list[str], labels: FrameLabels, entries: l
     members: dict[str, bytes] = {}
     files: dict[str, Any] = {}
     for kind in kinds:
-        extension, path = _image_member(job, kind, processed)
-        members[extension] = path.read_bytes()
+        extension, members[extension] = _image_member(job, kind, processed)
         source = (SEMANTIC_BLUR if kind == "semantic" else PROCESSED[kind]) if processed else kind
         files[kind] = {"member": extension, "source": source}
         if kind == "depth":
@@ -231,7 +244,7 @@ def _labelled(jobs: list[FrameJob], label: Callable[[FrameJob], Any]) -> Iterato
 def export_webdataset(sequences: list[Sequence], out: Path, options: ShardOptions = ShardOptions()) -> dict[str, int]:
     """Write the frames of `sequences` into `out` as WebDataset shards (module docstring); returns the counts."""
     options.check()
-    chosen = Categories.load(options.categories)
+    chosen = load_categories(options.categories, sequences)
     check_sequences(sequences, options.processed)
     recorded = {**asdict(options), "filters": asdict(options.filters)}
     skeletons = skeleton_tracks(sequences, options.keypoints)
@@ -246,7 +259,7 @@ def export_webdataset(sequences: list[Sequence], out: Path, options: ShardOption
                                    options.processed)
 
     with export_folder(out, "webdataset", recorded, sequences, chosen) as folder:
-        counts, dropped = _write_shards(folder, frame_jobs(sequences), label, options)
+        counts, dropped, per_category = _write_shards(folder, frame_jobs(sequences), label, options)
         semantic: dict[str, int] = {}
         for sequence in sequences:
             for name in sequence.cameras:
@@ -257,13 +270,16 @@ def export_webdataset(sequences: list[Sequence], out: Path, options: ShardOption
         folder.write_bytes(DATASET_FILE, json.dumps(dataset, indent=1, allow_nan=False).encode())
         totals = {"samples": sum(counts), "shards": len(counts), "dropped frames": len(dropped)}
         folder.finish(totals, dropped)
+    chosen.warn_unannotated(per_category)
     return totals
 
 
 def _write_shards(folder: ExportFolder, jobs: list[FrameJob], label: Callable, options: ShardOptions
-                  ) -> tuple[list[int], list[str]]:
-    """The samples written into shards: each shard's sample count, and the frames dropped."""
+                  ) -> tuple[list[int], list[str], Counter[int]]:
+    """The samples written into shards: each shard's sample count, the frames dropped, and the objects by
+    category id."""
     dropped: list[str] = []
+    per_category: Counter[int] = Counter()
     shards = _Shards(folder.root, options)
     try:
         for job, (labels, sample) in _labelled(jobs, label):
@@ -271,9 +287,10 @@ def _write_shards(folder: ExportFolder, jobs: list[FrameJob], label: Callable, o
                 dropped.append(f"{sample_key(job)}: {labels.dropped}")
                 continue
             shards.write(sample)
+            per_category.update(o.category.id for o in labels.objects)
     except BaseException:
         shards.failed = True
         raise
     finally:
         shards.close()
-    return shards.counts, dropped
+    return shards.counts, dropped, per_category

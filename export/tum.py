@@ -42,7 +42,7 @@ from export.common import (
     Sequence,
     check_images,
     export_folder,
-    image_file,
+    exported_image,
     open_sequences,
 )
 
@@ -87,7 +87,7 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     camera, root = sequence.recording.camera(name), sequence_folder(sequence, name)
     stamps = [stamp(frame.time) for frame in camera]
     for frame, t in zip(track(camera.frames, f"TUM {root}"), stamps, strict=True):
-        folder.copy_image(image_file(frame, "rgb", options.processed), f"{root}/rgb/{t}.png")
+        folder.copy_image(exported_image(frame, "rgb", options.processed), f"{root}/rgb/{t}.png")
         if not folder.path(f"{root}/depth/{t}.png").is_file():
             metres = frame.processed(PROCESSED["depth"]) if options.processed else frame.depth()
             folder.write_bytes(f"{root}/depth/{t}.png", encode_png(tum_depth(metres, options.depth_min, options.depth_max)))

@@ -17,6 +17,7 @@ Sequences are split whole (export.common.assign_splits, seeded), so no sequence 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
@@ -27,9 +28,8 @@ import yaml
 from core.errors import ConfigError
 from core.progress import get_logger
 from export.annotate import DEFAULT_FILTERS, Filters, FrameLabels, ObjectLabel, check_frames, label_frame
-from export.categories import Categories
 from export.coco import FrameJob, frame_jobs, labelled_frames
-from export.common import DEFAULT_SPLIT, Sequence, assign_splits, export_folder
+from export.common import DEFAULT_SPLIT, Sequence, assign_splits, export_folder, load_categories
 
 TASKS = ("detect", "segment")
 DATA_FILE = "data.yaml"
@@ -64,7 +64,7 @@ def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", cate
     """Write a YOLO export of `sequences` into `out` (module docstring); returns the counts it reports."""
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; one of {', '.join(TASKS)}", field="--task")
-    chosen = Categories.load(categories)
+    chosen = load_categories(categories, sequences)
     index = {c.id: i for i, c in enumerate(sorted(chosen.categories, key=lambda c: c.id))}
     split = split or DEFAULT_SPLIT
     sequences = assign_splits(sequences, split, seed)
@@ -86,6 +86,7 @@ def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", cate
     with export_folder(out, "yolo", options, sequences, chosen) as folder:
         counts = {"images": 0, "labels": 0, "dropped frames": 0}
         dropped = []
+        per_category: Counter[int] = Counter()
         for job, (labels, lines) in labelled_frames(jobs, label, "YOLO export"):
             if labels.dropped is not None:
                 dropped.append(f"{job.sequence.name}/{job.camera.name}/{job.frame.index:06d}: {labels.dropped}")
@@ -95,6 +96,7 @@ def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", cate
             folder.write_bytes(f"labels/{stem}.txt", "".join(f"{line}\n" for line in lines).encode())
             counts["images"] += 1
             counts["labels"] += len(lines)
+            per_category.update(o.category.id for o in labels.objects)
         counts["dropped frames"] = len(dropped)
         for name in split:  # every split data.yaml names exists, even when no sequence fell in it
             for kind in ("images", "labels"):
@@ -104,4 +106,5 @@ def export_yolo(sequences: list[Sequence], out: Path, task: str = "detect", cate
                 "names": {index[c.id]: c.name for c in chosen.categories}}
         folder.write_bytes(DATA_FILE, yaml.safe_dump(data, sort_keys=False).encode())
         folder.finish(counts, dropped)
+    chosen.warn_unannotated(per_category)
     return counts

@@ -51,6 +51,7 @@ from core.formats.bags.writer import (
     ROS2_STORAGES,
     BagFormat,
     Ros2Storage,
+    mcap_chunk_crcs,
 )
 from core.formats.images import MM_PER_M
 from core.outputs import check_apart
@@ -494,6 +495,7 @@ def transform_bag(src: Path, dst: Path, options: BagOptions, message_hook: Messa
         plan = _plan(reader, src, dst, options)
         # The writer aborts (no index; the temporary folder is removed) when the body raises.
         with _atomic_output(dst) as built, _writer(built, plan.output_format, plan.ros2_storage) as writer:
+            mcap_chunk_crcs(writer)
             transformer = _Transformer(reader, src, plan, writer, message_hook, options,
                                        label or f"rewriting {src.name}")
             transformer.run()

@@ -14,7 +14,7 @@ from evo.tools import file_interface
 
 from core.recording import Recording
 from export.kitti import export_kitti
-from tests.conftest import assert_refused, run_grade
+from tests.conftest import assert_refused, copy_run, run_grade
 
 pytestmark = pytest.mark.slow  # the session's tiny run is recorded for them
 
@@ -71,7 +71,8 @@ def test_kitti_sequence_matches_the_run(tiny_run, exported):
 
 def test_two_runs_are_numbered_in_order_and_a_rerun_changes_nothing(tiny_run, exported, tmp_path):
     out = tmp_path / "two"
-    counts = export_kitti([tiny_run, tiny_run], out)
+    second = copy_run(tiny_run, tmp_path / "copy" / tiny_run.name)  # the same recording in a folder of the same name
+    counts = export_kitti([tiny_run, second], out)
     frames = len(Recording.open(tiny_run).camera("camera"))
     assert counts == {"sequences": 2, "frames": 2 * frames}
     assert (out / "sequences.txt").read_text() == f"00 {tiny_run.name} camera\n01 {tiny_run.name}_2 camera\n"
@@ -79,7 +80,7 @@ def test_two_runs_are_numbered_in_order_and_a_rerun_changes_nothing(tiny_run, ex
         assert (out / f"poses/{number}.txt").read_bytes() == (exported / "poses/00.txt").read_bytes()
         assert (out / f"sequences/{number}/calib.txt").read_bytes() == (exported / "sequences/00/calib.txt").read_bytes()
     before = {p: p.read_bytes() for p in sorted(out.rglob("*.txt"))}
-    export_kitti([tiny_run, tiny_run], out)
+    export_kitti([tiny_run, second], out)
     assert {p: p.read_bytes() for p in sorted(out.rglob("*.txt"))} == before
 
 

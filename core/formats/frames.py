@@ -133,7 +133,8 @@ class FrameLog:
 
 
 def read_frames(path: Path, tolerate_truncated_tail: bool = False) -> FrameLog:
-    """Parse frames.jsonl. A malformed line raises InputError naming the file and the line number.
+    """Parse frames.jsonl. A malformed line raises InputError naming the file and the line number, as does a frame
+    listed twice, a time not after the line before's or a size other than the line before's.
 
     With `tolerate_truncated_tail` (an incomplete run), a last line that does not parse and has no
     newline is the write the interruption cut short: it is skipped, not an error.
@@ -142,6 +143,8 @@ def read_frames(path: Path, tolerate_truncated_tail: bool = False) -> FrameLog:
     text = read_utf8(path)
     lines = text.split("\n")
     frames: list[FrameRecord] = []
+    lines_of: dict[int, int] = {}  # frame index -> its line
+    previous: tuple[int, FrameRecord] | None = None  # the last frame's line and record
     dropped = False
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -156,9 +159,30 @@ def read_frames(path: Path, tolerate_truncated_tail: bool = False) -> FrameLog:
         except ValueError as exc:  # NaN or Infinity
             raise InputError(f"malformed JSON ({exc})", path, f"line {number}") from exc
         try:
-            frames.append(FrameRecord.model_validate(data))
+            record = FrameRecord.model_validate(data)
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(part) for part in err["loc"])
             raise InputError(err["msg"], path, f"line {number}: {where}" if where else f"line {number}") from exc
+        _check_order(record, number, lines_of, previous, path)
+        lines_of[record.frame], previous = number, (number, record)
+        frames.append(record)
     return FrameLog(frames, dropped)
+
+
+def _check_order(record: FrameRecord, number: int, lines_of: dict[int, int],
+                 previous: tuple[int, FrameRecord] | None, path: Path) -> None:
+    """One line per frame, in time order, all of one size: a frame listed twice (its stamps repeated, a velocity
+    from them NaN) or a size that changes is refused, naming the line and the field."""
+    if record.frame in lines_of:
+        raise InputError(f"frame {record.frame} is listed twice (also on line {lines_of[record.frame]}); a camera's "
+                         "frames have one line each", path, f"line {number}: frame")
+    if previous is None:
+        return
+    line, last = previous
+    if not record.time > last.time:
+        raise InputError(f"time {record.time!r} s is not after line {line}'s {last.time!r} s (frame {last.frame}); "
+                         "a camera's frames are in strictly increasing time order", path, f"line {number}: time")
+    if (record.width, record.height) != (last.width, last.height):
+        raise InputError(f"{record.width}x{record.height} differs from line {line}'s {last.width}x{last.height}; "
+                         "a camera's frames all have its one size", path, f"line {number}: width")

@@ -17,6 +17,7 @@ import numpy as np
 from rosbags.highlevel import AnyReader, AnyReaderError
 from rosbags.rosbag1 import ReaderError as Ros1ReaderError
 from rosbags.rosbag2 import ReaderError as Ros2ReaderError
+from rosbags.rosbag2 import storage_mcap
 from rosbags.typesys import Stores, get_typestore
 from scipy.spatial.transform import Rotation
 
@@ -26,6 +27,11 @@ READ_ERRORS = (AnyReaderError, Ros1ReaderError, Ros2ReaderError, OSError)
 # What rosbags' parsers raise on bytes that are not a bag (a garbage header's text, an MCAP record length past the
 # file, a truncated struct), instead of their own ReaderError.
 GARBAGE_ERRORS = (UnicodeDecodeError, OverflowError, struct.error, EOFError)
+# What an MCAP chunk's decompressor raises on damaged data (lz4: RuntimeError; zstd: its ZstdError, from the
+# module rosbags imports); only a damaged chunk found by `damaged_mcap_chunk` turns one into an InputError.
+DECOMPRESS_ERRORS = (RuntimeError, storage_mcap.zstd.ZstdError)
+MCAP_MAGIC = b"\x89MCAP0\r\n"
+MCAP_CHUNK, MCAP_DATA_END, MCAP_FOOTER = 0x06, 0x0F, 0x02  # record opcodes (MCAP spec)
 
 DEFAULT_ROS2_STORE = Stores.ROS2_HUMBLE
 NS_PER_S = 1_000_000_000
@@ -51,22 +57,73 @@ class TopicSummary:
     last_ns: int | None
 
 
+def damaged_mcap_chunk(path: Path) -> tuple[Path, int, str] | None:
+    """The first damaged chunk of a ROS 2 bag's MCAP files (`path`: the bag folder or an .mcap file): (file, the
+    chunk record's byte offset, why), where its data does not decompress to its recorded size or its records do not
+    match its CRC-32 (checked by rosbags' own chunk decoder; a chunk whose CRC is 0 was written without one and
+    cannot be checked); None when none is. Reads the whole bag: called only once reading it has failed."""
+    path = Path(path)
+    files = sorted(path.glob("*.mcap")) if path.is_dir() else [path] if path.suffix == ".mcap" else []
+    for file in files:
+        file_size = file.stat().st_size
+        with file.open("rb") as stream:
+            if stream.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
+                continue
+            while len(head := stream.read(9)) == 9:
+                opcode, (length,) = head[0], struct.unpack_from("<Q", head, 1)
+                offset = stream.tell() - 9
+                if opcode in (MCAP_DATA_END, MCAP_FOOTER) or offset + 9 + length > file_size:  # the data section ended
+                    break  # (or a record runs past the file: garbage that is not chunks, rosbags' error says so)
+                if opcode != MCAP_CHUNK:
+                    stream.seek(length, 1)
+                    continue
+                record = stream.read(length)
+                try:
+                    _, _, uncompressed, crc, name_length = struct.unpack_from("<QQQII", record)
+                    compression = record[32:32 + name_length].decode()
+                    (compressed_size,) = struct.unpack_from("<Q", record, 32 + name_length)
+                    data = record[40 + name_length:40 + name_length + compressed_size]
+                    storage_mcap.decompress(data, compression, uncompressed, crc)
+                except (*READ_ERRORS, *GARBAGE_ERRORS, *DECOMPRESS_ERRORS) as exc:
+                    return file, offset, str(exc) or type(exc).__name__
+    return None
+
+
+def _unreadable(path: Path, exc: Exception, reading: bool) -> InputError | None:
+    """The InputError for a bag rosbags failed to read: naming the damaged MCAP chunk when one is the cause, else
+    the bag. None, while `reading` (the caller's code runs too), for a decompressor's error (a RuntimeError, say)
+    that no damaged chunk explains: not the bag's to report."""
+    damaged = damaged_mcap_chunk(path) if path.is_dir() or path.suffix == ".mcap" else None
+    if damaged is not None:
+        file, offset, why = damaged
+        return InputError(f"the MCAP chunk is damaged ({why}): the bag's bytes changed after it was written (a bad "
+                          "copy or disk); copy it again from its source", file, f"chunk at byte {offset}")
+    if reading and isinstance(exc, DECOMPRESS_ERRORS):
+        return None
+    return InputError(f"not a readable ROS 1 .bag file or ROS 2 bag folder ({exc})", path)
+
+
 @contextmanager
 def open_bag(path: Path) -> Iterator[AnyReader]:
     """AnyReader on a ROS 1 .bag or ROS 2 bag folder (ROS 2 bags without type definitions are read with ROS 2
-    Humble's types); rosbags' errors, at open or while reading, become an InputError naming it."""
+    Humble's types); rosbags' errors, at open or while reading, become an InputError naming it, or naming the
+    damaged MCAP chunk (its file and byte offset) where one is the cause (rosbags checks each chunk's CRC-32 as it
+    reads it)."""
     path = Path(path)
     if not path.exists():
         raise InputError("bag not found", path)
     try:
         reader = AnyReader([path], default_typestore=get_typestore(DEFAULT_ROS2_STORE))
         reader.open()
-    except (*READ_ERRORS, *GARBAGE_ERRORS) as exc:  # nothing of the caller's runs yet: any of these is the bag's
-        raise InputError(f"not a readable ROS 1 .bag file or ROS 2 bag folder ({exc})", path) from exc
+    except (*READ_ERRORS, *GARBAGE_ERRORS, *DECOMPRESS_ERRORS) as exc:  # nothing of the caller's runs yet
+        raise _unreadable(path, exc, reading=False) from exc
     try:
         yield reader
-    except (*READ_ERRORS, *GARBAGE_ERRORS) as exc:
-        raise InputError(f"not a readable ROS 1 .bag file or ROS 2 bag folder ({exc})", path) from exc
+    except (*READ_ERRORS, *GARBAGE_ERRORS, *DECOMPRESS_ERRORS) as exc:
+        error = _unreadable(path, exc, reading=True)
+        if error is None:
+            raise
+        raise error from exc
     finally:
         reader.close()
 

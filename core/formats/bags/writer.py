@@ -11,7 +11,8 @@ holds either the previous bag or a complete new one, never a partial one.
 Compression (`compression`, recording.bag_compression) is rosbags' own: ROS 1 chunks lz4 or bz2 (the chunk
 header's `compression` field), ROS 2 MCAP chunks zstd or lz4 (each chunk record's `compression`), ROS 2
 sqlite3 zstd per message (rosbag2's message compression: metadata.yaml `compression_mode: message`,
-`compression_format: zstd`). rosbags' readers (bag_reader) decompress all of them.
+`compression_format: zstd`). rosbags' readers (bag_reader) decompress all of them. Every MCAP chunk carries
+the CRC-32 of its records (`mcap_chunk_crcs`), which the readers check.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import struct
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -38,6 +41,7 @@ from rosbags.interfaces import (
 from rosbags.rosbag1 import Writer as Ros1Writer
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.rosbag2 import Writer as Ros2Writer
+from rosbags.rosbag2.storage_mcap import McapWriter
 from rosbags.typesys.store import Typestore
 
 from core.formats.bags import messages as m
@@ -55,6 +59,9 @@ ROS2_BAG_VERSION = Ros2Writer.VERSION_LATEST
 # refuses the other combinations.
 BAG_COMPRESSIONS: dict[str, tuple[str, ...]] = {"ros1": ("none", "lz4", "bz2"), "mcap": ("none", "lz4", "zstd"),
                                                 "sqlite3": ("none", "zstd")}
+# Where an MCAP Chunk record's uncompressed_crc lies from the record's start: after its opcode (1 byte), record
+# length (8), message start and end times (8 + 8) and uncompressed size (8) (MCAP spec, Chunk op 0x06).
+MCAP_CHUNK_CRC_AT = 1 + 8 + 8 + 8 + 8
 
 # Builds the message of one bag from that bag's builder and the topic's ROS 1 sequence number.
 MessageFactory = Callable[[m.MessageBuilder, int], object]
@@ -119,6 +126,29 @@ def _mcap_lz4_chunks(writer: Ros2Writer) -> None:
     storage.compressor = lz4.frame.compress
 
 
+def mcap_chunk_crcs(writer: Ros1Writer | Ros2Writer) -> None:
+    """Make an open MCAP writer record each chunk's CRC-32 of its uncompressed records (the MCAP spec's
+    uncompressed_crc), which rosbags' writer leaves 0 ("not computed"); rosbags' reader checks a non-zero one, so
+    a byte changed in a chunk is refused (core.formats.bags.reader.open_bag) instead of read. A no-op on other
+    writers (ROS 1 and sqlite3 bags have no such checksum)."""
+    storage = getattr(writer, "storage", None)
+    if not isinstance(storage, McapWriter):
+        return
+    close_chunk = storage.close_chunk
+
+    def close_chunk_with_crc() -> None:
+        with storage.chunk.bio.getbuffer() as records:
+            crc = zlib.crc32(records)
+        start = storage.bio.tell()
+        close_chunk()
+        end = storage.bio.tell()
+        storage.bio.seek(start + MCAP_CHUNK_CRC_AT)
+        storage.bio.write(struct.pack("<I", crc))
+        storage.bio.seek(end)
+
+    storage.close_chunk = close_chunk_with_crc
+
+
 class BagWriter:
     """The recorder's bag output: the same stream to each requested format.
 
@@ -171,6 +201,7 @@ class BagWriter:
         writer.open()
         if compression == "lz4":
             _mcap_lz4_chunks(writer)
+        mcap_chunk_crcs(writer)
         return _Sink(writer, m.ros2_typestore(), False, ros2_bag_path(self.folder, self.name))
 
     @property
