@@ -20,12 +20,17 @@ Frame times vary a lot when other processes share the cores, so the median besid
 seconds per frame over all threads (our tile workers and llvmpipe's threads run in parallel) and the load
 average (1 min) before and after each measurement are printed too.
 
-    .venv/bin/python benchmarks/world.py [--frames 10] [--seconds 5] [--out runs/bench/world] [--no-mujoco]
+    .venv/bin/python benchmarks/backend.py [--frames 10] [--seconds 5] [--out runs/bench/world] [--cache DIR]
+                                           [--no-mujoco] [--smoke]
+
+--smoke: every step at the smallest size, for the UAV alone (1 human, 64x48 and 96x54, 1 frame, 0.05 s of physics):
+the figures mean nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before anything imports mujoco: offscreen OpenGL without a display
@@ -45,6 +50,9 @@ from simulation.render import MeshState
 ROOT = Path(__file__).resolve().parents[1]
 HUMANS = 10
 RESOLUTIONS = ((640, 480), (1920, 1080))
+# --smoke: one human and one flying object (the tests' tiny run's assets), tiny cameras
+SMOKE_HUMANS, SMOKE_RESOLUTIONS = 1, ((64, 48), (96, 54))
+SMOKE_OVERRIDES = ["flying_objects.count={min: 1, max: 1}"]
 PHYSICS_HZ = 240
 DEPTH_AGREEMENT = 0.01  # metres: pixels whose depths differ by less agree
 # Columns: OpenGL camera axes (x right, y up, looking along -z) in the ROS optical frame (x right, y down, z ahead).
@@ -66,12 +74,12 @@ ROBOTS = {
 }
 
 
-def config_for(robot: str, width: int, height: int):
-    overrides = [f"humans.count.min={HUMANS}", f"humans.count.max={HUMANS}", f"simulation.physics_hz={PHYSICS_HZ}",
+def config_for(robot: str, width: int, height: int, humans: int = HUMANS, extra: tuple[str, ...] = ()):
+    overrides = [f"humans.count.min={humans}", f"humans.count.max={humans}", f"simulation.physics_hz={PHYSICS_HZ}",
                  f"robot.sensors.cameras.0.width={width}", f"robot.sensors.cameras.0.height={height}",
                  "robot.sensors.cameras.0.outputs=[rgb,depth,instance,semantic,boxes2d,boxes3d]",
                  *ROBOTS[robot]["overrides"],
-                 f"robot.sensors.cameras.0.mount.link={ROBOTS[robot]['camera_link']}"]
+                 f"robot.sensors.cameras.0.mount.link={ROBOTS[robot]['camera_link']}", *extra]
     return load_experiment(ROOT / "configs" / "demo.yaml", overrides)
 
 
@@ -225,22 +233,30 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=10, help="frames at 640x480 (a quarter of them at 1080p)")
     parser.add_argument("--seconds", type=float, default=5.0, help="simulated seconds per physics measurement")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "world")
+    parser.add_argument("--cache", type=Path, default=None, help="asset cache (default: --out/assets)")
     parser.add_argument("--no-mujoco", action="store_true", help="leave MuJoCo's renderer out")
+    parser.add_argument("--smoke", action="store_true", help="every step at the smallest size (meaningless figures)")
     args = parser.parse_args()
+    humans, resolutions, extra, robots = HUMANS, RESOLUTIONS, (), list(ROBOTS)
+    if args.smoke:
+        humans, resolutions, extra, robots = SMOKE_HUMANS, SMOKE_RESOLUTIONS, tuple(SMOKE_OVERRIDES), robots[:1]
+        args.frames, args.seconds = 1, 0.05
+    if not args.no_mujoco and importlib.util.find_spec("OpenGL") is None:
+        raise SystemExit("MuJoCo's renderer needs PyOpenGL (the dev extra installs it); or leave it out: --no-mujoco")
     print(f"MuJoCo {mujoco.__version__}, MUJOCO_GL={os.environ['MUJOCO_GL']}; {os.cpu_count()} cores")
     ratios = []
-    for robot in ROBOTS:
-        prepared = prepare(config_for(robot, *RESOLUTIONS[0]), args.out / robot.split()[0],
-                           cache=args.out / "assets")
+    for robot in robots:
+        prepared = prepare(config_for(robot, *resolutions[0], humans, extra), args.out / robot.split()[0],
+                           cache=args.cache or args.out / "assets")
         print(f"== {robot}: {prepared.scene}")
-        for width, height in RESOLUTIONS:
+        for width, height in resolutions:
             started = time.perf_counter()
-            world = EmbeddedWorld(config_for(robot, width, height), prepared.scene)
+            world = EmbeddedWorld(config_for(robot, width, height, humans, extra), prepared.scene)
             keep_nearest_light(world)
             loaded = time.perf_counter() - started
             view = None if args.no_mujoco else MujocoView(world, "camera")
             table = world.render_scene
-            frames = args.frames if width == RESOLUTIONS[0][0] else max(1, args.frames // 4)
+            frames = args.frames if width == resolutions[0][0] else max(1, args.frames // 4)
             load_before = os.getloadavg()[0]
             ours, theirs, frame, agree = measure_render(world, robot, frames, view)
             persons = sum(world.instances()[int(i)].kind == "human" for i in frame.instance_ids)
@@ -256,7 +272,7 @@ def main() -> None:
                 print(f"{width}x{height}: MuJoCo RGB + depth + segmentation {theirs.summary()}; ratio ours/MuJoCo "
                       f"{ratio:.2f}x by wall time, {cpu_ratio:.2f}x by CPU time; MuJoCo's depth agrees with ours on "
                       f"{agree[0]:.1%} of pixels, its segmentation on {agree[1]:.1%}")
-        world = EmbeddedWorld(config_for(robot, *RESOLUTIONS[0]), prepared.scene)
+        world = EmbeddedWorld(config_for(robot, *resolutions[0], humans, extra), prepared.scene)
         print(f"physics at {PHYSICS_HZ} Hz: real-time factor {measure_physics(world, robot, args.seconds):.1f}x "
               f"({args.seconds:g} s simulated, {world.physics.model.ngeom} geoms)")
     if ratios:

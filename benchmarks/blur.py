@@ -11,7 +11,9 @@ Frame times vary a lot when other processes share the cores, so the median is pr
 with the process CPU time per frame (steadier) and the load average (1 min) before and after.
 
     .venv/bin/python benchmarks/blur.py [--frames N] [--sub-poses S] [--model depth_aware|homography]
-                                        [--motion uav-limits|fast|both]
+                                        [--motion uav-limits|fast|both] [--smoke]
+
+--smoke: one frame of 2 sub-poses per motion (the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -57,7 +59,10 @@ def main() -> None:
     parser.add_argument("--sub-poses", type=int, default=30)
     parser.add_argument("--model", choices=blur.MODELS, default="depth_aware")
     parser.add_argument("--motion", choices=[*MOTIONS, "both"], default="both")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.frames, args.sub_poses = 1, 2
     rgb, depth = frame(generator(SEED, "benchmark.blur"))
     for name in MOTIONS if args.motion == "both" else [args.motion]:
         measure(name, rgb, depth, args)

@@ -2,7 +2,9 @@
 
 The model has the real SMPL's sizes (6890 vertices, 13776 faces, 24 joints, 207 pose blend shapes) and is
 generated here (the real one cannot be shipped). Prints conversion time and package size for both
-representations. Usage: python benchmarks/convert_amass.py [--sample PATH] [--fps 30]
+representations. Usage: python benchmarks/convert_amass.py [--sample PATH] [--fps 30] [--smoke]
+
+--smoke: a small model (12 x 16 rings and segments) and the sample resampled to 5 fps (the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from asset_converters.smpl.sequences import UP_ROTATIONS, fit_joints
 
 SAMPLE = ROOT.parent / "shared" / "realdata" / "amass" / "dmpl_sample.npz"
 RINGS, SEGMENTS = 84, 82  # 84 * 82 + 2 = 6890 vertices, 2 * 84 * 82 = 13776 faces: SMPL's counts
+SMOKE_RINGS, SMOKE_SEGMENTS, SMOKE_FPS = 12, 16, 5.0
 
 
 def folder_size(path: Path) -> int:
@@ -34,10 +37,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=Path, default=SAMPLE)
     parser.add_argument("--fps", type=float, default=30.0)
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
+    rings, segments = (SMOKE_RINGS, SMOKE_SEGMENTS) if args.smoke else (RINGS, SEGMENTS)
+    if args.smoke:
+        args.fps = SMOKE_FPS
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        model = build_model(rings=RINGS, segments=SEGMENTS)
+        model = build_model(rings=rings, segments=segments)
         save_npz(model, tmp / "models" / "SMPL_FEMALE.npz")
         print(f"model: {len(model['v_template'])} vertices, {len(model['f'])} faces, "
               f"posedirs {model['posedirs'].shape}")

@@ -14,6 +14,10 @@ the load average (1 min) is printed before and after each measurement. benchmark
 frames are worth (FLIP against a converged reference).
 
     .venv/bin/python benchmarks/cycles_vs_raycast.py [--samples 16 64 256] [--frames 5] [--out runs/bench/cycles]
+                                                     [--cache DIR] [--smoke]
+
+--smoke: a 96x72 frame with 1 human and 1 flying object, one ray-cast frame, Cycles at 1 sample (the figures
+mean nothing).
 
 (Not benchmarks/cycles.py: a script's folder comes first on sys.path, and Blender's Cycles add-on is the
 module `cycles`.)
@@ -40,6 +44,8 @@ from simulation.render.raycast import RAY_THREADS
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 640, 480
 CAMERA = "camera"
+SMOKE_WIDTH, SMOKE_HEIGHT, SMOKE_SAMPLES = 96, 72, [1]
+SMOKE_RUN = ["humans.count={min: 1, max: 1}", "flying_objects.count={min: 1, max: 1}"]
 
 
 def load() -> str:
@@ -51,13 +57,18 @@ def main() -> None:
     parser.add_argument("--samples", type=int, nargs="+", default=[16, 64, 256])
     parser.add_argument("--frames", type=int, default=5, help="ray-cast frames timed")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "cycles")
+    parser.add_argument("--cache", type=Path, default=None, help="asset cache (default: --out/assets)")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
     missing = bpy_missing()
     if missing:
         raise SystemExit(missing)
-    config = load_experiment(ROOT / "configs" / "demo.yaml", [f"robot.sensors.cameras.0.width={WIDTH}",
-                                                              f"robot.sensors.cameras.0.height={HEIGHT}"])
-    prepared = prepare(config, args.out / "scene", cache=args.out / "assets")
+    width, height, overrides = WIDTH, HEIGHT, []
+    if args.smoke:
+        width, height, overrides, args.samples, args.frames = SMOKE_WIDTH, SMOKE_HEIGHT, SMOKE_RUN, SMOKE_SAMPLES, 1
+    config = load_experiment(ROOT / "configs" / "demo.yaml", [f"robot.sensors.cameras.0.width={width}",
+                                                              f"robot.sensors.cameras.0.height={height}", *overrides])
+    prepared = prepare(config, args.out / "scene", cache=args.cache or args.out / "assets")
     world = EmbeddedWorld(config, prepared.scene)
     sensor = world.robot().camera(CAMERA)
     pose, states = world.robot().camera_pose(CAMERA), world.scene.states(world.time)

@@ -5,8 +5,12 @@ Run: .venv/bin/python benchmarks/exploration.py [--budget 120] [--scenes flat,ho
      (robots: uav, lightweight, physical, and the description robots husky (the Clearpath Husky URDF of
      ../shared/realdata, differential) and quadrotor (an MJCF quadrotor this script writes, floating))
      [--planners frontier,tour] [--seed 42] [--humans MIN,MAX] [--objects MIN,MAX] [--resolution 0.1]
-     [--uav-speed M/S]
+     [--uav-speed M/S] [--cache DIR] [--smoke]
      .venv/bin/python benchmarks/exploration.py --demo [--planners frontier,tour]
+
+--smoke: the UAV in the flat with 1 human and 1 flying object, each planner for 1 simulated second; with --demo,
+0.25 s of the demo with a 96x72 camera (the figures mean nothing). --cache: the asset cache to convert into
+(default: a temporary folder; --demo converts into its own).
 
 --demo records configs/demo.yaml as `make demo` does (its 640x480 camera, 25 s) with each planner and prints
 the rooms the robot flew through (simulation.exploration.metrics.rooms on the flat's ground-truth map), its
@@ -70,6 +74,10 @@ ROBOTS = {  # name -> overrides
 }
 EXPLORERS = {"frontier": Explorer, "tour": TourExplorer}
 HOUSE = ROOT.parent / "shared" / "realdata" / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"
+SMOKE = {"robots": "uav", "budget": 1.0, "humans": [1, 1], "objects": [1, 1]}
+SMOKE_DEMO = ["simulation.duration=0.25", "simulation.bootstrap=0.25", "humans.count={min: 1, max: 1}",
+              "flying_objects.count={min: 1, max: 1}", "robot.sensors.cameras.0.width=96",
+              "robot.sensors.cameras.0.height=72"]
 SCENES = {"flat": [], "house": ["environment.source=front3d", f"environment.path={HOUSE}",
                                 "humans.count={min: 0, max: 0}", "flying_objects.count={min: 0, max: 0}"]}
 
@@ -81,7 +89,8 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     quadrotor.write_text(QUADROTOR)
     overrides = [o.replace("QUADROTOR", str(quadrotor)) for o in ROBOTS[name]]
     overrides = SCENES[scene] + overrides + CAMERA + [
-        f"seed={args.seed}", f"assets_dir={work / 'assets'}", f"exploration.map_resolution={args.resolution}",
+        f"seed={args.seed}", f"assets_dir={args.cache or work / 'assets'}",
+        f"exploration.map_resolution={args.resolution}",
         f"exploration.planner={planner}"]
     if args.humans:
         overrides += [f"humans.count.min={args.humans[0]}", f"humans.count.max={args.humans[1]}"]
@@ -128,7 +137,7 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
             "end": f"{result.reason} {result.time:.0f}s"}
 
 
-def demo(planner: str, work: Path) -> str:
+def demo(planner: str, work: Path, overrides: list[str] | None = None) -> str:
     """One `make demo` recording with `planner`: rooms visited, path, planning's share of the CPU (the
     explorers' own `planning_time`; the run makes them, so they are collected as they are made)."""
     explorers: list[Explorer] = []
@@ -138,7 +147,7 @@ def demo(planner: str, work: Path) -> str:
         made(self, *args, **kwargs)
         explorers.append(self)
 
-    config = load_experiment(ROOT / "configs" / "demo.yaml", [f"exploration.planner={planner}"])
+    config = load_experiment(ROOT / "configs" / "demo.yaml", [*(overrides or []), f"exploration.planner={planner}"])
     Explorer.__init__ = collect
     try:
         began = time.process_time()
@@ -171,10 +180,15 @@ def main() -> None:
     parser.add_argument("--resolution", type=float, default=0.1, help="map resolution, m")
     parser.add_argument("--uav-speed", type=float, default=None, help="robot.uav.max_speed (default: the config's)")
     parser.add_argument("--demo", action="store_true", help="record configs/demo.yaml with each planner instead")
+    parser.add_argument("--cache", type=Path, default=None, help="asset cache (default: a temporary folder)")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     if args.demo:
         with tempfile.TemporaryDirectory() as folder:
-            lines = [demo(planner, Path(folder)) for planner in args.planners.split(",")]
+            lines = [demo(planner, Path(folder), SMOKE_DEMO if args.smoke else None)
+                     for planner in args.planners.split(",")]
         print("\nconfigs/demo.yaml\n" + "\n".join(lines))
         return
     header = (f"{'scene':<6} {'robot':<12} {'planner':<9} {'floor m2':>8}" + "".join(f" {f'{c:.0f} s':>6}" for c in CHECKPOINTS)

@@ -9,7 +9,10 @@ robot flies a fixed curve, so every run sees the same frames. The scene is prepa
 --out first, which is skipped when it is up to date.
 
     .venv/bin/python benchmarks/frame_phases.py [--setup demo|paper] [--camera NAME] [--frames N]
-        [--out runs/bench/frame_phases]
+        [--out runs/bench/frame_phases] [--cache DIR] [--smoke]
+
+--smoke: one frame of a 96x72 camera (the paper's ground-truth camera 96x54) with 1 human and 1 flying object
+(the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from generate import paper_overrides
+from generate import SMOKE_PAPER, SMOKE_RUN, paper_overrides
 
 from core.config_io import load_experiment
 from pipeline.prepare import convert_assets, place_and_compose
@@ -52,9 +55,10 @@ class Phases:
         return result
 
 
-def scene_file(config, out: Path) -> Path:
-    """The composed scene of `config` in `out` (converted and placed there first; both skip when up to date)."""
-    environment, humans, objects = convert_assets(config, out / "assets")
+def scene_file(config, out: Path, cache: Path | None = None) -> Path:
+    """The composed scene of `config` in `out` (converted into `cache`, default out/assets, and placed there first;
+    both skip when up to date)."""
+    environment, humans, objects = convert_assets(config, cache or out / "assets")
     return place_and_compose(config, environment, humans, objects, out)[1]
 
 
@@ -100,9 +104,15 @@ def main() -> None:
     parser.add_argument("--camera", default="camera", help="camera name (paper: camera or gt_camera)")
     parser.add_argument("--frames", type=int, default=20)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "frame_phases")
+    parser.add_argument("--cache", type=Path, default=None, help="asset cache (default: under --out)")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
-    config = load_experiment(ROOT / "configs" / "demo.yaml", paper_overrides() if args.setup == "paper" else [])
-    world = EmbeddedWorld(config, scene_file(config, args.out / args.setup))
+    overrides = paper_overrides() if args.setup == "paper" else []
+    if args.smoke:
+        overrides += [*SMOKE_RUN, *(SMOKE_PAPER if args.setup == "paper" else [])]
+        args.frames = 1
+    config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
+    world = EmbeddedWorld(config, scene_file(config, args.out / args.setup, args.cache))
     world.robot().set_command(COMMAND)
     frame(world, args.camera, Phases())  # loads the compiled kernels
     phases = Phases()

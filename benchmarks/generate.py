@@ -24,7 +24,10 @@ third table: each thread's CPU time (not wall time) in the functions it spends i
 frame; the wrappers themselves cost a little CPU, so the run's other figures are then slightly worse.
 
     .venv/bin/python benchmarks/generate.py [--setup demo|paper|both|robots] [--out runs/bench/generate]
-        [--set key=value ...] [--cpu-by-function]
+        [--cache DIR] [--set key=value ...] [--cpu-by-function] [--smoke]
+
+`--cache DIR` converts into (and reuses) that asset cache instead of a fresh one per setup. `--smoke`: every setup
+at its smallest (0.25 s simulated, 1 human, 1 flying object, 96x72 and 96x54 cameras): the figures mean nothing.
 
 `--setup robots` compares what a description robot costs against the built-in robot of the same drive: the demo
 (10 s of the tour planner, the same 640x480 camera, no IMUs) recorded with the UAV and with an MJCF
@@ -58,6 +61,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SEQUENCE_SECONDS = 60.0  # a GRADE experiment, after its bootstrap
 PAPER_CONFIG = ROOT / "configs" / "paper-indoor.yaml"
 KIB_PER_GIB = 1024**2
+# --smoke: the demo at its smallest (the tests' tiny run's assets, so a shared --cache has them); the paper's
+# ground-truth camera shrunk too
+SMOKE_RUN = ["simulation.duration=0.25", "simulation.bootstrap=0.25", "humans.count={min: 1, max: 1}",
+             "flying_objects.count={min: 1, max: 1}", "robot.sensors.cameras.0.width=96",
+             "robot.sensors.cameras.0.height=72"]
+SMOKE_PAPER = ["robot.sensors.cameras.1.width=96", "robot.sensors.cameras.1.height=54"]
 
 
 class ThreadCpu:
@@ -194,10 +203,11 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(setup: str, overrides: list[str], out: Path, stages: Stages, functions: Stages | None) -> None:
+def run(setup: str, overrides: list[str], out: Path, stages: Stages, functions: Stages | None,
+        cache: Path | None = None) -> None:
     config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
     shutil.rmtree(out, ignore_errors=True)
-    cache = out / "assets"
+    cache = cache or out / "assets"
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
     environment, humans, objects = convert_assets(config, cache)
@@ -263,22 +273,25 @@ ROBOT_SETUPS = [
                          "robot.sensors.cameras.0.mount.translation=[0.3,0,0.9]"]),
 ]
 ROBOT_RUN = ["simulation.duration=10", "humans.count={min: 3, max: 3}", "robot.sensors.imus=[]"]
+SMOKE_ROBOT_RUN = [*SMOKE_RUN, "robot.sensors.imus=[]"]
 
 
-def robots(out: Path) -> None:
+def robots(out: Path, cache: Path | None = None, smoke: bool = False) -> None:
     """`--setup robots` (module docstring)."""
     quadrotor = out / "quadrotor.xml"
     out.mkdir(parents=True, exist_ok=True)
     quadrotor.write_text(QUADROTOR)
+    cache = cache or out / "assets"
     cpu: dict[str, float] = {}
     for pair, name, overrides in ROBOT_SETUPS:
         config = load_experiment(ROOT / "configs" / "demo.yaml",
-                                 [*ROBOT_RUN, *(o.replace("QUADROTOR", str(quadrotor)) for o in overrides)])
+                                 [*(SMOKE_ROBOT_RUN if smoke else ROBOT_RUN),
+                                  *(o.replace("QUADROTOR", str(quadrotor)) for o in overrides)])
         folder = out / name.replace(" ", "-")
         shutil.rmtree(folder, ignore_errors=True)
-        generate(config, folder / "warm", cache=out / "assets")  # converts and places: not what is compared
+        generate(config, folder / "warm", cache=cache)  # converts and places: not what is compared
         cpu_start = cpu_seconds()
-        result = generate(config, folder / "run", cache=out / "assets")
+        result = generate(config, folder / "run", cache=cache)
         cpu[name] = (cpu_seconds() - cpu_start) / result.info.sim_time_end
         print(f"{pair:<9} {name:<18} {cpu[name]:6.2f} CPU s per simulated second", flush=True)
     print(f"quadrotor / uav: {cpu['quadrotor'] / cpu['uav']:.3f}; husky / tiago lightweight: "
@@ -289,11 +302,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--setup", choices=("demo", "paper", "both", "robots"), default="both")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "generate")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="asset cache to convert into and reuse (default: a fresh one under each setup's folder)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="config overrides for every setup, e.g. simulation.duration=60")
     parser.add_argument("--cpu-by-function", action="store_true",
                         help="also print each thread's CPU per function (milliseconds per camera frame)")
+    parser.add_argument("--smoke", action="store_true", help="every setup at its smallest (meaningless figures)")
     args = parser.parse_args()
+    smoke, smoke_paper = (SMOKE_RUN, SMOKE_PAPER) if args.smoke else ([], [])
     stages = Stages()
     instrument(stages)
     functions = None
@@ -302,13 +319,14 @@ def main() -> None:
         instrument_functions(functions)
     print(f"{os.cpu_count()} cores; load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     if args.setup == "robots":
-        robots(args.out / "robots")
+        robots(args.out / "robots", args.cache, args.smoke)
         return
     if args.setup in ("demo", "both"):
-        run("demo", args.overrides, args.out / "demo", stages, functions)
+        run("demo", [*smoke, *args.overrides], args.out / "demo", stages, functions, args.cache)
     if args.setup in ("paper", "both"):
-        run("paper camera setup (640x480 bag + 1920x1080 ground truth)", [*paper_overrides(), *args.overrides],
-            args.out / "paper", stages, functions)
+        run("paper camera setup (640x480 bag + 1920x1080 ground truth)",
+            [*paper_overrides(), *smoke, *smoke_paper, *args.overrides], args.out / "paper", stages, functions,
+            args.cache)
     print("load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 

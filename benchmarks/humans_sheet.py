@@ -8,6 +8,9 @@ from the front-left and ambient light; the top row shows the whole body, the bot
 The renderer is the ray caster (--renderer cycles: Blender Cycles, a few samples, slower).
 
     .venv/bin/python benchmarks/humans_sheet.py [--out runs/bench/humans/humans_sheet.png] [--seed S] [--humans N]
+                                                [--renderer raycast|cycles] [--smoke]
+
+--smoke: one human in 40x60 panels, Cycles at 1 sample (the sheet means nothing).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ AMBIENT = (0.16, 0.16, 0.17)
 PERSON_ID, FLOOR_ID, WALL_ID = 1, 2, 3
 LABEL_PX = 16
 CYCLES_SAMPLES = 16
+SMOKE_PANEL, SMOKE_HUMANS, SMOKE_CYCLES_SAMPLES = (40, 60), 1, 1
 
 
 def demo_humans(folder: Path, seed: int | None, count: int | None) -> list[Path]:
@@ -105,26 +109,27 @@ def views(vertices: np.ndarray, head: np.ndarray) -> list[np.ndarray]:
             look_at(face_target + direction * FACE_DISTANCE, face_target)]
 
 
-def render_person(package: Path, renderer: str) -> list[np.ndarray]:
+def render_person(package: Path, renderer: str, panel: tuple[int, int] = PANEL,
+                  samples: int = CYCLES_SAMPLES) -> list[np.ndarray]:
     model = HumanModel(package, load_texture)
     frame = int(model.animation.frame_count * CLIP_FRACTION)
     vertices = np.asarray(model.posed(frame))
     anim = model.animation
     head = joint_world_transforms(anim)[frame, anim.joint_names.index("head"), :3, 3]
     scene = stage_scene(model, vertices)
-    camera = Camera.from_fov(*PANEL, FOV_DEG)
+    camera = Camera.from_fov(*panel, FOV_DEG)
     states = {"person": MeshState(vertices=vertices)}
     if renderer == "cycles":
         from simulation.cycles import CyclesRenderer, CyclesSettings
 
-        cycles = CyclesRenderer(scene, CyclesSettings(samples=CYCLES_SAMPLES))
+        cycles = CyclesRenderer(scene, CyclesSettings(samples=samples))
         return [cycles.render(camera, pose, states) for pose in views(vertices, head)]
     return [render_frame(scene, camera, pose, states).rgb for pose in views(vertices, head)]
 
 
 def sheet(columns: list[tuple[str, list[np.ndarray]]]) -> Image.Image:
     """One column per person: its name, then its panels top to bottom."""
-    width, height = PANEL
+    height, width = columns[0][1][0].shape[:2]
     rows = len(columns[0][1])
     image = Image.new("RGB", (width * len(columns), LABEL_PX + height * rows), (255, 255, 255))
     draw = ImageDraw.Draw(image)
@@ -141,10 +146,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None, help="default: the demo config's")
     parser.add_argument("--humans", type=int, default=None, help="default: as many as the demo prepares")
     parser.add_argument("--renderer", choices=("raycast", "cycles"), default="raycast")
+    parser.add_argument("--smoke", action="store_true", help="the smallest sheet (meaningless)")
     args = parser.parse_args()
+    panel, samples = PANEL, CYCLES_SAMPLES
+    if args.smoke:
+        panel, samples, args.humans = SMOKE_PANEL, SMOKE_CYCLES_SAMPLES, SMOKE_HUMANS
     with tempfile.TemporaryDirectory() as folder:
         packages = demo_humans(Path(folder), args.seed, args.humans)
-        columns = [(package.name, render_person(package, args.renderer)) for package in packages]
+        columns = [(package.name, render_person(package, args.renderer, panel, samples)) for package in packages]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     sheet(columns).save(args.out)
     print(f"{len(columns)} humans: {args.out}")

@@ -4,7 +4,9 @@ recording's IMU stream is noised in about the time it takes to read it.
 
 Times vary when other processes share the cores, so the load average (1 min) is printed beside them.
 
-    .venv/bin/python benchmarks/imu_noise.py [--samples 1000000] [--repeats 2]
+    .venv/bin/python benchmarks/imu_noise.py [--samples 1000000] [--repeats 2] [--smoke]
+
+--smoke: 1000 samples, once (the figure means nothing).
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figure)")
     args = parser.parse_args()
+    if args.smoke:
+        args.samples, args.repeats = 1000, 1
     stamps = np.arange(args.samples) / RATE_HZ
     accel = np.tile([0.0, 0.0, GRAVITY], (args.samples, 1))
     gyro = np.zeros((args.samples, 3))

@@ -1,6 +1,6 @@
 """Physics real-time factor of the embedded backend's robot models driving in a furnished room.
 
-Run: .venv/bin/python benchmarks/physics.py [--seconds 20] [--repeats 3] [--package ENV --start X,Y]
+Run: .venv/bin/python benchmarks/physics.py [--seconds 20] [--repeats 3] [--package ENV --start X,Y] [--smoke]
 
 With `--package`, the robots drive in a converted environment package (e.g. a 3D-Front house from
 `grade convert`) from the free floor point `--start` instead of the built-in furnished room.
@@ -8,6 +8,7 @@ With `--package`, the robots drive in a converted environment package (e.g. a 3D
 Prints, per model, simulated seconds per wall-clock second (and per CPU second, which is steadier
 on a shared machine) at the default 240 Hz, the best of `repeats` runs, plus MuJoCo's own timer
 breakdown of one step for the TIAGo physical model. Target: >= 20x for the physical model.
+--smoke: 0.05 s once per model (the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -112,7 +113,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--package", type=Path, help="environment package to drive in (default: built-in room)")
     parser.add_argument("--start", default=None, help="x,y start on the package's floor (with --package)")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.seconds, args.repeats = 0.05, 1
     if args.package is not None:
         if args.start is None:
             parser.error("--package needs --start X,Y (a free point on its floor)")

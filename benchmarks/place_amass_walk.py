@@ -5,7 +5,10 @@ body-shaped SMPL model (the real one cannot be shipped), once whole and once per
 each package's sweep (largest horizontal distance between two joints over the clip), its trace's footprint,
 the conversion time and how many of N copies placement lands in the house.
 
-    .venv/bin/python benchmarks/place_amass_walk.py [--house JSON] [--sequence NPZ] [--count 7] [--seed 0]
+    .venv/bin/python benchmarks/place_amass_walk.py [--house JSON] [--sequence NPZ] [--count 7] [--seed 0] [--smoke]
+
+--smoke: the house's smallest room alone, the clip at 5 fps, the whole clip and the default window, one copy
+(the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ HOUSE = REALDATA / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"
 SEQUENCE = REALDATA / "amass" / "cmu_01_01_smpl_poses.npz"
 WINDOWS = {"whole": ClipWindowConfig(select="whole"), "least_sweep 2 s (default)": ClipWindowConfig(),
            "least_sweep 3 s": ClipWindowConfig(duration=3.0), "least_sweep 4 s": ClipWindowConfig(duration=4.0)}
+FPS = 30.0  # the converter's default
+SMOKE_ROOM, SMOKE_FPS, SMOKE_WINDOWS = "Bathroom-771", 5.0, ("whole", "least_sweep 2 s (default)")
 
 
 def main() -> None:
@@ -45,16 +50,22 @@ def main() -> None:
     parser.add_argument("--sequence", type=Path, default=SEQUENCE)
     parser.add_argument("--count", type=int, default=7, help="humans to place (GRADE: 7-40)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
+    room, fps, windows = None, FPS, WINDOWS
+    if args.smoke:
+        room, fps, args.count = SMOKE_ROOM, SMOKE_FPS, 1
+        windows = {name: WINDOWS[name] for name in SMOKE_WINDOWS}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         save_npz(build_body_model(), tmp / "models" / "SMPL_NEUTRAL.npz")
-        world = load_placement_world(convert_house(args.house, tmp / "house"))
+        world = load_placement_world(convert_house(args.house, tmp / "house", room=room))
         print(f"house {args.house.name}: floor {world.polygon.area:.1f} m^2; sequence {args.sequence.name}")
         humans = HumansConfig(count=IntRange(min=args.count, max=args.count))
-        for name, window in WINDOWS.items():
+        for name, window in windows.items():
             start = time.perf_counter()
-            package = convert_sequence(args.sequence, tmp / name.replace(" ", "_"), tmp / "models", window=window)
+            package = convert_sequence(args.sequence, tmp / name.replace(" ", "_"), tmp / "models", fps=fps,
+                                       window=window)
             seconds = time.perf_counter() - start
             asset = load_human(package)
             joints = np.load(package / ANIMATION_FILE)["joint_positions"]

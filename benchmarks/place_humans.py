@@ -4,7 +4,10 @@ Prints candidate poses tested per second, the acceptance rate and the total time
 candidates in under 10 s on a 2-core machine). By default it builds the procedural demo assets
 (environment, 6 humans, 4 objects) in a temporary folder; give --env and --humans to use others.
 
-    .venv/bin/python benchmarks/placement.py [--env PACKAGE --humans DIR] [--count 40] [--seed 0]
+    .venv/bin/python benchmarks/place_humans.py [--env PACKAGE --humans DIR] [--count 40] [--seed 0] [--smoke]
+
+--smoke: a one-room procedural flat without furniture, 2 humans and 1 object, 4 candidates (the figures mean
+nothing).
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ from placement.humans import load_human, place_humans
 from placement.place import list_packages, place_scene
 from placement.world import load_placement_world
 
+# --smoke's procedural assets (build_demo_assets' arguments) and candidates
+SMOKE_ASSETS, SMOKE_COUNT = {"rooms": 1, "furniture": 0, "humans": 2, "objects": 1}, 4
 
-def demo_assets(folder: Path) -> tuple[Path, list[Path], list[Path]]:
+
+def demo_assets(folder: Path, smoke: bool = False) -> tuple[Path, list[Path], list[Path]]:
     from asset_converters.procedural import build_demo_assets
 
-    demo = build_demo_assets(folder, seed=0)
+    demo = build_demo_assets(folder, seed=0, **(SMOKE_ASSETS if smoke else {}))
     return demo.environment, demo.humans, demo.objects
 
 
@@ -38,14 +44,17 @@ def main() -> None:
     parser.add_argument("--humans", type=Path, help="folder of animated packages (default: procedural demo)")
     parser.add_argument("--count", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.count = SMOKE_COUNT
 
     with tempfile.TemporaryDirectory() as tmp:
         if args.env and args.humans:
             environment, humans, objects = args.env, list_packages(args.humans, "animated"), []
         else:
             print("building the procedural demo assets ...", flush=True)
-            environment, humans, objects = demo_assets(Path(tmp))
+            environment, humans, objects = demo_assets(Path(tmp), args.smoke)
         config = HumansConfig(count=IntRange(min=args.count, max=args.count))
 
         start = time.perf_counter()

@@ -32,7 +32,11 @@ default | reference, as compared) to --out. Times
 vary when other processes share the cores: the load average (1 min) is printed with each measurement.
 
     .venv/bin/python benchmarks/realism.py [--views lit_room dim_corner people house] [--samples 4 16]
-        [--reference-samples 1024] [--frames 3] [--out runs/bench/realism]
+        [--reference-samples 1024] [--frames 3] [--out runs/bench/realism] [--house JSON] [--cache DIR] [--smoke]
+
+--smoke: every view at 96x72 (the demo flat with 1 human and 1 flying object, the house's bathroom alone), one
+ray-cast frame per quality with coarse irradiance probes, every Cycles row and the reference at 1 sample: the
+figures mean nothing.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from simulation.cycles import CyclesRenderer, CyclesSettings, bpy_missing, expos
 from simulation.cycles.blender import bpy
 from simulation.embedded import EmbeddedWorld
 from simulation.render import Camera, MeshState, RenderOptions, RenderScene, look_at, render_frame
+from simulation.render.irradiance import ProbeSettings
 from simulation.render.quality import QUALITIES, preset
 from simulation.render.shading import linear_to_srgb8, srgb_to_linear
 
@@ -82,6 +87,11 @@ OLD_64 = CyclesSettings(samples=64, adaptive_threshold=0.01, adaptive_min_sample
 REFERENCE_BOUNCES = 12
 UNKEYED = ("adaptive_min_samples",)  # settings without effect on the reference (no adaptive sampling), not in its key
 WARM_UP = CyclesSettings(samples=1, denoise=False)
+SMOKE_SIZE = (96, 72)
+SMOKE_DEMO = ["humans.count={min: 1, max: 1}", "flying_objects.count={min: 1, max: 1}"]
+SMOKE_HOUSE = ["environment.room=Bathroom-771"]
+SMOKE_PROBES = ProbeSettings(spacing=1.0, rays=8, bounces=1)
+SMOKE_CYCLES_SAMPLES = 1
 
 
 @dataclass
@@ -212,12 +222,14 @@ def house_views(world: EmbeddedWorld) -> dict[str, tuple[np.ndarray, dict[str, M
 
 
 def load_views(out: Path, which: Iterable[str], overrides: list[str],
-               views_of: Callable[[EmbeddedWorld], dict]) -> list[View]:
-    """The views named in `which` of the demo config with `overrides` (prepared and cached under `out`)."""
-    config = load_experiment(ROOT / "configs" / "demo.yaml", [f"robot.sensors.cameras.0.width={WIDTH}",
-                                                              f"robot.sensors.cameras.0.height={HEIGHT}",
+               views_of: Callable[[EmbeddedWorld], dict], cache: Path | None = None,
+               size: tuple[int, int] = (WIDTH, HEIGHT)) -> list[View]:
+    """The views named in `which` of the demo config with `overrides` (prepared under `out`, its assets cached in
+    `cache`, default out/assets), seen by a camera of `size`."""
+    config = load_experiment(ROOT / "configs" / "demo.yaml", [f"robot.sensors.cameras.0.width={size[0]}",
+                                                              f"robot.sensors.cameras.0.height={size[1]}",
                                                               *overrides])
-    prepared = prepare(config, out / "scene", cache=out / "assets")
+    prepared = prepare(config, out / "scene", cache=cache or out / "assets")
     world = EmbeddedWorld(config, prepared.scene)
     sensor = world.robot().camera(CAMERA)
     return [View(name, world.render_scene, sensor.camera, pose, states, sensor.options)
@@ -308,6 +320,12 @@ def reference_image(renderer: CyclesRenderer, view: View, samples: int, folder: 
 # ------------------------------------------------------------------ the figure
 
 
+def quality(name: str, smoke: bool = False):
+    """The ray caster's preset `name`; with `smoke`, its irradiance probes (if any) coarse and quick to bake."""
+    chosen = preset(name)
+    return replace(chosen, probes=SMOKE_PROBES) if smoke and chosen.probes is not None else chosen
+
+
 def measure(views: list[View], args: argparse.Namespace) -> dict[str, list[Row]]:
     """Every row of every view (views of one scene share a Cycles renderer: bpy holds one scene)."""
     table: dict[str, list[Row]] = {}
@@ -318,10 +336,11 @@ def measure(views: list[View], args: argparse.Namespace) -> dict[str, list[Row]]
             renderer.render_linear(view.camera, view.pose, view.states)
         print(f"{view.name}:", flush=True)
         reference = reference_image(renderer, view, args.reference_samples, args.out / "reference")
-        options = {f"raycast {name}": replace(view.options, quality=preset(name)) for name in QUALITIES}
+        options = {f"raycast {name}": replace(view.options, quality=quality(name, args.smoke)) for name in QUALITIES}
         rows = raycast_rows(view, reference, options, args.frames)
         if not args.raycast_only:
-            rows += [cycles_row(renderer, view, reference, label, settings)
+            rows += [cycles_row(renderer, view, reference, label,
+                                replace(settings, samples=SMOKE_CYCLES_SAMPLES) if args.smoke else settings)
                      for label, settings in cycles_settings(args.samples).items()]
         table[view.name] = rows
         shown = [row for row in rows if row.renderer in SHOWN]
@@ -369,21 +388,30 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=3, help="ray-cast frames timed per view")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "realism")
     parser.add_argument("--raycast-only", action="store_true", help="leave out the Cycles rows (not the reference)")
+    parser.add_argument("--house", type=Path, default=HOUSE, help="the 3D-Front house JSON of the house view")
+    parser.add_argument("--cache", type=Path, default=None, help="asset cache (default: under --out)")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
     missing = bpy_missing()
     if missing:
         raise SystemExit(missing)
+    size, demo, house = (WIDTH, HEIGHT), [], []
+    if args.smoke:
+        size, demo, house = SMOKE_SIZE, SMOKE_DEMO, SMOKE_HOUSE
+        args.samples, args.reference_samples, args.frames = [SMOKE_CYCLES_SAMPLES], SMOKE_CYCLES_SAMPLES, 1
     print(f"load average (1 min): {load()}; {CyclesSettings().threads} render threads; "
           f"defaults: {asdict(CyclesSettings())}")
     views = []
     if set(args.views) & set(DEMO_VIEWS):
-        views += load_views(args.out / "demo", args.views, [], demo_views)
+        views += load_views(args.out / "demo", args.views, demo, demo_views, args.cache, size)
     if set(args.views) & set(HOUSE_VIEWS):
-        if not HOUSE.is_file():
-            raise SystemExit(f"the 3D-Front sample house is not at {HOUSE}; leave out --views house")
-        views += load_views(args.out / "house", args.views, ["environment.source=front3d", f"environment.path={HOUSE}",
+        if not args.house.is_file():
+            raise SystemExit(f"the 3D-Front sample house is not at {args.house}; leave out --views house")
+        views += load_views(args.out / "house", args.views, ["environment.source=front3d",
+                                                             f"environment.path={args.house.resolve()}",
                                                              "humans.count={min: 0, max: 0}",
-                                                             "flying_objects.count={min: 0, max: 0}"], house_views)
+                                                             "flying_objects.count={min: 0, max: 0}", *house],
+                            house_views, args.cache, size)
     args.out.mkdir(parents=True, exist_ok=True)
     report(measure(views, args))
 

@@ -8,7 +8,9 @@ boxes with occlusion ratios and 3D boxes.
 Frame times vary a lot when other processes share the cores, so the median frame time is printed
 beside the mean, with the load average (1 min) before and after each measurement.
 
-    .venv/bin/python benchmarks/render.py [--frames N] [--profile]
+    .venv/bin/python benchmarks/render.py [--frames N] [--profile] [--smoke]
+
+--smoke: 4 pieces of furniture, 2 humans, one frame at 64x48 and 96x54 (the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ HUMANS = 10
 FPS = 30.0
 RESOLUTIONS = ((640, 480), (1920, 1080))
 HORIZONTAL_FOV = 90.0
+SMOKE_FURNITURE, SMOKE_HUMANS, SMOKE_RESOLUTIONS = 4, 2, ((64, 48), (96, 54))
 
 
 def _box(extents, center) -> trimesh.Trimesh:
@@ -53,7 +56,7 @@ def _box(extents, center) -> trimesh.Trimesh:
     return box
 
 
-def static_meshes(keep_clear: np.ndarray) -> list[RenderMesh]:
+def static_meshes(keep_clear: np.ndarray, furniture: int = FURNITURE) -> list[RenderMesh]:
     """Room shell plus furniture boxes, none within CLEARANCE of the `keep_clear` (N, 2) points."""
     rng = generator(SEED, "benchmarks/render/furniture")
     half, wall = ROOM / 2, 0.1
@@ -64,7 +67,7 @@ def static_meshes(keep_clear: np.ndarray) -> list[RenderMesh]:
         shell.append((f"wall{i}", _box((sx, sy, ROOM_HEIGHT), (x, y, ROOM_HEIGHT / 2)), 3))
     meshes = [RenderMesh(name, m.vertices, m.faces, i + 1, sem, RenderMaterial(tuple(rng.uniform(0.4, 0.9, 3))))
               for i, (name, m, sem) in enumerate(shell)]
-    for k in range(FURNITURE):
+    for k in range(furniture):
         extents = rng.uniform([0.3, 0.3, 0.4], [1.2, 1.2, 1.6])
         center = np.append(rng.uniform(-half + 1, half - 1, 2), extents[2] / 2)
         while np.min(np.linalg.norm(keep_clear - center[:2], axis=1)) < CLEARANCE + extents[:2].max() / 2:
@@ -100,20 +103,20 @@ def human_states(rest: np.ndarray, poses: list[np.ndarray], time_s: float) -> di
     return states
 
 
-def build() -> tuple[RenderScene, np.ndarray, list[np.ndarray]]:
+def build(furniture: int = FURNITURE, humans: int = HUMANS) -> tuple[RenderScene, np.ndarray, list[np.ndarray]]:
     rng = generator(SEED, "benchmarks/render/humans")
     body = humanoid()
     poses = []
-    for _ in range(HUMANS):
+    for _ in range(humans):
         pose = np.eye(4)
         yaw = rng.uniform(0, 2 * np.pi)
         pose[:2, :2] = [[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]]
         pose[:2, 3] = rng.uniform([-3, 0], [3, 5])
         poses.append(pose)
     camera_path = np.stack([np.zeros(8), np.linspace(-5.5, -3.0, 8)], axis=1)
-    statics = static_meshes(np.concatenate([camera_path, [p[:2, 3] for p in poses]]))
+    statics = static_meshes(np.concatenate([camera_path, [p[:2, 3] for p in poses]]), furniture)
     dynamic = [RenderMesh(f"human{i}", body.vertices, body.faces, 1000 + i, 100, RenderMaterial((0.8, 0.6, 0.5)),
-                          pose=poses[i]) for i in range(HUMANS)]
+                          pose=poses[i]) for i in range(humans)]
     light = PointLight((0.0, 1.0, ROOM_HEIGHT - 0.3), 3.0)
     scene = RenderScene(statics, dynamic, [light], ambient=(0.15, 0.15, 0.15))
     return scene, body.vertices, poses
@@ -138,23 +141,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=10)
     parser.add_argument("--profile", action="store_true", help="cProfile the 640x480 frames")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
+    furniture, humans, resolutions = FURNITURE, HUMANS, RESOLUTIONS
+    if args.smoke:
+        furniture, humans, resolutions, args.frames = SMOKE_FURNITURE, SMOKE_HUMANS, SMOKE_RESOLUTIONS, 1
     started = time.perf_counter()
-    scene, rest, poses = build()
+    scene, rest, poses = build(furniture, humans)
     static_faces = len(scene.static_table.faces)
     dynamic_faces = len(scene.dynamic_table.faces)
     print(f"scene: {static_faces} static + {dynamic_faces} dynamic triangles "
-          f"({HUMANS} meshes of {dynamic_faces // HUMANS}), 1 shadowed light; built in "
+          f"({humans} meshes of {dynamic_faces // humans}), 1 shadowed light; built in "
           f"{time.perf_counter() - started:.2f} s")
     options = RenderOptions()
-    for width, height in RESOLUTIONS:
-        frames = args.frames if width == 640 else max(1, args.frames // 4)
-        if args.profile and width == 640:
+    for width, height in resolutions:
+        first = width == resolutions[0][0]  # the 640x480 frames: all of them, profiled with --profile
+        frames = args.frames if first else max(1, args.frames // 4)
+        if args.profile and first:
             profiler = cProfile.Profile()
             profiler.enable()
         load_before = os.getloadavg()[0]
         seconds, cpu, frame = measure(scene, rest, poses, (width, height), frames, options)
-        if args.profile and width == 640:
+        if args.profile and first:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
         mean, median = seconds.mean(), np.median(seconds)
