@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -186,13 +187,14 @@ def test_the_tour_runs_as_written(tmp_path, asset_cache):
     demo = run_grade("demo", "--out", str(runs / "demo"), *overrides)
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
 
-    script = "\n".join(code_blocks(tour()))
-    assert script.startswith(ACTIVATE) and "runs/demo" in script
-    script = script.replace(ACTIVATE, f'export PATH="{Path(sys.executable).parent}:$PATH"')
-    script = script.replace("runs/", f"{runs}/")
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, env=QUIET_ENV,
-                            capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = [line for block in code_blocks(tour()) for line in commands(block)]
+    assert lines[0] == ACTIVATE and "runs/demo" in "\n".join(lines)
+    # Every other line is a `grade` command, run as written (in the suite's CLI server: tests/cli_process.py).
+    for line in lines[1:]:
+        command = shlex.split(line.replace("runs/", f"{runs}/"))
+        assert command[0] == "grade", line
+        result = run_grade(*command[1:])
+        assert result.returncode == 0, f"{line}\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
 
     run = runs / "demo"
     frames = [json.loads(line) for line in (run / "gt" / "camera" / "frames.jsonl").read_text().splitlines()]

@@ -214,12 +214,13 @@ def test_external_timeout_shows_the_output_so_far(tmp_path, monkeypatch):
         run_external(f"{sys.executable} {script} {{out}}", tmp_path, tmp_path, "t.txt", 1)
 
 
-def test_cli_runs_orbslam3_with_a_vocabulary_built_from_the_run(uav, tmp_path, monkeypatch):
+def test_cli_runs_orbslam3_with_a_vocabulary_from_the_run(uav, vocabulary, tmp_path, monkeypatch):
+    """The CLI with the fixture's vocabulary (tests/test_docs.py's tour runs --build-vocabulary)."""
     out = tmp_path / "orb"
-    result = run_grade("benchmark", "run", "orbslam3", str(uav), "--out", str(out), "--build-vocabulary")
+    result = run_grade("benchmark", "run", "orbslam3", str(uav), "--out", str(out), "--vocabulary", str(vocabulary))
     assert result.returncode == 0, result.stderr
-    assert "vocabulary" in result.stdout and "tracked" in result.stdout and "fps" in result.stdout
-    assert (out / "vocabulary.txt").is_file() and read_tum(out / TRAJECTORY_FILE)[0].size >= 0.9 * 106
+    assert "tracked" in result.stdout and "fps" in result.stdout
+    assert read_tum(out / TRAJECTORY_FILE)[0].size >= 0.9 * 106
     assert read_runner_record(out).frames == 106
     monkeypatch.delenv("PYORBSLAM3_VOCAB", raising=False)
     monkeypatch.setenv("PYORBSLAM3_CACHE", str(tmp_path / "cache"))
