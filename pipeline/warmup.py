@@ -7,7 +7,7 @@ exactly the signatures the pipeline uses is to run it: the demo config shortened
 scene, camera and code paths, so the same argument types and array layouts: a smaller camera, say, renders in
 one tile and passes contiguous arrays where the demo's tiles pass strided views, a signature of its own), then
 the paper's postprocess preset (noise, blur, rolling shutter) on it, then the demo again with a camera smaller
-than one render tile, in a temporary folder deleted afterwards.
+than one render tile, and with render.quality default's lighting, in a temporary folder deleted afterwards.
 Every cached kernel the demo and its postprocess call is compiled here (about a minute on two idle cores).
 
     .venv/bin/python -m pipeline.warmup
@@ -47,6 +47,9 @@ def main() -> None:
         # A camera smaller than one render tile passes the kernels contiguous arrays: signatures of their own.
         small = [a for s in [*SHORT, *SMALL_CAMERA] for a in ("--set", s)]
         _grade("generate", str(demo_config()), "--out", str(Path(folder) / "small"), *small)
+        # The lighting of render.quality default and high (irradiance probes, GGX, soft shadows): kernels of their own.
+        _grade("generate", str(demo_config()), "--out", str(Path(folder) / "lit"), *small, "--set",
+               "render.quality=default")
     print(f"numba's cache is warm ({time.perf_counter() - start:.0f} s)")
 
 
