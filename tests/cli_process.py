@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,28 +58,33 @@ def project_modules() -> list[str]:
     return [".".join(f.parts[:-1] if f.name == "__init__" else f.parts) for f in files if f.name != "__main__"]
 
 
-def _child(args: list[str], cwd: str, stdout: str, stderr: str, sys_path: list[str]) -> None:
-    sys.path[:] = sys_path
-    os.environ.update(CLI_ENV)
-    os.chdir(cwd)
+def run_in_child(call: Callable[[], object], stdout: str, stderr: str) -> int:
+    """In a forked child: file descriptors 1 and 2 (C libraries' output too) to the files `stdout` and `stderr`,
+    then `call()`; its exit status as the interpreter gives it (an exception other than SystemExit goes on)."""
     for fd, path in ((1, stdout), (2, stderr)):
         target = os.open(path, os.O_WRONLY | os.O_TRUNC)
         os.dup2(target, fd)
         os.close(target)
-    sys.argv = ["grade", *args]
-    from pipeline.cli import main
-
-    code = 0
     try:
-        main()
+        call()
     except SystemExit as exc:  # as the interpreter does: an int is the status, anything else is printed, status 1
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-    os._exit(code)
+    return 0
+
+
+def _child(args: list[str], cwd: str, stdout: str, stderr: str, sys_path: list[str]) -> None:
+    sys.path[:] = sys_path
+    os.environ.update(CLI_ENV)
+    os.chdir(cwd)
+    sys.argv = ["grade", *args]
+    from pipeline.cli import main
+
+    os._exit(run_in_child(main, stdout, stderr))
 
 
 def run_cli(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_process import _CLEAN_SYS_PATH, _CONTEXT, _start_server
+from tests.cli_process import _CLEAN_SYS_PATH, _CONTEXT, _start_server, run_in_child
 from tests.conftest import requires_extra
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,21 +99,11 @@ def _run_script(script: str, args: list[str], cwd: str, stdout: str, stderr: str
     tempfile.tempdir = cwd
     os.environ["TMPDIR"] = cwd
     os.chdir(cwd)
-    for fd, path in ((1, stdout), (2, stderr)):
-        target = os.open(path, os.O_WRONLY | os.O_TRUNC)
-        os.dup2(target, fd)
-        os.close(target)
     sys.argv = [script, *args]
-    code = 0
+    code = 1
     try:  # an exception it lets through goes on to multiprocessing, which prints its traceback and exits 1
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit as exc:  # as the interpreter does: an int is the status, anything else is printed, status 1
-        if exc.code is not None and not isinstance(exc.code, int):
-            print(exc.code, file=sys.stderr)
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        code = run_in_child(lambda: runpy.run_path(script, run_name="__main__"), stdout, stderr)
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
         spent = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
         Path(usage).write_text(f"{sum(u.ru_utime + u.ru_stime for u in spent):.2f}\n")
     os._exit(code)
