@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,7 +25,7 @@ from core.formats.batch_state import JobNode, read_batch_state
 from core.formats.dataset_card import read_dataset_card
 from core.formats.manifest import StageStatus, stage_status
 from core.formats.run_layout import ASSETS_DIR
-from core.outputs import package_lock
+from core.outputs import LOCK_FILE, package_lock
 from core.recording import Recording
 from pipeline.batch import batch_status, this_node
 from tests.conftest import CONFIGS, ROOT, run_grade
@@ -133,6 +134,9 @@ def seed_environment(out: Path, seed: int) -> Path:
 def test_a_killed_driver_resumes_without_redoing_finished_jobs(local_batch, tmp_path):
     batch, log = write_batch(tmp_path, seeds=PAIR, workers=1), tmp_path / "driver.log"
     first = tmp_path / "out" / "default-seed1"
+    # The local batch's converted assets but the second sequence's house, which the second job must convert.
+    shutil.copytree(local_batch / ASSETS_DIR, tmp_path / "out" / ASSETS_DIR, ignore=shutil.ignore_patterns(LOCK_FILE))
+    shutil.rmtree(seed_environment(tmp_path / "out", PAIR[1]))
     # Holding the second sequence's first package lock keeps the driver mid-batch, whatever the machine's speed:
     # the first sequence finishes, the second waits for the lock until the driver is killed.
     with package_lock(seed_environment(tmp_path / "out", PAIR[1])):
@@ -161,8 +165,10 @@ def test_a_killed_driver_resumes_without_redoing_finished_jobs(local_batch, tmp_
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pins two jobs to a core each: needs 2 cores")
-def test_a_failing_sequence_is_retried_then_reported(tmp_path):
+def test_a_failing_sequence_is_retried_then_reported(local_batch, tmp_path):
     tiny_experiment(tmp_path)
+    # The good job records with the local batch's converted assets (the same seed's): the failure is what is tested.
+    shutil.copytree(local_batch / ASSETS_DIR, tmp_path / "out" / ASSETS_DIR, ignore=shutil.ignore_patterns(LOCK_FILE))
     (tmp_path / "broken.json").write_text("{not a 3D-Front house")
     batch = tmp_path / "batch.yaml"
     batch.write_text(yaml.safe_dump({

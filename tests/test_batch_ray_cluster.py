@@ -162,9 +162,11 @@ def cluster_batch(folder: Path, address: str, seeds: list[int]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def spread(cluster, tmp_path_factory) -> Path:
-    """SEEDS run on both nodes of the cluster."""
+def spread(cluster, local_batch, tmp_path_factory) -> Path:
+    """SEEDS run on both nodes of the cluster, from a copy of the local batch's converted assets (content-addressed:
+    the jobs only record; the tests below convert houses again where they need a job held mid-run)."""
     folder = tmp_path_factory.mktemp("ray-cluster")
+    shutil.copytree(local_batch / ASSETS_DIR, folder / "out" / ASSETS_DIR, ignore=shutil.ignore_patterns(LOCK_FILE))
     result = run_grade("batch", str(cluster_batch(folder, cluster.address, SEEDS)))
     assert result.returncode == 0, result.stderr
     return folder / "out"

@@ -207,8 +207,10 @@ def test_path_average_follows_the_exact_pose_by_pose_average():
         A, o = warp.rays(K, np.eye(4), curve(times.reshape(-1)).reshape(H, samples, 4, 4))
         inverse = warp.inverse_depth(depth)
         exact = warp.average_rows(rgb, inverse, F, F, K[0, 2], K[1, 2], A, o).astype(int)
-        path = warp.path_rows(rgb.astype(np.float32), inverse, F, F, K[0, 2], K[1, 2], A, o,
-                              warp.path_weights(samples), warp.PATH_DENSITY, warp.SMOOTH_TOLERANCE).astype(int)
+        weights = warp.path_weights(samples)
+        weights.flags.writeable = False  # as postprocess.blur passes them (cached): the signature warm-up compiled
+        path = warp.path_rows(rgb.astype(np.float32), inverse, F, F, K[0, 2], K[1, 2], A, o, weights,
+                              warp.PATH_DENSITY, warp.SMOOTH_TOLERANCE).astype(int)
         error = np.abs(path - exact)
         assert interior_error(path, rgb) > 5  # the motion blurs
         # Off by more than 2 grey levels only at a few pixels whose path crosses a depth step unnoticed.
