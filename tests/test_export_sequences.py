@@ -14,20 +14,14 @@ import pytest
 import yaml
 from evo.tools import file_interface
 
-from core.config_io import load_experiment
 from core.outputs import LOCK_FILE
 from core.recording import Recording
 from export.euroc import EurocOptions, export_euroc
 from export.tum import TumOptions, export_tum, tum_depth
-from pipeline.generate import generate
-from tests.conftest import CONFIGS, run_grade
+from tests.conftest import copy_run, run_grade
 
 pytestmark = pytest.mark.slow
 
-TINY = ["simulation.duration=0.5", "simulation.bootstrap=0.25", "humans.count={min: 1, max: 1}",
-        "flying_objects.count={min: 1, max: 1}", "robot.sensors.cameras.0.width=96",
-        "robot.sensors.cameras.0.height=72", "exploration.planner=waypoints",
-        "exploration.waypoints=[[9, 9, 1.5]]", "recording.bag_formats=[]"]
 CAMERA = "camera"
 
 
@@ -53,17 +47,15 @@ def assert_poses_equal(positions: np.ndarray, quaternions_wxyz: np.ndarray, fram
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory, asset_cache) -> Path:
-    folder = tmp_path_factory.mktemp("sequences") / "run"
-    generate(load_experiment(CONFIGS / "demo.yaml", TINY), folder, cache=asset_cache)
-    return folder
+def run(tiny_run) -> Path:
+    """The session's tiny run (read only)."""
+    return tiny_run
 
 
 @pytest.fixture(scope="module")
 def processed(run, tmp_path_factory) -> Path:
     """A copy of the run (same folder name, another parent) post-processed with depth noise, IMU noise and blur."""
-    copy = tmp_path_factory.mktemp("processed") / run.name
-    shutil.copytree(run, copy)
+    copy = copy_run(run, tmp_path_factory.mktemp("processed") / run.name)
     result = run_grade("postprocess", str(copy), "--depth", "realsense", "--imu", "--blur")
     assert result.returncode == 0, result.stderr
     return copy
