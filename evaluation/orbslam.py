@@ -20,6 +20,7 @@ mono_inertial); monocular trajectories have an arbitrary scale, so compare them 
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -189,6 +190,25 @@ class Feed:
     baseline: float | None = None
 
 
+# ORB-SLAM3's extractor keeps a 16-pixel border (EDGE_THRESHOLD - 3) on each side of every pyramid level and
+# splits the rest into round(width / height) initial nodes: a level under MIN_LEVEL_SIDE pixels, or one less than
+# half as wide as it is high, makes it resize a vector by a negative size (a C++ length_error) or crash outright.
+MIN_LEVEL_SIDE = 33  # measured: 117x117 runs, 160x116 and 112x120 fail (8 levels at 1.2)
+
+
+def check_frame_size(feed: Feed) -> None:
+    """InputError when `feed`'s frames are too small or too narrow for ORB_EXTRACTOR's pyramid (above)."""
+    scale, levels = ORB_EXTRACTOR["scaleFactor"], ORB_EXTRACTOR["nLevels"]
+    for level in range(levels):
+        width, height = (round(side / scale**level) for side in (feed.width, feed.height))
+        if min(width, height) < MIN_LEVEL_SIDE or (width - 32) < 0.5 * (height - 32):
+            smallest = math.ceil((MIN_LEVEL_SIDE - 0.5) * scale ** (levels - 1))
+            raise InputError(f"camera {feed.camera!r} is {feed.width}x{feed.height}: ORB-SLAM3's {levels}-level "
+                             f"pyramid (scale {scale}) needs frames of at least {smallest}x{smallest} pixels and no "
+                             f"more than about twice as high as wide; record, or replay (`grade replay RUN --with "
+                             f"CAMERAS.yaml`), a larger camera", feed.source)
+
+
 def settings_yaml(feed: Feed, mode: str) -> str:
     """The ORB-SLAM3 settings file for `feed` (OpenCV YAML, File.version 1.0). A stereo pair is written as two
     pinholes with `Stereo.T_c1_c2` (ORB-SLAM3 1.0's "Rectified" type crashes its stereo tracking; rectifying an
@@ -351,6 +371,7 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
         raise GradeError(f"ORB-SLAM3 is not installed: it comes with the optional `slam` extra (pyorbslam3, "
                          f"GPL-3.0), installed with {INSTALL_HINT}") from None
     feed = _feed(Path(run), mode, camera, processed, right_camera)
+    check_frame_size(feed)
     if build_vocabulary:
         vocabulary = vocabulary_from_run(run, Path(out) / VOCABULARY_FILE, camera, processed)
     else:
@@ -371,12 +392,16 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
                                          imu.linear_acceleration[window]])
                 previous = time
                 clock = Stopwatch()
-                if mode == "rgbd":
-                    result = slam.track_rgbd(rgb, depth.astype(np.float32), time)
-                elif mode == "stereo":
-                    result = slam.track_stereo(rgb, right, time)
-                else:
-                    result = slam.track_monocular(rgb, time, imu=samples)
+                try:
+                    if mode == "rgbd":
+                        result = slam.track_rgbd(rgb, depth.astype(np.float32), time)
+                    elif mode == "stereo":
+                        result = slam.track_stereo(rgb, right, time)
+                    else:
+                        result = slam.track_monocular(rgb, time, imu=samples)
+                except (RuntimeError, ValueError) as exc:  # a C++ exception, as pybind11 passes it on
+                    raise GradeError(f"ORB-SLAM3 ({mode}) stopped on camera {feed.camera!r} at {time:.6f} s with a "
+                                     f"C++ error: {exc}") from None
                 tracking += clock.seconds()
                 states.append((time, result.state.name))
                 if result.pose_valid:

@@ -90,7 +90,8 @@ def _total_bias(count: int, dt: float, noise: _AxisNoise, draw: str,
     tau = noise.correlation_time
     phi = np.exp(-dt / tau)
     # -expm1(-x) = 1 - exp(-x) without cancellation when dt << tau (tau is 1000 s by default).
-    sigma_b_d = np.sqrt(noise.random_walk ** 2 * tau / 2.0 * -np.expm1(-2.0 * dt / tau))
+    # In numpy floats: settings too large overflow to inf (refused by the caller) instead of raising here.
+    sigma_b_d = np.sqrt(np.float64(noise.random_walk) ** 2 * tau / 2.0 * -np.expm1(-2.0 * dt / tau))
     sigma_d = noise.noise_density / np.sqrt(dt)
 
     turn_on = _turn_on(noise.turn_on, draw, rng)
@@ -117,8 +118,19 @@ def apply_imu_noise(time: np.ndarray, linear_acceleration: np.ndarray, angular_v
                              config.accel_bias_correlation_time, config.accel_turn_on_bias)
     gyro_noise = _AxisNoise(config.gyro_noise_density, config.gyro_random_walk,
                             config.gyro_bias_correlation_time, config.gyro_turn_on_bias)
-    accel_bias, accel_white = _total_bias(count, dt, accel_noise, config.turn_on_draw, rng)
-    gyro_bias, gyro_white = _total_bias(count, dt, gyro_noise, config.turn_on_draw, rng)
-    return ImuNoiseResult(linear_acceleration=accel + accel_bias + accel_white,
-                          angular_velocity=gyro + gyro_bias + gyro_white,
-                          accel_bias=accel_bias, gyro_bias=gyro_bias)
+    with np.errstate(over="ignore", invalid="ignore"):
+        accel_bias, accel_white = _total_bias(count, dt, accel_noise, config.turn_on_draw, rng)
+        gyro_bias, gyro_white = _total_bias(count, dt, gyro_noise, config.turn_on_draw, rng)
+        result = ImuNoiseResult(linear_acceleration=accel + accel_bias + accel_white,
+                                angular_velocity=gyro + gyro_bias + gyro_white,
+                                accel_bias=accel_bias, gyro_bias=gyro_bias)
+    for sensor, noisy in (("accel", result.linear_acceleration), ("gyro", result.angular_velocity)):
+        if not np.all(np.isfinite(noisy)):
+            # Finite settings may still overflow (a density of 1e308 over a 2.5 ms step): refused, never written.
+            settings = {f"{sensor}_{name}": getattr(config, f"{sensor}_{name}")
+                        for name in ("noise_density", "random_walk", "turn_on_bias")}
+            values = ", ".join(f"{name} = {value!r}" for name, value in settings.items())
+            raise InputError(f"the noisy readings overflow to inf or NaN with {values}: these are standard "
+                             f"deviations of a real IMU, orders of magnitude below 1",
+                             field=max(settings, key=settings.__getitem__))
+    return result

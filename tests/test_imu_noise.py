@@ -190,3 +190,12 @@ def test_bad_input_raises_input_error(time, accel, gyro, field, words):
         apply_imu_noise(time, accel, gyro, ImuNoiseConfig(), np.random.default_rng(0))
     assert error.value.field == field
     assert words in str(error.value)
+
+
+@pytest.mark.parametrize("setting", ["accel_noise_density", "gyro_noise_density", "gyro_random_walk"])
+def test_settings_that_overflow_are_refused_naming_them(setting):
+    time = np.arange(100) / RATE_HZ
+    with pytest.raises(InputError) as error:
+        apply_imu_noise(time, np.zeros((100, 3)), np.zeros((100, 3)), ImuNoiseConfig(**{setting: 1e308}),
+                        np.random.default_rng(0))
+    assert error.value.field == setting and f"{setting} = 1e+308" in str(error.value)

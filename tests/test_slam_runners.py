@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import yaml
@@ -16,13 +17,21 @@ from evo.core import metrics, sync
 from evo.tools import file_interface
 
 from core.config_io import load_experiment
-from core.errors import ConfigError, GradeError
+from core.errors import ConfigError, GradeError, InputError
 from core.formats.runner import read_runner_record
 from core.formats.tum import TUM_FILE, read_tum, write_tum_file
 from core.recording import Recording
 from evaluation.external import run_external
 from evaluation.lidar_odometry import run_kiss_icp
-from evaluation.orbslam import SETTINGS_FILE, euroc_feed, recording_feed, run_orbslam3, settings_yaml
+from evaluation.orbslam import (
+    SETTINGS_FILE,
+    Feed,
+    check_frame_size,
+    euroc_feed,
+    recording_feed,
+    run_orbslam3,
+    settings_yaml,
+)
 from evaluation.runner import TRAJECTORY_FILE
 from evaluation.vocabulary import build_vocabulary
 from pipeline.generate import generate
@@ -146,6 +155,44 @@ def test_orbslam3_errors_name_the_fix(uav, tmp_path, monkeypatch):
         run_orbslam3(uav, tmp_path, mode="fisheye")
     with pytest.raises(ConfigError, match="needs the pair's right camera"):
         run_orbslam3(uav, tmp_path, mode="stereo", vocabulary=tmp_path / "bad.txt")
+
+
+def test_frames_too_small_for_the_orb_pyramid_are_refused_before_orbslam3_starts(tiago, vocabulary, tmp_path):
+    # The TIAGo's 64x48 head camera: ORB-SLAM3 itself would stop with a C++ length_error on its first frame.
+    with pytest.raises(InputError, match=r"camera 'head_camera' is 64x48: .* at least 117x117 pixels"):
+        run_orbslam3(tiago, tmp_path, vocabulary=vocabulary, build_vocabulary=True)
+    assert not list(tmp_path.iterdir())  # refused before the vocabulary is built
+
+
+def _feed_of_size(width: int, height: int, frames: int = 0) -> Feed:
+    rng = np.random.default_rng(3)
+    images = [cv2.GaussianBlur((rng.random((height, width, 3)) * 255).astype(np.uint8), (3, 3), 0)
+              for _ in range(frames)]
+    K = np.array([[width / 2, 0, width / 2], [0, width / 2, height / 2], [0, 0, 1]])
+    return Feed(Path("synthetic"), "camera", K, width, height, 30.0,
+                [(k / 30, lambda image=image: (image, None, None)) for k, image in enumerate(images)])
+
+
+@pytest.mark.parametrize(("width", "height", "accepted"), [
+    (117, 117, True), (640, 117, True), (480, 640, True), (116, 117, False), (117, 116, False),
+    (96, 72, False), (160, 400, False)])  # 160x400: narrower than half its height at the pyramid's top: a crash
+def test_the_smallest_frames_accepted_run_in_orbslam3(width, height, accepted, vocabulary, tmp_path, monkeypatch):
+    feed = _feed_of_size(width, height, frames=3 if accepted else 0)
+    if not accepted:
+        with pytest.raises(InputError, match=f"is {width}x{height}"):
+            check_frame_size(feed)
+        return
+    check_frame_size(feed)
+    import pyorbslam3
+
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(settings_yaml(feed, "mono"))
+    slam = pyorbslam3.Slam(str(vocabulary), str(settings), pyorbslam3.Sensor.MONOCULAR)
+    try:
+        for time_s, load in feed.frames:  # the real extractor on every pyramid level: no C++ error
+            slam.track_monocular(load()[0], time_s)
+    finally:
+        slam.shutdown()
 
 
 def test_kiss_icp_follows_the_tiago_lidar(tiago, tmp_path):
