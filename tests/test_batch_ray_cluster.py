@@ -1,8 +1,8 @@
 """`grade batch` on a real Ray cluster of two nodes on this machine (ray.cluster_utils.Cluster: a head and a worker
-node, one CPU each, and jobs of one CPU, so that two jobs at a time run one on each node): jobs land on both
-nodes and `grade batch status` says which ran where; a worker node lost mid-batch (its raylet and every process
-under it killed at once, as when a machine dies) costs only its job's attempt, which the driver's retry redoes on
-the head, while nothing complete is touched and no corrupt run or partial folder is left; a driver killed
+node, one CPU each, and jobs of one CPU, so that two jobs at a time run one on each node): two jobs land one on
+each node; the worker node lost mid-batch (its raylet and every process under it killed at once, as when a machine
+dies) costs only its job's attempt, which the driver's retry redoes on the head, while nothing complete is touched
+and no corrupt run or partial folder is left, and `grade batch status` says where each job ran; a driver killed
 mid-batch and started again finishes the batch on the cluster; every run is the local pool's, byte for byte.
 
 Skips with the reason where Ray is not installed; fails instead under GRADE_REQUIRE_CLUSTER=1 (CI).
@@ -28,7 +28,7 @@ from core.formats.run_layout import ASSETS_DIR
 from core.outputs import LOCK_FILE, package_lock
 from core.rundir import PARTIAL_SUFFIX
 from pipeline.batch import batch_status
-from tests.conftest import run_grade
+from tests.conftest import copy_run, run_grade
 from tests.test_batch import (
     DRIVER_TIMEOUT_S,
     ground_truth,
@@ -161,49 +161,24 @@ def cluster_batch(folder: Path, address: str, seeds: list[int]) -> Path:
     return write_batch(folder, seeds=seeds, kind="ray", ray_address=address, cpus_per_job=NODE_CPUS, retries=1)
 
 
-@pytest.fixture(scope="module")
-def spread(cluster, local_batch, tmp_path_factory) -> Path:
-    """SEEDS run on both nodes of the cluster, from a copy of the local batch's converted assets (content-addressed:
-    the jobs only record; the tests below convert houses again where they need a job held mid-run)."""
-    folder = tmp_path_factory.mktemp("ray-cluster")
-    shutil.copytree(local_batch / ASSETS_DIR, folder / "out" / ASSETS_DIR, ignore=shutil.ignore_patterns(LOCK_FILE))
-    result = run_grade("batch", str(cluster_batch(folder, cluster.address, SEEDS)))
-    assert result.returncode == 0, result.stderr
-    return folder / "out"
-
-
-def test_jobs_run_on_both_nodes_and_status_says_where(cluster, spread, local_batch):
-    assert batch_status(spread)["done"] == [f"default-seed{s}" for s in SEEDS]
-    for seed in SEEDS:
-        assert stage_status(spread / f"default-seed{seed}", verify_hashes=True) is StageStatus.COMPLETE
-    expected = ground_truth(local_batch, SEEDS)
-    assert expected and ground_truth(spread, SEEDS) == expected  # the local pool's
-    nodes = {name: job.node for name, job in read_batch_state(spread).jobs.items()}
-    assert {node.id for node in nodes.values()} == {cluster.head.node_id, cluster.worker.node_id}
-    assert {node.host for node in nodes.values()} == {socket.gethostname()}
-    status = run_grade("batch", "status", str(spread))
-    assert status.returncode == 0, status.stderr
-    lines = (status.stdout + status.stderr).splitlines()
-    for node_id in (cluster.head.node_id, cluster.worker.node_id):
-        ran = [line for line in lines if line.startswith(f"  ran on {socket.gethostname()} (node {node_id}): ")]
-        assert len(ran) == 1, lines
-        assert ran[0].split(": ", 1)[1].split(", ") == [name for name, node in nodes.items() if node.id == node_id]
-
-
 def headers(log: Path) -> list[str]:
     """The first line of each attempt in a job's log (run_job's), which names the attempt's node."""
     return [line for line in log.read_text().splitlines() if line.startswith("--- grade generate")]
 
 
-def partly_done(spread: Path, out: Path, redone: list[int]) -> dict[Path, int]:
-    """`spread` copied to `out` with the runs of `redone` and their houses in the asset cache removed, as a batch
-    is found part done; the modification times of the files of the packages and runs left (a run's lock file
-    aside: each writer of it, a job that finds it complete too, notes itself in it)."""
-    shutil.copytree(spread, out, ignore=shutil.ignore_patterns("logs"))
-    for seed in redone:
-        shutil.rmtree(out / f"default-seed{seed}")
-        shutil.rmtree(seed_environment(out, seed))
-    kept = [out / ASSETS_DIR, *(out / f"default-seed{seed}" for seed in SEEDS if seed not in redone)]
+def partly_done(local_batch: Path, out: Path, redone: list[int]) -> dict[Path, int]:
+    """A batch found part done in `out`: the local batch's converted assets (content-addressed) and its runs of the
+    SEEDS not in `redone`, whose houses are removed from the assets; the modification times of the files of the
+    packages and runs copied (a run's lock file aside: each writer of it, a job that finds it complete too, notes
+    itself in it)."""
+    shutil.copytree(local_batch / ASSETS_DIR, out / ASSETS_DIR, ignore=shutil.ignore_patterns(LOCK_FILE))
+    kept = [out / ASSETS_DIR]
+    for seed in SEEDS:
+        if seed in redone:
+            shutil.rmtree(seed_environment(out, seed))
+        else:
+            name = f"default-seed{seed}"
+            kept.append(copy_run(local_batch / name, out / name))
     return {p: p.stat().st_mtime_ns for folder in kept for p in folder.rglob("*")
             if p.is_file() and p.name != LOCK_FILE}
 
@@ -213,10 +188,10 @@ def running(out: Path) -> list[str]:
     return sorted(batch_status(out)["running"]) if (out / BATCH_FILE).is_file() else []
 
 
-def test_a_worker_node_lost_mid_batch_costs_only_its_attempt(cluster, spread, tmp_path):
+def test_jobs_run_on_both_nodes_and_a_lost_worker_costs_only_its_attempt(cluster, local_batch, tmp_path):
     out = tmp_path / "out"
     # Only the asset packages the runs share are complete: both runs are recorded, both houses converted.
-    complete = partly_done(spread, out, SEEDS)
+    complete = partly_done(local_batch, out, SEEDS)
     assert complete
     names = [f"default-seed{seed}" for seed in SEEDS]
     batch, log = cluster_batch(tmp_path, cluster.address, SEEDS), tmp_path / "driver.log"
@@ -228,9 +203,10 @@ def test_a_worker_node_lost_mid_batch_costs_only_its_attempt(cluster, spread, tm
         try:
             # Two jobs running at once hold both nodes' CPUs: one of them runs on the worker.
             wait_for("two jobs running", lambda: running(out) == names, driver, log)
-            lost = [name for name in names
-                    if f"(node {cluster.worker.node_id})" in headers(out / "logs" / f"{name}.log")[-1]]
-            assert len(lost) == 1
+            first = {name: headers(out / "logs" / f"{name}.log")[-1] for name in names}
+            lost = [name for name in names if f"(node {cluster.worker.node_id})" in first[name]]
+            # one job on each node
+            assert len(lost) == 1 and sum(f"(node {cluster.head.node_id})" in line for line in first.values()) == 1
             assert stage_status(out / lost[0]) is not StageStatus.COMPLETE
             killed = cluster.kill_worker()
             # the lost job's own process died with its node (an orphan would go on and finish its run)
@@ -252,15 +228,21 @@ def test_a_worker_node_lost_mid_batch_costs_only_its_attempt(cluster, spread, tm
         True, True]
     assert {p: p.stat().st_mtime_ns for p in complete} == complete  # the complete packages untouched
     assert not [p for p in out.rglob(f"*{PARTIAL_SUFFIX}")]  # no partial folder left
-    assert ground_truth(out, SEEDS) == ground_truth(spread, SEEDS)
+    assert ground_truth(out, SEEDS) == ground_truth(local_batch, SEEDS)  # the local pool's, byte for byte
+    assert {job.node.host for job in state.jobs.values()} == {socket.gethostname()}
+    status = run_grade("batch", "status", str(out))
+    assert status.returncode == 0, status.stderr
+    lines = (status.stdout + status.stderr).splitlines()
+    ran = [line for line in lines if line.startswith("  ran on ")]
+    assert ran == [f"  ran on {socket.gethostname()} (node {cluster.head.node_id}): {', '.join(names)}"], lines
 
 
-def test_a_driver_killed_mid_batch_resumes_on_the_cluster(cluster, spread, tmp_path):
+def test_a_driver_killed_mid_batch_resumes_on_the_cluster(cluster, local_batch, tmp_path):
     """The driver killed while a job runs on the cluster, then started again: the batch finishes, the complete
     run untouched."""
     out = tmp_path / "out"
     redone = SEEDS[:1]
-    complete = partly_done(spread, out, redone)
+    complete = partly_done(local_batch, out, redone)
     assert any(p.name == "MANIFEST.json" and p.parent.name == f"default-seed{SEEDS[1]}" for p in complete)
     batch, log = cluster_batch(tmp_path, cluster.address, SEEDS), tmp_path / "driver.log"
     with package_lock(seed_environment(out, redone[0])):
@@ -278,4 +260,4 @@ def test_a_driver_killed_mid_batch_resumes_on_the_cluster(cluster, spread, tmp_p
         assert stage_status(out / f"default-seed{seed}", verify_hashes=True) is StageStatus.COMPLETE
     assert {p: p.stat().st_mtime_ns for p in complete} == complete
     assert not [p for p in out.rglob(f"*{PARTIAL_SUFFIX}")]
-    assert ground_truth(out, SEEDS) == ground_truth(spread, SEEDS)
+    assert ground_truth(out, SEEDS) == ground_truth(local_batch, SEEDS)
