@@ -1,4 +1,5 @@
-"""The package as pip installs it, not editable: configs/ travels as package data and `grade demo` finds it."""
+"""The package as pip installs it, not editable: configs/ (and the ROS 1 message definitions) travel as package
+data and `grade demo` finds its config."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def test_a_wheel_carries_the_configs_and_an_installed_grade_finds_its_demo_confi
     shipped = {f"configs/{p.relative_to(CONFIGS)}" for p in CONFIGS.rglob("*") if p.is_file() and
                p.suffix in (".yaml", ".xml")}
     assert shipped and shipped <= names
+    assert "core/formats/bags/ros1_definitions.json" in names  # the ROS 1 bag writer's canonical definitions
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
                    check=True, capture_output=True)

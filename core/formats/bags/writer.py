@@ -12,7 +12,8 @@ Compression (`compression`, recording.bag_compression) is rosbags' own: ROS 1 ch
 header's `compression` field), ROS 2 MCAP chunks zstd or lz4 (each chunk record's `compression`), ROS 2
 sqlite3 zstd per message (rosbag2's message compression: metadata.yaml `compression_mode: message`,
 `compression_format: zstd`). rosbags' readers (bag_reader) decompress all of them. Every MCAP chunk carries
-the CRC-32 of its records (`mcap_chunk_crcs`), which the readers check.
+the CRC-32 of its records (`mcap_chunk_crcs`), which the readers check. A ROS 1 connection stores its type's canonical message definition
+(core.formats.bags.ros1_definitions), so ROS 1's tools see no type to migrate.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from rosbags.typesys.store import Typestore
 
 from core.formats.bags import messages as m
 from core.formats.bags.layout import ros1_bag_path, ros2_bag_path
+from core.formats.bags.ros1_definitions import canonical_definition
 from core.formats.bags.topics import CLOCK, TF, TF_STATIC
 from core.rundir import new_partial
 
@@ -94,12 +96,13 @@ class _Sink:
 
     def write(self, topic: str, msgtype: str, stamp_ns: int, factory: MessageFactory, latched: bool) -> None:
         if topic not in self.connections:
-            if not latched:
-                options = {}
-            elif self.ros1:
-                options = {"latching": ROS1_LATCHING}
-            else:
-                options = {"offered_qos_profiles": [LATCHED_QOS]}
+            options: dict[str, object] = {}
+            if self.ros1:
+                options["msgdef"], options["md5sum"] = canonical_definition(msgtype, self.typestore)
+                if latched:
+                    options["latching"] = ROS1_LATCHING
+            elif latched:
+                options["offered_qos_profiles"] = [LATCHED_QOS]
             self.connections[topic] = self.writer.add_connection(topic, msgtype, typestore=self.typestore, **options)
             self.seq[topic] = 0
         message = factory(self.builder, self.seq[topic])
