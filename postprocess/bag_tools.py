@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 import numpy as np
-from rosbags.convert.converter import create_connections_converters
+from rosbags.convert.converter import STATIC_MSGTYPE_RENAMES, create_connections_converters
 from rosbags.highlevel import AnyReader
 from rosbags.interfaces import Connection, ConnectionExtRosbag1, ConnectionExtRosbag2, QosDurability
 from rosbags.rosbag1 import ReaderError as Ros1ReaderError
@@ -43,6 +43,7 @@ from core.errors import InputError
 from core.formats.bags import messages as m
 from core.formats.bags.layout import ACTIVE_SUFFIX, ROS1_SUFFIX
 from core.formats.bags.reader import image_array, open_bag, stamp_ns
+from core.formats.bags.ros1_definitions import canonical_definition, has_canonical_definition
 from core.formats.bags.topics import EXPERIMENT_MARKER, TF_STATIC
 from core.formats.bags.writer import (
     BAG_FORMATS,
@@ -362,6 +363,29 @@ def _latched(connection: Connection) -> bool:
     return latched or connection.topic == TF_STATIC
 
 
+def _add_canonical_ros1_connections(connections: list[Connection], writer: Ros1Writer) -> None:
+    """Add the ROS 1 output connections of the types core.formats.bags.ros1_definitions knows, with their canonical
+    definitions, before rosbags' converter adds its own: it reuses a connection of the same topic, type and
+    connection header (callerid, latching; a ROS 2 topic is latched where its QoS is transient local), and would
+    otherwise store its shortened text, which ROS 1's tools take for a type to migrate. From a ROS 2 bag too: the
+    known types (common_msgs and friends) have the same layout in ROS 2, Header's seq aside, which the converter
+    adds (ROS 1's genpy reads such a converted bag back)."""
+    typestore = m.ros1_typestore()
+    for connection in connections:
+        msgtype = STATIC_MSGTYPE_RENAMES.get(connection.msgtype, connection.msgtype)
+        if not has_canonical_definition(msgtype):
+            continue
+        ext = connection.ext
+        if not isinstance(ext, ConnectionExtRosbag1):
+            ext = ConnectionExtRosbag1(None, int(any(q.durability == QosDurability.TRANSIENT_LOCAL
+                                                     for q in ext.offered_qos_profiles)))
+        if any((c.topic, c.msgtype, c.ext) == (connection.topic, msgtype, ext) for c in writer.connections):
+            continue
+        msgdef, md5sum = canonical_definition(msgtype, typestore)
+        writer.add_connection(connection.topic, msgtype, msgdef=msgdef, md5sum=md5sum, callerid=ext.callerid,
+                              latching=ext.latching)
+
+
 def _writer(path: Path, output_format: BagFormat, storage: Ros2Storage) -> Ros1Writer | Ros2Writer:
     if output_format == "ros1":
         return Ros1Writer(path)
@@ -377,6 +401,8 @@ class _Transformer:
         self.label = label
         self.ros1_out = plan.output_format == "ros1"
         renamed = [c._replace(topic=plan.output_topics[c.topic]) for c in plan.kept]
+        if isinstance(writer, Ros1Writer):
+            _add_canonical_ros1_connections(renamed, writer)
         # rosbags' converter creates the output connections and, when the formats differ, converts each
         # message's bytes (ROS 1 <-> CDR, Header.seq) the way `rosbags-convert` does.
         self.connmap, self.convmap = create_connections_converters(renamed, None, reader, writer)

@@ -36,6 +36,10 @@ def ros1_name(msgtype: str) -> str:
     return f"{package.removesuffix('/msg')}/{name}"
 
 
+def has_canonical_definition(msgtype: str) -> bool:
+    return ros1_name(msgtype) in _definitions()
+
+
 def canonical_definition(msgtype: str, typestore: Typestore) -> tuple[str, str]:
     """(message definition, MD5) of `msgtype` for a ROS 1 connection: the canonical text where it is known, else
     rosbags' own. The MD5 is the typestore's: a canonical text whose MD5 differs (a typestore of other message
