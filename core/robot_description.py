@@ -331,6 +331,11 @@ def _describe(path: Path, fmt: str, mjcf: str, model, digest: str) -> Descriptio
     for body in range(1, model.nbody):
         if model.body_mass[body] < 0:
             raise InputError(f"link {model.body(body).name!r} has a negative mass", path)
+        # Finite numbers in the file can still compile to inf or NaN (a geom 1e308 m wide has an infinite mass).
+        if not (np.isfinite(model.body_mass[body]) and np.all(np.isfinite(model.body_inertia[body]))
+                and np.all(np.isfinite(data.xpos[body]))):
+            raise InputError(f"link {model.body(body).name!r} compiles to an infinite or undefined mass, inertia or "
+                             "position: a size, mass or offset in the description is too large", path)
     if not model.body_subtreemass[1] > 0:
         raise InputError("the robot has no mass: give its links <inertial> masses", path)
     joints = tuple(
@@ -342,6 +347,10 @@ def _describe(path: Path, fmt: str, mjcf: str, model, digest: str) -> Descriptio
     collision = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
     for geom in collision or range(model.ngeom):
         corners.append(_geom_corners(model, data, geom))
+        if not np.all(np.isfinite(corners[-1])):
+            name = model.geom(geom).name or f"#{geom} of link {model.body(model.geom_bodyid[geom]).name!r}"
+            raise InputError(f"collision geometry {name} is infinite or undefined: a size or offset in the "
+                             "description is too large", path)
     points = np.concatenate(corners) if corners else np.zeros((1, 3))
     lower, upper = points.min(axis=0), points.max(axis=0)
     inertia = _inertia(model, data)

@@ -38,7 +38,7 @@ from core.config import (
     Vec3,
 )
 from core.config_io import apply_overrides, parse_override, validate_model
-from core.errors import ConfigError
+from core.errors import ConfigError, InputError
 from core.formats.scene_layout import SceneHuman, SceneObject
 from core.yaml_io import read_yaml
 
@@ -86,6 +86,9 @@ def load_overrides(path: Path | None) -> ReplayOverrides:
     if path is None:
         return ReplayOverrides()
     data, lines = read_yaml(path)
+    if not data:  # an empty file (or `{}`) would replay the run unchanged: surely not what was meant
+        raise InputError("holds no overrides (cameras, imus, lidar, lights, hide, add_objects, depth_npy, set); leave out "
+                         "--with to replay the run as it was", path)
     overrides = validate_model(ReplayOverrides, data, path, lines)
     # Paths are relative to the overrides file, as config paths are to the config's.
     added = [o.model_copy(update={"path": _from(path, o.path)}) for o in overrides.add_objects]

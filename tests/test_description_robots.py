@@ -197,6 +197,17 @@ BAD_DESCRIPTIONS = {
                   LINK.format(name="b", mass=1, visual=""), joint("j1", "base_link", "a"), joint("j2", "a", "b"),
                   joint("j3", "base_link", "b")), "kinematic loop"),
     "zero_mass": (urdf(LINK.format(name="base_link", mass=0, visual="")), "link base_link"),
+    # finite numbers whose sum overflows: a link 1e308 m out on a link 1e308 m out
+    "infinite_position": (urdf(LINK.format(name="base_link", mass=1, visual=""), LINK.format(name="a", mass=1, visual=""),
+                               LINK.format(name="b", mass=1, visual=""),
+                               joint("j1", "base_link", "a").replace("<parent", '<origin xyz="1e308 0 0"/><parent'),
+                               joint("j2", "a", "b").replace("<parent", '<origin xyz="1e308 0 0"/><parent')),
+                          "infinite or undefined"),
+    "infinite_geometry": (urdf(LINK.format(name="base_link", mass=1, visual=""),
+                               LINK.format(name="a", mass=1, visual='<collision><origin xyz="1e308 0 0"/><geometry>'
+                                                                    '<box size="1 1 1"/></geometry></collision>'),
+                               joint("j1", "base_link", "a").replace("<parent", '<origin xyz="1e308 0 0"/><parent')),
+                          "collision geometry #0 of link 'a' is infinite"),
 }
 
 

@@ -180,11 +180,13 @@ def test_verify_prints_the_deviation_and_keeps_nothing(run, tmp_path):
     (["--out", "{tmp}/x", "--mode", "fast"], "'fast' is not one of 'teleport', 'physics'"),
     (["--out", "{tmp}/x", "--with", "{tmp}/bad.yaml"], "no human named 'nobody'"),
     (["--out", "{tmp}/x", "--with", "{tmp}/set.yaml"], "set only keys under robot.sensors"),
+    (["--out", "{tmp}/x", "--with", "{tmp}/empty.yaml"], "holds no overrides"),
     ([], "--out"),
 ])
 def test_bad_replay_requests_exit_2_before_writing(run, tmp_path, args, message):
     (tmp_path / "bad.yaml").write_text("hide: {humans: [nobody]}\n")
     (tmp_path / "set.yaml").write_text("set: {simulation.duration: 9}\n")
+    (tmp_path / "empty.yaml").write_text("# nothing to change\n")
     before = hashes(run, ("gt", "states.npz", "run.json"))
     result = run_grade("replay", str(run), *[a.format(run=run, tmp=tmp_path) for a in args])
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
