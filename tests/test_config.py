@@ -318,6 +318,14 @@ def test_an_experiment_without_sensors_records_nothing_and_is_refused():
     ("simulation.duration=3601", "simulation.duration"),
     ("recording.depth_npy=1", "recording.depth_npy"),  # booleans are true/false, not 1
     ("robot.sensors.cameras.0.width=7681;robot.sensors.cameras.0.height=4320", "pixels"),
+    # each of these ran out of memory with a traceback or ran for hours before anything was written
+    ("robot.sensors.lidar={name: l, channels: 1025, horizontal_resolution_deg: 0.0879}", "4,194,304 a LiDAR"),
+    ("exploration.map_resolution=0.019", "exploration.map_resolution"),
+    ("robot.sensors.cameras.0.near=9e-5", "cameras.0.near"),
+    ("robot.sensors.cameras.0.far=1.1e6", "cameras.0.far"),
+    ("humans.count={min: 0, max: 1001}", "at most 1,000 humans"),
+    ("flying_objects.count={min: 0, max: 1001}", "at most 1,000 flying objects"),
+    ("environment.rooms=65", "environment.rooms"),
 ])
 def test_values_out_of_what_the_stages_handle_are_refused(override, message):
     with pytest.raises(ConfigError) as err:
@@ -328,8 +336,17 @@ def test_values_out_of_what_the_stages_handle_are_refused(override, message):
 def test_largest_accepted_values_validate():
     config = load_experiment(CONFIGS / "demo.yaml", [f"seed={2**31 - 1}", "simulation.duration=3600",
                                                      "robot.sensors.cameras.0.width=7680",
-                                                     "robot.sensors.cameras.0.height=4320"])
+                                                     "robot.sensors.cameras.0.height=4320",
+                                                     "robot.sensors.lidar={name: l, channels: 1024, "
+                                                     "horizontal_resolution_deg: 0.0879}",  # 4096 columns
+                                                     "exploration.map_resolution=0.02",
+                                                     "robot.sensors.cameras.0.near=1e-4",
+                                                     "robot.sensors.cameras.0.far=1e6",
+                                                     "humans.count={min: 0, max: 1000}",
+                                                     "flying_objects.count={min: 0, max: 1000}",
+                                                     "environment.rooms=64"])
     assert config.seed == 2**31 - 1 and config.simulation.duration == 3600
+    assert config.robot.sensors.lidar.channels == 1024 and config.environment.rooms == 64
 
 
 def test_batch_variants_with_counts_and_seeded_draws(tmp_path):

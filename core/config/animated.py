@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, model_validator
+from pydantic import AfterValidator, Field, StrictBool, model_validator
 
-from core.config.base import IntRange, NonNegFloat, PositiveFloat, PositiveInt, Strict
+from core.config.base import IntRange, NonNegFloat, PositiveFloat, PositiveInt, Strict, at_most
 from core.config.paths import InputPath
+
+MAX_ANIMATED = 1000  # humans, and animals, per experiment
 
 
 class ClipWindowConfig(Strict):
@@ -39,7 +41,8 @@ class AnimatedConfig(Strict):
     """What humans and animals share: how many, and how their swept traces are placed collision-free."""
 
     paths: list[InputPath] = Field(default_factory=list, description="files or folders of animations")
-    count: IntRange = Field(default_factory=lambda: IntRange(min=7, max=40))
+    count: Annotated[IntRange, AfterValidator(at_most(MAX_ANIMATED, "humans"))] = Field(
+        default_factory=lambda: IntRange(min=7, max=40))
     max_tries: PositiveInt = 99
     contact_threshold: Annotated[int, Field(ge=1, description="accept a trace with fewer FCL contacts than this")] = 200
     max_inside_fraction: Annotated[float, Field(ge=0, le=1)] = Field(
@@ -72,7 +75,8 @@ class AnimalsConfig(AnimatedConfig):
     source: Literal["procedural", "gltf", "package"] = Field(
         "procedural", description="procedural: striped quadrupeds walking in place or grazing; gltf: skinned, "
                                   "animated glTF files (first clip each); package: converted animated packages")
-    count: IntRange = Field(default_factory=lambda: IntRange(min=0, max=0))
+    count: Annotated[IntRange, AfterValidator(at_most(MAX_ANIMATED, "animals"))] = Field(
+        default_factory=lambda: IntRange(min=0, max=0))
 
     @model_validator(mode="after")
     def _paths_needed(self) -> AnimalsConfig:

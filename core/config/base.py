@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import (
@@ -68,6 +69,18 @@ class IntRange(Strict):
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
         return self
+
+
+def at_most(cap: int, what: str) -> Callable[[IntRange], IntRange]:
+    """A field validator for an IntRange of counts: refuses a max above `cap` (one `what` each adds placement and
+    simulation time: far more than this runs for hours before it writes anything)."""
+
+    def check(value: IntRange) -> IntRange:
+        if value.max > cap:
+            raise ValueError(f"at most {cap:,} {what} (got max {value.max:,})")
+        return value
+
+    return check
 
 
 # Keys that earlier versions declared but no stage applied. They are not in the schema (a setting

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from core.config.base import IntRange, NonNegFloat, PositiveInt, Strict
+from core.config.base import IntRange, NonNegFloat, Strict
 from core.config.paths import InputPath
 
 # Luminance of the lights the 3D-Front converter makes (USD sphere-light nits), inside GRADE's randomisation range.
@@ -40,7 +40,7 @@ class EnvironmentConfig(Strict):
     room: str | None = Field(None, description="convert only this room id (front3d only)")
     light_intensity: NonNegFloat = Field(FRONT3D_LIGHT_INTENSITY, description="front3d: luminance (nits) of the "
                                          "ceiling lights and lamps made for the house (before randomisation)")
-    rooms: PositiveInt = Field(3, description="procedural: number of rooms/alcoves")
+    rooms: Annotated[int, Field(ge=1, le=64)] = Field(3, description="procedural: number of rooms/alcoves")
     furniture: IntRange = Field(default_factory=lambda: IntRange(min=10, max=20))
     terrain: TerrainConfig = Field(default_factory=TerrainConfig, description="procedural terrain options")
     region: list[tuple[float, float]] | None = Field(

@@ -15,7 +15,9 @@ class ExplorationConfig(Strict):
                                 "clusters (FUEL-like), moving and turning at once; waypoints: the given points; "
                                 "none: stay put")
     waypoints: list[Vec3] = Field(default_factory=list, description="x, y, z (m) for planner 'waypoints'")
-    map_resolution: PositiveFloat = 0.1
+    map_resolution: Annotated[float, Field(ge=0.02, le=1.0)] = Field(
+        0.1, description="m per cell of the robot's maps (finer than 2 cm, a flat's maps and path searches take "
+                         "gigabytes and hours)")
     stop_explored_fraction: Annotated[float, Field(gt=0, le=1)] = 0.95
     replan_period: PositiveFloat = 1.0
     safety_margin: NonNegFloat = 0.3

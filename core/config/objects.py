@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, model_validator
+from pydantic import AfterValidator, Field, StrictBool, model_validator
 
-from core.config.base import FloatRange, IntRange, Strict
+from core.config.base import FloatRange, IntRange, Strict, at_most
 from core.config.paths import InputPath
+
+MAX_FLYING_OBJECTS = 1000  # per experiment
 
 
 class FlyingObjectsConfig(Strict):
@@ -15,7 +17,8 @@ class FlyingObjectsConfig(Strict):
 
     source: Literal["procedural", "gso", "mesh", "package"] = "procedural"
     paths: list[InputPath] = Field(default_factory=list)
-    count: IntRange = Field(default_factory=lambda: IntRange(min=0, max=10))
+    count: Annotated[IntRange, AfterValidator(at_most(MAX_FLYING_OBJECTS, "flying objects"))] = Field(
+        default_factory=lambda: IntRange(min=0, max=10))
     speed: FloatRange = Field(default_factory=lambda: FloatRange(min=0.1, max=0.6), description="m/s")
     angular_speed_deg: FloatRange = Field(default_factory=lambda: FloatRange(min=0.0, max=90.0))
     collision_check: StrictBool = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, field_validator, model_validator
@@ -11,6 +12,9 @@ from core.config.base import FloatRange, NonNegFloat, PositiveFloat, PositiveInt
 # Most pixels a camera may render per frame (after supersampling): 8K UHD. Beyond it one frame's buffers
 # take gigabytes.
 MAX_CAMERA_PIXELS = 7680 * 4320
+# Most points a LiDAR may cast per sweep: 2^22, ten times a 128-channel, 0.1 degree spinning LiDAR's. Beyond it
+# one sweep's rays take gigabytes.
+MAX_LIDAR_POINTS = 1 << 22
 
 
 class Mount(Strict):
@@ -33,8 +37,10 @@ class CameraConfig(Strict):
         None, description="fx, fy, cx, cy in pixels; overrides fov_deg"
     )
     rate_hz: PositiveFloat = 30.0
-    near: PositiveFloat = 0.05
-    far: PositiveFloat = 100.0
+    # Clip distances in m: depth is float32 (and millimetres in 16-bit PNGs), so a near plane below 0.1 mm or a far
+    # one beyond 1000 km only loses precision or overflows.
+    near: Annotated[float, Field(ge=1e-4, le=1e6)] = 0.05
+    far: Annotated[float, Field(ge=1e-4, le=1e6)] = 100.0
     outputs: list[Literal["rgb", "depth", "instance", "semantic", "normals", "flow", "boxes2d", "boxes3d"]] = Field(
         default_factory=lambda: ["rgb", "depth", "instance", "semantic", "boxes2d", "boxes3d"]
     )
@@ -85,6 +91,11 @@ class LidarConfig(Strict):
             raise ValueError(f"min_range ({self.min_range}) must be < max_range ({self.max_range})")
         if self.vertical_fov_deg.min < -90 or self.vertical_fov_deg.max > 90:
             raise ValueError("vertical_fov_deg must lie within [-90, 90]")
+        points = self.channels * math.ceil(self.horizontal_fov_deg / self.horizontal_resolution_deg)
+        if points > MAX_LIDAR_POINTS:
+            raise ValueError(f"{self.channels} channels at {self.horizontal_resolution_deg} deg over "
+                             f"{self.horizontal_fov_deg} deg are {points:,} points per sweep, more than the "
+                             f"{MAX_LIDAR_POINTS:,} a LiDAR may cast")
         return self
 
 
