@@ -86,5 +86,12 @@ def apply_depth_noise(depth: np.ndarray, K: np.ndarray, config: DepthNoiseConfig
     valid = valid_depth(z, config)
     z = np.where(valid, z, 0.0)  # no NaN/inf through the polynomials: no warnings, no overflow
     draws = rng.standard_normal(z.shape)
-    noisy = z + depth_mean_error(z, config) + depth_sigma(z, focal_px, config) * draws
-    return np.where(valid & (noisy > 0), noisy, np.nan).astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        noisy = z + depth_mean_error(z, config) + depth_sigma(z, focal_px, config) * draws
+    kept = valid & (noisy > 0)
+    if not np.all(np.abs(noisy[kept]) <= np.finfo(np.float32).max):
+        # Finite settings may still give depths beyond float32 (a sigma polynomial of 1e308): refused, never written.
+        raise InputError(f"the {config.model} noise gives depths beyond float32's range with gaussian_mean "
+                         f"{config.gaussian_mean} and gaussian_sigma {config.gaussian_sigma}: a depth camera's "
+                         "error is centimetres", field="gaussian_sigma")
+    return np.where(kept, noisy, np.nan).astype(np.float32)

@@ -152,3 +152,15 @@ def test_bad_input_raises_input_error(depth, K_bad, field, words):
         apply_depth_noise(depth, K_bad, DepthNoiseConfig(), np.random.default_rng(0))
     assert error.value.field == field
     assert words in str(error.value)
+
+
+def test_gaussian_settings_that_leave_float32_are_refused_naming_them():
+    depth = np.full((4, 5), 2.0)
+    config = DepthNoiseConfig(model="gaussian", gaussian_sigma=[1e308])
+    with pytest.raises(InputError) as error:
+        apply_depth_noise(depth, K, config, np.random.default_rng(0))
+    assert error.value.field == "gaussian_sigma" and "[1e+308]" in str(error.value)
+    # the largest sigma float32 holds still gives finite depths (or no return where negative)
+    within = apply_depth_noise(depth, K, DepthNoiseConfig(model="gaussian", gaussian_sigma=[1e37]),
+                               np.random.default_rng(0))
+    assert np.all(np.isnan(within) | np.isfinite(within))

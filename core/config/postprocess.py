@@ -68,8 +68,9 @@ class BlurConfig(Strict):
 class RollingShutterConfig(Strict):
     """Rows exposed one after another: the readout time (first to last row) is drawn once per sequence."""
 
-    readout_mean: NonNegFloat = Field(0.015, description="s")
-    readout_std: NonNegFloat = Field(0.006, description="s")
+    readout_mean: Annotated[float, Field(ge=0, le=1)] = Field(0.015, description="s (a frame's rows are read out "
+                                                                  "well within a second)")
+    readout_std: Annotated[float, Field(ge=0, le=1)] = Field(0.006, description="s")
 
 
 class PostprocessConfig(Strict):
