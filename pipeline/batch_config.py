@@ -14,8 +14,6 @@ from core.config import (
     ExperimentConfig,
     InputPath,
     IntRange,
-    NonNegFloat,
-    PositiveFloat,
     PositiveInt,
     Seed,
     Strict,
@@ -60,6 +58,13 @@ class Variant(Strict):
         return draw
 
 
+MAX_WORKERS = 10_000  # jobs at a time
+MAX_NODE_CPUS = 1024  # cores of one machine
+MAX_NODE_GPUS = 64
+MAX_NODE_MEMORY_GB = 65_536
+MINUTES_PER_YEAR = 525_600
+
+
 class ExecutorConfig(Strict):
     """Where `grade batch` runs its jobs: a local process pool, Ray, or SLURM through submitit."""
 
@@ -67,21 +72,27 @@ class ExecutorConfig(Strict):
         "local", description="local: a pool of `workers` processes here; ray: tasks on a Ray cluster (`ray_address`, "
                              "or a local instance); slurm: submitit jobs on a SLURM cluster; submitit-local: "
                              "submitit's local executor (the SLURM path without a cluster)")
-    workers: PositiveInt = Field(1, description="jobs at a time (local, ray, submitit-local); on slurm, the jobs "
-                                                "kept in the queue at once")
+    workers: Annotated[int, Field(ge=1, le=MAX_WORKERS)] = Field(
+        1, description="jobs at a time (local, ray, submitit-local); on slurm, the jobs kept in the queue at once")
     retries: Annotated[int, Field(ge=0, le=10)] = Field(1, description="attempts after a failed one, per job")
     ray_address: str | None = Field(None, description="ray: 'auto' or host:port; default: start a local instance")
-    cpus_per_job: PositiveInt = Field(2, description="ray task num_cpus / slurm cpus_per_task")
-    threads_per_job: PositiveInt | None = Field(None, description="render threads of each job (GRADE_THREADS; "
+    # Per job, at most what one machine has: a job asking for more never starts (Ray waits for the resources
+    # for ever).
+    cpus_per_job: Annotated[int, Field(ge=1, le=MAX_NODE_CPUS)] = Field(2, description="ray task num_cpus / slurm "
+                                                                                      "cpus_per_task")
+    threads_per_job: Annotated[int, Field(ge=1, le=MAX_NODE_CPUS)] | None = Field(None, description="render threads of each job (GRADE_THREADS; "
                                                                   "default: local: the cores / workers, ray and "
                                                                   "slurm: cpus_per_job)")
     pin_cores: bool = Field(False, description="local: run each worker's jobs on cores of their own (Linux CPU "
                                                "affinity, threads_per_job cores each), so that no job's threads "
                                                "compete with another's")
-    gpus_per_job: NonNegFloat = Field(0.0, description="ray task num_gpus / slurm gpus_per_node, for GPU backends")
+    gpus_per_job: Annotated[float, Field(ge=0, le=MAX_NODE_GPUS)] = Field(
+        0.0, description="ray task num_gpus / slurm gpus_per_node, for GPU backends")
     slurm_partition: str | None = None
-    slurm_time_min: PositiveInt = Field(120, description="slurm: time limit per job, minutes")
-    slurm_mem_gb: PositiveFloat = Field(8.0, description="slurm: memory per job, GB")
+    slurm_time_min: Annotated[int, Field(ge=1, le=MINUTES_PER_YEAR)] = Field(120, description="slurm: time limit "
+                                                                                              "per job, minutes")
+    slurm_mem_gb: Annotated[float, Field(gt=0, le=MAX_NODE_MEMORY_GB)] = Field(8.0, description="slurm: memory per "
+                                                                                               "job, GB")
 
     @model_validator(mode="after")
     def _pinned_locally(self) -> ExecutorConfig:

@@ -470,3 +470,18 @@ def test_a_batch_at_its_limit_validates():
     batch = BatchConfig.model_validate({"base": "demo.yaml", "seeds": [1, 2], "variants": [
         {"name": "a", "count": MAX_BATCH_EXPERIMENTS // 2}, {"name": "b", "count": MAX_BATCH_EXPERIMENTS // 2}]})
     assert sum(len(variant_seeds(batch, v)) for v in batch.variants) == MAX_BATCH_EXPERIMENTS
+
+
+@pytest.mark.parametrize(("executor", "key", "limit"), [
+    ({"workers": 10_001}, "executor.workers", "10000"),
+    ({"cpus_per_job": 1025}, "executor.cpus_per_job", "1024"),  # a Ray task asking for more waits for ever
+    ({"threads_per_job": 1025}, "executor.threads_per_job", "1024"),
+    ({"kind": "ray", "gpus_per_job": 65}, "executor.gpus_per_job", "64"),
+    ({"kind": "slurm", "slurm_mem_gb": 1e308}, "executor.slurm_mem_gb", "65536"),
+    ({"kind": "slurm", "slurm_time_min": 525_601}, "executor.slurm_time_min", "525600"),
+])
+def test_executor_resources_beyond_one_machine_are_refused(executor, key, limit, tmp_path):
+    path = _batch(tmp_path, [1], [{"name": "v"}])
+    data = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**data, "executor": executor}))
+    assert_refused(run_grade("config", "validate", str(path)), "batch.yaml", key, limit)
