@@ -126,6 +126,7 @@ def test_glitch_removal_keeps_real_short_commands():
     ("0.1 0 0 -4\n", "line 1: the duration must be > 0"),
     ("# header\n0.1 0 0\n", "line 2: expected 4 columns"),
     ("0.1 0 nan 4\n", "line 1: values must be finite"),
+    ("1e308 0 0 1\n", "line 1: velocities must be within"),  # its wheel speeds overflowed to a standstill
     ("# nothing\n\n", "no commands"),
 ])
 def test_bad_command_files_name_file_and_line(tmp_path, text, match):

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import run_grade
+from conftest import assert_refused, run_grade
 
 from core.errors import InputError
 from core.formats.s_curve import (
@@ -332,6 +332,11 @@ def test_cli_calibrate_writes_a_loadable_network(tmp_path, recordings):
     assert float(np.load(out)["validation_error"]) == pytest.approx(reported, abs=1e-4)
     result = run_grade("robot", "calibrate", str(tmp_path / "none.csv"), "--out", str(tmp_path / "x.npz"))
     assert result.returncode == 2 and "recording not found" in result.stderr
+    assert not (tmp_path / "x.npz").exists()
+    # one step of two samples: nothing to hold out for validation (it raised a ValueError from numpy)
+    (tmp_path / "short.csv").write_text("time,FL,FR,RL,RR\n0,0,0,0,0\n0.1,1,1,1,1\n")
+    result = run_grade("robot", "calibrate", str(tmp_path / "short.csv"), "--out", str(tmp_path / "x.npz"))
+    assert_refused(result, "too little to fit and validate on")
     assert not (tmp_path / "x.npz").exists()
 
 

@@ -321,6 +321,12 @@ def fit_network(responses: Sequence[StepResponse], restarts: int = 100, seed: in
     if restarts < 1 or iterations < 1:
         raise ValueError(f"restarts and iterations must be >= 1, got {restarts}, {iterations}")
     training_masks, validation_masks = split(responses, seed)
+    if not any(m.any() for m in training_masks) or not any(m.any() for m in validation_masks):
+        samples = sum(len(r.time) for r in responses)
+        raise InputError(f"too little to fit and validate on: {len(responses)} step response(s) with {samples} "
+                         f"samples in all (with fewer than {MIN_HOLDOUT_RESPONSES} responses, every "
+                         f"{VALIDATION_STRIDE}th sample is held out, so each response needs {VALIDATION_STRIDE} "
+                         "or more); record longer or more steps")
     training = _Samples.build(responses, training_masks)
     validation = _Samples.build(responses, validation_masks)
     best: tuple[float, SCurveNetwork] | None = None

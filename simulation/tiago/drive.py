@@ -56,6 +56,7 @@ TRAJECTORY_COLUMNS = ("time", "x", "y", "yaw", "vx", "vy", "wz")
 COMMAND_SECONDS = 4.0
 # Longest command sequence `grade robot drive` simulates, s: an hour at 1 kHz is 3.6 M trajectory rows in memory.
 MAX_DRIVE_SECONDS = 3600.0
+MAX_COMMAND = 1000.0  # m/s or rad/s: any command file's velocities, before the base model clips them
 SPEEDS = np.linspace(0.05, 1.0, 20)  # m/s
 YAW_RATES = np.linspace(0.05, 1.5, 20)  # rad/s
 GLITCH_SECONDS = 0.02  # s: twice the 100 Hz command period
@@ -110,6 +111,10 @@ def parse_commands(text: str, source: str | Path = "<commands>") -> list[Command
             raise InputError(f"expected numbers 'vx vy wz seconds', got {raw.strip()!r}", source, where) from None
         if not all(math.isfinite(v) for v in values):
             raise InputError(f"values must be finite, got {raw.strip()!r}", source, where)
+        if any(abs(v) > MAX_COMMAND for v in values[:-1]):
+            raise InputError(f"velocities must be within +-{MAX_COMMAND:g} m/s or rad/s (the base model clips them "
+                             f"to its own limits; far beyond, its wheel speeds overflow), got {raw.strip()!r}",
+                             source, where)
         if len(values) == 4:
             legs = [tuple(values)]
         elif len(values) == 2:  # upstream square.txt: `speed seconds`, one square per line
