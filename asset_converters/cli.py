@@ -10,7 +10,14 @@ from rich.table import Table
 
 from asset_converters.batch import BatchResult, Job, run_jobs
 from asset_converters.front3d_lights import DEFAULT_LIGHT_INTENSITY
-from core.config import MAX_SEED, ClipWindowConfig
+from core.config import (
+    MAX_ANIMATED,
+    MAX_FLYING_OBJECTS,
+    MAX_FURNITURE,
+    MAX_ROOMS,
+    MAX_SEED,
+    ClipWindowConfig,
+)
 from core.errors import ExitCode, GradeError, InputError, exit_code_help
 from core.progress import console
 from core.stage import output_folder
@@ -192,10 +199,10 @@ def convert_mesh_command(
 def convert_procedural(
     out: Path = typer.Option(..., "--out", help="Folder for environment/, humans/ and objects/ packages."),
     seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Master seed: the same seed gives byte-identical packages."),
-    rooms: int = typer.Option(3, help="Rooms in the house (one room gets an alcove)."),
-    furniture: int = typer.Option(12, help="Furniture pieces spread over the rooms."),
-    humans: int = typer.Option(6, help="Animated humans (walk, idle and wave in turn)."),
-    objects: int = typer.Option(4, help="Household objects for flying distractors."),
+    rooms: int = typer.Option(3, min=1, max=MAX_ROOMS, help="Rooms in the house (one room gets an alcove)."),
+    furniture: int = typer.Option(12, min=0, max=MAX_FURNITURE, help="Furniture pieces spread over the rooms."),
+    humans: int = typer.Option(6, min=0, max=MAX_ANIMATED, help="Animated humans (walk, idle and wave in turn)."),
+    objects: int = typer.Option(4, min=0, max=MAX_FLYING_OBJECTS, help="Household objects for flying distractors."),
 ) -> None:
     """Generate demo assets without any download: a furnished house, animated humans, objects.
 

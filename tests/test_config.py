@@ -326,6 +326,7 @@ def test_an_experiment_without_sensors_records_nothing_and_is_refused():
     ("humans.count={min: 0, max: 1001}", "at most 1,000 humans"),
     ("flying_objects.count={min: 0, max: 1001}", "at most 1,000 flying objects"),
     ("environment.rooms=65", "environment.rooms"),
+    ("environment.furniture={min: 0, max: 501}", "at most 500 furniture pieces"),
     ("postprocess.rolling_shutter={readout_mean: 1.5}", "rolling_shutter.readout_mean"),
 ])
 def test_values_out_of_what_the_stages_handle_are_refused(override, message):

@@ -225,6 +225,15 @@ def test_cli_is_deterministic_and_a_second_run_skips_everything(demo, tmp_path):
     assert file_hashes(tmp_path) == built
 
 
+@pytest.mark.parametrize(("option", "value"), [("--rooms", "65"), ("--rooms", "0"), ("--furniture", "501"),
+                                               ("--humans", "1001"), ("--objects", "-1")])
+def test_cli_refuses_counts_beyond_what_a_run_accepts(option, value, tmp_path):
+    """The config's limits (core.config: MAX_ROOMS, MAX_FURNITURE, ...): 100000 rooms ran for hours."""
+    result = run_grade("convert", "procedural", "--out", str(tmp_path / "out"), option, value)
+    assert result.returncode == 2 and option in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_another_seed_gives_other_assets(demo, tmp_path):
     with_seed = lambda seed: build_environment(seed, ROOMS, FURNITURE, tmp_path / f"textures{seed}")[0]

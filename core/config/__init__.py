@@ -5,7 +5,14 @@ file's folder; `output_dir` is relative to the current directory. Loading YAML, 
 core.config_io. The batch and SLAM-benchmark documents live beside their commands (pipeline.batch_config,
 pipeline.benchmark_config)."""
 
-from core.config.animated import AnimalsConfig, AnimatedConfig, ClipWindowConfig, GroundFitConfig, HumansConfig
+from core.config.animated import (
+    MAX_ANIMATED,
+    AnimalsConfig,
+    AnimatedConfig,
+    ClipWindowConfig,
+    GroundFitConfig,
+    HumansConfig,
+)
 from core.config.base import (
     MAX_SEED,
     NOT_AVAILABLE,
@@ -18,10 +25,16 @@ from core.config.base import (
     Strict,
     Vec3,
 )
-from core.config.environment import FRONT3D_LIGHT_INTENSITY, EnvironmentConfig, TerrainConfig
+from core.config.environment import (
+    FRONT3D_LIGHT_INTENSITY,
+    MAX_FURNITURE,
+    MAX_ROOMS,
+    EnvironmentConfig,
+    TerrainConfig,
+)
 from core.config.experiment import ExperimentConfig
 from core.config.exploration import ExplorationConfig
-from core.config.objects import FlyingObjectsConfig
+from core.config.objects import MAX_FLYING_OBJECTS, FlyingObjectsConfig
 from core.config.paths import InputPath, input_paths, resolve_input_paths
 from core.config.postprocess import (
     BlurConfig,
@@ -46,8 +59,9 @@ from core.config.sensors import MAX_CAMERA_PIXELS, CameraConfig, ImuConfig, Lida
 from core.config.simulation import MAX_DURATION_S, RandomizationConfig, RatesConfig, SimulationConfig
 
 __all__ = [
-    "DEFAULT_ROBOT_NAME", "DEFAULT_SKY", "FRONT3D_LIGHT_INTENSITY", "MAX_CAMERA_PIXELS", "MAX_DURATION_S",
-    "MAX_ROBOTS", "MAX_SEED", "NOT_AVAILABLE", "ROBOT_NAME_PATTERN",
+    "DEFAULT_ROBOT_NAME", "DEFAULT_SKY", "FRONT3D_LIGHT_INTENSITY", "MAX_ANIMATED", "MAX_CAMERA_PIXELS",
+    "MAX_DURATION_S", "MAX_FLYING_OBJECTS", "MAX_FURNITURE", "MAX_ROBOTS", "MAX_ROOMS", "MAX_SEED", "NOT_AVAILABLE",
+    "ROBOT_NAME_PATTERN",
     "AnimalsConfig", "AnimatedConfig", "BlurConfig", "CameraConfig", "ClipWindowConfig", "CyclesConfig",
     "DepthNoiseConfig", "EnvironmentConfig", "ExperimentConfig", "ExplorationConfig", "ExposureConfig",
     "FloatRange", "FlyingObjectsConfig", "GroundFitConfig", "HumansConfig", "ImuConfig", "ImuNoiseConfig",

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
-from core.config.base import IntRange, NonNegFloat, Strict
+from core.config.base import IntRange, NonNegFloat, Strict, at_most
 from core.config.paths import InputPath
+
+# Of a procedural house: beyond these, generating and furnishing it takes minutes per room or piece.
+MAX_ROOMS = 64
+MAX_FURNITURE = 500
 
 # Luminance of the lights the 3D-Front converter makes (USD sphere-light nits), inside GRADE's randomisation range.
 FRONT3D_LIGHT_INTENSITY = 2500.0
@@ -40,8 +44,9 @@ class EnvironmentConfig(Strict):
     room: str | None = Field(None, description="convert only this room id (front3d only)")
     light_intensity: NonNegFloat = Field(FRONT3D_LIGHT_INTENSITY, description="front3d: luminance (nits) of the "
                                          "ceiling lights and lamps made for the house (before randomisation)")
-    rooms: Annotated[int, Field(ge=1, le=64)] = Field(3, description="procedural: number of rooms/alcoves")
-    furniture: IntRange = Field(default_factory=lambda: IntRange(min=10, max=20))
+    rooms: Annotated[int, Field(ge=1, le=MAX_ROOMS)] = Field(3, description="procedural: number of rooms/alcoves")
+    furniture: Annotated[IntRange, AfterValidator(at_most(MAX_FURNITURE, "furniture pieces"))] = Field(
+        default_factory=lambda: IntRange(min=10, max=20))
     terrain: TerrainConfig = Field(default_factory=TerrainConfig, description="procedural terrain options")
     region: list[tuple[float, float]] | None = Field(
         None, description="polygon [[x, y], ...] (m, at least 3 corners) where humans, animals, flying objects and "
