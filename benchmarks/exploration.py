@@ -1,16 +1,21 @@
 """Exploration of the demo flat and the 3D-Front sample house by the UAV and the TIAGo++ Omni, frontier planner
-against tour planner: coverage over time, path, speed, collisions, replans, planning CPU time.
+against tour planner: coverage over time, path, speed, collisions, replans, planning CPU time, on one seed's
+scene or the distribution over many.
 
 Run: .venv/bin/python benchmarks/exploration.py [--budget 120] [--scenes flat,house] [--robots uav,lightweight]
      (robots: uav, lightweight, physical, and the description robots husky (the Clearpath Husky URDF of
      ../shared/realdata, differential) and quadrotor (an MJCF quadrotor this script writes, floating))
-     [--planners frontier,tour] [--seed 42] [--humans MIN,MAX] [--objects MIN,MAX] [--resolution 0.1]
-     [--uav-speed M/S] [--cache DIR] [--smoke]
+     [--planners frontier,tour] [--seed 42 | --seeds A-B] [--results FILE.jsonl] [--humans MIN,MAX]
+     [--objects MIN,MAX] [--resolution 0.1] [--uav-speed M/S] [--cache DIR] [--smoke]
      .venv/bin/python benchmarks/exploration.py --demo [--planners frontier,tour]
 
---smoke: the UAV in the flat with 1 human and 1 flying object, each planner for 1 simulated second; with --demo,
-0.25 s of the demo with a 96x72 camera (the figures mean nothing). --cache: the asset cache to convert into
-(default: a temporary folder; --demo converts into its own).
+--seeds A-B (or A,B,...): each seed's flat (its rooms, furniture, people and objects), then the distribution per
+robot and planner: the coverage at the budget (min, median, share of seeds at 0.9 or more) and the contacts.
+--results FILE: each run's row is added to FILE (JSON lines) as it ends, and runs already there (same scene,
+robot, planner, seed and budget) are not run again: a long sweep is split into several calls. --smoke: the UAV in
+the flat with 1 human and 1 flying object, each planner for 1 simulated second; with --demo, 0.25 s of the demo
+with a 96x72 camera (the figures mean nothing). --cache: the asset cache to convert into (default: a temporary
+folder; --demo converts into its own).
 
 --demo records configs/demo.yaml as `make demo` does (its 640x480 camera, 25 s) with each planner and prints
 the rooms the robot flew through (simulation.exploration.metrics.rooms on the flat's ground-truth map), its
@@ -18,21 +23,25 @@ path, and the CPU seconds spent planning against the whole process's CPU seconds
 
 Prepares configs/demo.yaml (its humans and flying objects unless overridden; the house: the real 3D-Front sample
 house from ../shared/realdata, converted with its lights, no humans or flying objects) once per scene and
-robot kind in a temporary folder, then lets each robot explore with each planner and a 64x48, 100 deg depth camera
-(the UAV's on camera_link, the TIAGo's on its head tilted 25 deg down) until it is done or the budget
-(simulated seconds) runs out. Coverage is the fraction of the flat's free floor reachable by a disc of the
-robot's radius from its start (ground truth from the environment package's occupancy.npz, which the robot never
-reads; for the UAV, free where nothing stands in the slab it flies in: it flies over tables) that the robot's own
-map knows, at 15, 30, 60 and 120 s (the last value once exploration ended). Floor: the area of that reachable
-floor; path: the robot's horizontal path length; speed: path / time explored; collisions: physics steps with a
-contact of the robot with the environment, or with a person or flying object it moved towards (MuJoCo); replans:
-planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock measure, so it
-varies from run to run; everything else is deterministic).
+robot kind in a temporary folder, then runs each robot's mission as `grade generate` does (the bootstrap, then
+its planner; simulation.mission) with a 64x48, 100 deg depth camera (the UAV's on camera_link, the TIAGo's on its
+head tilted 25 deg down) until its exploration is done or the budget (simulated seconds) runs out. Coverage is
+what run.json reports as `mission.reachable_floor_coverage` (simulation.exploration.metrics.FloorCoverage): the
+fraction of the flat's free floor reachable by a disc of the robot's radius from where it starts exploring
+(ground truth from the environment package's occupancy.npz, which the robot never reads; for the UAV, free where
+nothing stands in the slab it flies in: it flies over tables) that the robot's own map knows, at 15, 30, 60 and
+120 s (the last value once exploration ended). Floor: the area of that reachable floor; path: the robot's
+horizontal path length; speed: path / time explored; coll.: physics steps in a contact of the robot with the
+environment, or with a person or flying object it moved towards faster than they came on (MuJoCo;
+simulation.exploration.metrics.robot_contacts); pushed: steps in which only a person or object walked or flew
+into it; replans: planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock
+measure, so it varies from run to run; everything else is deterministic).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -40,16 +49,16 @@ from pathlib import Path
 import numpy as np
 
 from core.assets.layout import OCCUPANCY_FILE
+from core.config import ExperimentConfig
 from core.config_io import load_experiment
-from core.formats.occupancy import read_occupancy, read_voxels
+from core.formats.occupancy import read_occupancy
 from core.formats.states import STATES_FILE, load_robot_path
-from core.robot_catalogue import robot_body
 from pipeline.generate import generate
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
-from simulation.exploration import ExplorationArea, Explorer, ExplorerParams
-from simulation.exploration.metrics import coverage, flight_map, reachable_free, robot_contacts, rooms, rooms_visited
-from simulation.exploration.tour_explorer import TourExplorer
+from simulation.exploration import Explorer
+from simulation.exploration.metrics import MoverVelocities, robot_contacts, rooms, rooms_visited
+from simulation.mission import RobotMission
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINTS = (15.0, 30.0, 60.0, 120.0)  # s
@@ -72,7 +81,6 @@ ROBOTS = {  # name -> overrides
     "quadrotor": ["robot.kind=custom", "robot.description=QUADROTOR", "robot.drive=floating",
                   "robot.sensors.cameras.0.mount.link=camera_mount"],
 }
-EXPLORERS = {"frontier": Explorer, "tour": TourExplorer}
 HOUSE = ROOT.parent / "shared" / "realdata" / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"
 SMOKE = {"robots": "uav", "budget": 1.0, "humans": [1, 1], "objects": [1, 1]}
 SMOKE_DEMO = ["simulation.duration=0.25", "simulation.bootstrap=0.25", "humans.count={min: 1, max: 1}",
@@ -82,7 +90,8 @@ SCENES = {"flat": [], "house": ["environment.source=front3d", f"environment.path
                                 "humans.count={min: 0, max: 0}", "flying_objects.count={min: 0, max: 0}"]}
 
 
-def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Path) -> dict:
+def experiment(scene: str, name: str, planner: str, args: argparse.Namespace, work: Path) -> ExperimentConfig:
+    """configs/demo.yaml as `scene`, robot `name` and `planner` explore it for `args.budget` s (`simulation.duration`)."""
     if name == "husky" and not HUSKY.is_file():
         raise SystemExit(f"the Husky URDF is not at {HUSKY}; leave out --robots husky")
     quadrotor = work / "quadrotor.xml"
@@ -91,50 +100,50 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     overrides = SCENES[scene] + overrides + CAMERA + [
         f"seed={args.seed}", f"assets_dir={args.cache or work / 'assets'}",
         f"exploration.map_resolution={args.resolution}",
-        f"exploration.planner={planner}"]
+        f"exploration.planner={planner}", f"simulation.duration={args.budget}"]
     if args.humans:
         overrides += [f"humans.count.min={args.humans[0]}", f"humans.count.max={args.humans[1]}"]
     if args.objects:
         overrides += [f"flying_objects.count.min={args.objects[0]}", f"flying_objects.count.max={args.objects[1]}"]
     if args.uav_speed is not None:
         overrides += [f"robot.uav.max_speed={args.uav_speed}"]
-    config = load_experiment(ROOT / "configs" / "demo.yaml", overrides)
-    body = robot_body(config.robot)
+    return load_experiment(ROOT / "configs" / "demo.yaml", overrides)
+
+
+def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Path) -> dict:
+    """One robot's mission as a run makes it (bootstrap, then the planner) until its exploration ends: its
+    reachable-floor coverage is the one run.json reports (simulation.mission)."""
+    config = experiment(scene, name, planner, args, work)
     prepared = prepare(config, work / scene / name)
     world = EmbeddedWorld(config, prepared.scene)
-    occupancy = read_occupancy(prepared.environment / OCCUPANCY_FILE)
-    map2d, origin, res = occupancy.grid, occupancy.origin, occupancy.resolution
-    start = world.robot().pose()[:3, 3]
-    area = ExplorationArea.from_package(prepared.environment)
-    params = ExplorerParams.from_config(config, budget=args.budget)
-    explorer = EXPLORERS[planner](world.robot(), config.robot, params, area)
-    if body.flies:  # it flies over what stands below its slab
-        map2d = flight_map(map2d, origin, res, *read_voxels(prepared.environment / OCCUPANCY_FILE),
-                           *explorer.slab(explorer.altitude))
-    truth = reachable_free(map2d, origin, res, start[:2], body.radius)
-
-    collisions, path, last = [0], [0.0], [start[:2].copy()]
-    covered: list[tuple[float, float]] = []
-
-    def on_step(b: EmbeddedWorld) -> None:
-        pose = b.robot().pose()
-        moving = (pose[:3, 3], pose[:3, :3] @ b.robot().velocity()[0])
-        if any(robot_contacts(b.physics, moving).values()):
-            collisions[0] += 1
+    robot = world.robot()
+    end = world.time + config.simulation.bootstrap + config.simulation.duration
+    mission = RobotMission(robot, config, prepared.environment, world.time + config.simulation.bootstrap, end)
+    contacts, path, last = [0, 0], [0.0], [robot.pose()[:2, 3].copy()]
+    movers = MoverVelocities(world.physics)
+    while mission.tick() and mission.result.exploration is None:
+        world.step()
+        pose = robot.pose()
+        moving = (pose[:3, 3], pose[:3, :3] @ robot.velocity()[0])
+        # Steps in contact the robot caused (the environment, or a person or object it moved towards faster than
+        # they came on) and steps in which only a person or object walked or flew into it.
+        caused = robot_contacts(world.physics, moving, movers.step())
+        if any(caused.values()):
+            contacts[0] += 1
+        elif any(robot_contacts(world.physics).values()):
+            contacts[1] += 1
         path[0] += float(np.linalg.norm(pose[:2, 3] - last[0]))
         last[0] = pose[:2, 3].copy()
-
-    def on_map(t: float, grid) -> None:
-        covered.append((t - world_start, coverage(grid, truth, origin, res)))
-
-    world_start = world.time
-    result = explorer.run(on_step, on_map)
-    at = [max([c for t, c in covered if t <= checkpoint + 1e-9], default=0.0) for checkpoint in CHECKPOINTS]
+    result, floor = mission.result.exploration, mission.result.floor
+    began = floor.history[0][0]
+    at = [max([c for t, c in floor.history if t - began <= checkpoint + 1e-9], default=0.0)
+          for checkpoint in CHECKPOINTS]
     seconds = max(result.time, 1e-9)
-    return {"scene": scene, "robot": name, "planner": planner, "floor": float(truth.sum()) * res * res,
-            "coverage": at, "path": path[0], "speed": path[0] / seconds, "collisions": collisions[0],
-            "replans": result.replans, "plan_cpu": explorer.planning_time / seconds,
-            "end": f"{result.reason} {result.time:.0f}s"}
+    return {"scene": scene, "robot": name, "planner": planner, "seed": args.seed, "budget": args.budget,
+            "floor": floor.area,
+            "coverage": at, "history": floor.history, "path": path[0], "speed": path[0] / seconds,
+            "collisions": contacts[0], "pushed": contacts[1], "replans": result.replans,
+            "plan_cpu": result.planning_time / seconds, "end": f"{result.reason} {result.time:.0f}s"}
 
 
 def demo(planner: str, work: Path, overrides: list[str] | None = None) -> str:
@@ -168,6 +177,51 @@ def demo(planner: str, work: Path, overrides: list[str] | None = None) -> str:
             f"({100 * spent / cpu:.1f}%)")
 
 
+def seeds(text: str) -> list[int]:
+    """`A-B` (inclusive) or `A,B,...`."""
+    if "-" in text:
+        first, last = (int(v) for v in text.split("-"))
+        return list(range(first, last + 1))
+    return [int(v) for v in text.split(",")]
+
+
+def key(row: dict) -> tuple:
+    return row["scene"], row["robot"], row["planner"], row["seed"], row["budget"]
+
+
+def table(rows: list[dict]) -> str:
+    """One line per run."""
+    header = (f"{'scene':<6} {'robot':<12} {'planner':<9} {'seed':>4} {'floor m2':>8}"
+              + "".join(f" {f'{c:.0f} s':>6}" for c in CHECKPOINTS)
+              + f" {'path m':>7} {'m/s':>5} {'coll.':>5} {'pushed':>6} {'replans':>7} {'plan CPU':>8}  end")
+    lines = [header]
+    for r in rows:
+        lines.append(f"{r['scene']:<6} {r['robot']:<12} {r['planner']:<9} {r['seed']:4d} {r['floor']:8.1f}"
+                     + "".join(f" {c:6.3f}" for c in r["coverage"])
+                     + f" {r['path']:7.1f} {r['speed']:5.2f} {r['collisions']:5d} {r['pushed']:6d} {r['replans']:7d}"
+                     + f" {r['plan_cpu']:8.3f}  {r['end']}")
+    return "\n".join(lines)
+
+
+def distribution(rows: list[dict]) -> str:
+    """Per scene, robot and planner over its seeds: the coverage at the budget (min, median, share of seeds at
+    0.9 or more), steps in contacts the robot caused (in all, and the seeds with any) and steps in which only a
+    person or object moved into it."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["scene"], r["robot"], r["planner"], r["budget"]), []).append(r)
+    header = (f"{'scene':<6} {'robot':<12} {'planner':<9} {'budget':>6} {'seeds':>5} {'min':>6} {'median':>6} "
+              f"{'>=0.9':>6} {'coll.':>5} {'seeds w/ coll.':>14} {'pushed':>6}")
+    lines = [header]
+    for (scene, robot, planner, budget), group in groups.items():
+        final = np.array([r["coverage"][-1] for r in group])
+        collided = sum(r["collisions"] > 0 for r in group)
+        lines.append(f"{scene:<6} {robot:<12} {planner:<9} {budget:6.0f} {len(group):5d} {final.min():6.3f} "
+                     f"{np.median(final):6.3f} {np.mean(final >= 0.9):6.2f} {sum(r['collisions'] for r in group):5d} "
+                     f"{collided:14d} {sum(r['pushed'] for r in group):6d}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--budget", type=float, default=120.0, help="simulated seconds per robot and planner")
@@ -175,6 +229,9 @@ def main() -> None:
     parser.add_argument("--robots", default="uav,lightweight")
     parser.add_argument("--planners", default="frontier,tour")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seeds", type=seeds, default=None, help="A-B or A,B,...: each seed's scene (not --seed)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="JSON lines: each run's row is added; runs already there are not run again")
     parser.add_argument("--humans", type=lambda s: [int(v) for v in s.split(",")], default=None)
     parser.add_argument("--objects", type=lambda s: [int(v) for v in s.split(",")], default=None)
     parser.add_argument("--resolution", type=float, default=0.1, help="map resolution, m")
@@ -191,22 +248,34 @@ def main() -> None:
                      for planner in args.planners.split(",")]
         print("\nconfigs/demo.yaml\n" + "\n".join(lines))
         return
-    header = (f"{'scene':<6} {'robot':<12} {'planner':<9} {'floor m2':>8}" + "".join(f" {f'{c:.0f} s':>6}" for c in CHECKPOINTS)
-              + f" {'path m':>7} {'m/s':>5} {'coll.':>5} {'replans':>7} {'plan CPU':>8}  end")
+    done = {}
+    if args.results is not None and args.results.is_file():
+        done = {key(row): row for row in map(json.loads, args.results.read_text().splitlines())}
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for scene in args.scenes.split(","):
-            if scene == "house" and not HOUSE.is_file():
-                raise SystemExit(f"the 3D-Front sample house is not at {HOUSE}; leave out --scenes house")
-            for name in args.robots.split(","):
-                for planner in args.planners.split(","):
-                    row = run(scene, name, planner, args, Path(folder))
-                    rows.append(row)
-                    print(f"done {scene} {name} {planner}: {row}", flush=True)
-    print(f"\nseed {args.seed}, budget {args.budget:.0f} s\n{header}")
-    for r in rows:
-        print(f"{r['scene']:<6} {r['robot']:<12} {r['planner']:<9} {r['floor']:8.1f}" + "".join(f" {c:6.3f}" for c in r["coverage"])
-              + f" {r['path']:7.1f} {r['speed']:5.2f} {r['collisions']:5d} {r['replans']:7d} {r['plan_cpu']:8.3f}  {r['end']}")
+        for seed in args.seeds or [args.seed]:
+            args.seed = seed
+            for scene in args.scenes.split(","):
+                if scene == "house" and not HOUSE.is_file():
+                    raise SystemExit(f"the 3D-Front sample house is not at {HOUSE}; leave out --scenes house")
+                for name in args.robots.split(","):
+                    for planner in args.planners.split(","):
+                        row = done.get((scene, name, planner, seed, args.budget))
+                        if row is None:
+                            row = run(scene, name, planner, args, Path(folder))
+                            row = {k: v for k, v in row.items() if k != "history"}
+                            if args.results is not None:
+                                with args.results.open("a") as file:
+                                    file.write(json.dumps(row) + "\n")
+                        rows.append(row)
+                        print(f"done {scene} {name} {planner} seed {seed}: {row['coverage'][-1]:.3f}, "
+                              f"{row['collisions']} steps in contact, {row['end']}", flush=True)
+    rows.sort(key=key)
+    print(f"\nbudget {args.budget:.0f} s; coverage of the reachable floor at 15, 30, 60, 120 s (the last value once "
+          f"exploration ended); coll.: physics steps in a contact the robot caused; pushed: steps in which only a "
+          f"person or object moved into it\n{table(rows)}")
+    if len(args.seeds or []) > 1:
+        print(f"\ncoverage at the budget over seeds {', '.join(str(s) for s in args.seeds)}\n{distribution(rows)}")
 
 
 if __name__ == "__main__":

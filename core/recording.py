@@ -47,7 +47,7 @@ from core.formats.postprocess import (
     read_blur_log,
     read_postprocess_record,
 )
-from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, read_run_info
+from core.formats.run_info import COMPLETE, RUN_FILE, RunInfo, floor_coverage, read_run_info
 from core.formats.run_layout import BAGS_DIR, GT_DIR
 from core.formats.states import STATES_FILE, RobotPath, load_robot_path, load_states
 from core.formats.tum import TUM_FILE, read_tum
@@ -308,6 +308,12 @@ class Recording:
     def config(self) -> dict[str, Any]:
         """The resolved config the run was made with (run.json)."""
         return self.info.config
+
+    def floor_coverage(self) -> np.ndarray | None:
+        """(N, 2) [sim time s, fraction]: the share of the floor this recording's robot could reach that its own map
+        knew, at each of its map updates (run.json `mission.reachable_floor_coverage`); None where the robot did not
+        explore (waypoints, none) or the run predates the measure."""
+        return floor_coverage(self.path, self.info, self.robot_name if self._multi_robot else None)
 
     def experiment_config(self) -> ExperimentConfig:
         """The run's config as this recording's robot sees it (its `robot`, `exploration` and namespace)."""

@@ -1,4 +1,5 @@
-"""Matplotlib figures of a recording: the robot's path on the occupancy map, and the IMU signals.
+"""Matplotlib figures of a recording: the robot's path on the occupancy map, the IMU signals, and an exploring
+robot's coverage of the floor it can reach.
 
 Figures are built on an Agg canvas (core.figures) and returned as PNG bytes for an atomic write.
 """
@@ -16,6 +17,7 @@ from postprocess.backdrop import MapBackdrop
 
 TRAJECTORY_INCHES = (8.0, 8.0)
 IMU_ROW_INCHES = (12.0, 3.0)
+COVERAGE_INCHES = (8.0, 4.0)
 MAP_COLOURS = ListedColormap(["white", "dimgray", "lightgray"])  # free, occupied, outside (occupancy.npz legend)
 BEYOND_MAP_COLOUR = "lightgray"  # beyond the map's extent reads as "outside" too, so the free floor stands out
 MAP_CLASSES = 3
@@ -87,3 +89,22 @@ def imu_figure(series: list[ImuSeries], title: str) -> Figure:
 def plot_imu(series: list[ImuSeries], title: str) -> bytes:
     """imu_figure as PNG bytes."""
     return figure_png(imu_figure(series, title))
+
+
+def coverage_figure(series: np.ndarray, title: str) -> Figure:
+    """The share of the reachable floor the robot's map knew over sim time, `series` (N, 2) [time s, fraction]."""
+    figure = new_figure(COVERAGE_INCHES)
+    axes = figure.add_subplot()
+    axes.plot(series[:, 0], 100.0 * series[:, 1], color="tab:blue", linewidth=1.5)
+    axes.set_ylim(0.0, 100.0)
+    axes.set_xlabel("sim time [s]")
+    axes.set_ylabel("reachable floor known [%]")
+    axes.grid(True, alpha=0.3)
+    axes.set_title(f"{title}: {100.0 * series[-1, 1]:.1f}% of the reachable floor known at {series[-1, 0]:.1f} s")
+    figure.tight_layout()
+    return figure
+
+
+def plot_coverage(series: np.ndarray, title: str) -> bytes:
+    """coverage_figure as PNG bytes."""
+    return figure_png(coverage_figure(series, title))

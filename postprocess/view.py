@@ -2,7 +2,9 @@
 
 Outputs (default RUN/view/): one contact sheet per camera (RGB with tight 2D boxes, depth, instance,
 semantic for a few frames spread over the sequence), `trajectory.png` (the robot's path on the
-environment's 2D occupancy map) and `imu.png`; optionally a Rerun `.rrd` recording.
+environment's 2D occupancy map), `imu.png` and, for a robot that explored, `coverage.png` (the share of the
+floor it could reach that its map knew, over time: run.json `mission.reachable_floor_coverage`); optionally a
+Rerun `.rrd` recording.
 
 The recording is read through core.recording.Recording, whose format readers raise InputError naming
 the file and the field, so a broken recording is reported, never half-drawn.
@@ -96,11 +98,12 @@ def _robot_path(recording: Recording, result: ViewResult) -> RobotPath | None:
 
 def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES, out: Path | None = None,
              rerun: Path | None = None, all_boxes: bool = False) -> ViewResult:
-    """Write the contact sheets, trajectory.png, imu.png (and a .rrd with `rerun`) for recording `run`.
+    """Write the contact sheets, trajectory.png, imu.png, coverage.png (a robot that explored; and a .rrd with
+    `rerun`) for recording `run`.
 
     Contact sheets draw the boxes of humans and objects; `all_boxes` adds the environment's (walls,
     floor, furniture), which cover most of an indoor image. An incomplete run is shown with a warning."""
-    from postprocess.plots import plot_imu, plot_trajectory
+    from postprocess.plots import plot_coverage, plot_imu, plot_trajectory
 
     if frames < 1:
         raise InputError(f"must be at least 1, got {frames}", field="--frames")
@@ -147,6 +150,9 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
             pictures[out / f"imu{tag}.png"] = plot_imu(list(imus.values()), f"{info.name}{tag}: IMUs")
         else:
             result.warnings.append(f"{recording.path / GT_DIR / IMU_FILE}: no IMU readings, so no imu{tag}.png")
+        covered = robot_view.floor_coverage()
+        if covered is not None and len(covered):
+            pictures[out / f"coverage{tag}.png"] = plot_coverage(covered, f"{info.name}{' ' + name if multi else ''}")
 
     with output_folder(out, what="view folder"):
         result.written += [atomic_write_bytes(path, data) for path, data in pictures.items()]

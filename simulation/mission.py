@@ -3,6 +3,13 @@ follow waypoints or stay put (each robot its own planner), and hold until the ex
 
 `run_mission` steps the world for exactly bootstrap + duration seconds and calls `on_step(world)`
 after every physics step, so a recorder sees each state once.
+
+An explorer's account (run.json `mission`) holds the reachable-floor coverage over time: at every map update, the
+share of the floor the robot can reach from where it starts exploring (ground truth from the environment package,
+which the robot never reads) that its own map knows (simulation.exploration.metrics.FloorCoverage; the exploration
+benchmark reports the same). `map_region_known_fraction` is what the explorer itself stops on
+(`exploration.stop_explored_fraction`): the known share of its map's region, walls, furniture and the space behind
+them included, so it stays well below the coverage.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import shapely
 from core.config import ExperimentConfig, RobotConfig
 from simulation.backend import Robot, World
 from simulation.exploration import ExplorationArea, ExplorationResult, Explorer, ExplorerParams, make_driver
+from simulation.exploration.metrics import FloorCoverage
 from simulation.exploration.tour_explorer import TourExplorer
 from simulation.exploration.waypoints import WaypointFollower, WaypointResult
 
@@ -28,13 +36,17 @@ OnStep = Callable[[World], None]
 class MissionResult:
     planner: str
     exploration: ExplorationResult | None = None
+    floor: FloorCoverage | None = None  # an explorer's reachable-floor coverage (module notes)
     waypoints: WaypointResult | None = None
 
     def summary(self) -> dict:
         """A JSON-able account for run.json."""
         if self.exploration is not None:
-            e = self.exploration
-            return {"planner": self.planner, "reason": e.reason, "time": e.time, "explored_fraction": e.explored_fraction,
+            e, floor = self.exploration, self.floor
+            return {"planner": self.planner, "reason": e.reason, "time": e.time,
+                    "reachable_floor_m2": floor.area, "reachable_floor_coverage_final": floor.final,
+                    "reachable_floor_coverage": [[t, fraction] for t, fraction in floor.history],
+                    "map_region_known_fraction": e.map_region_known_fraction,
                     "goals_reached": e.goals_reached, "goals_abandoned": e.goals_abandoned, "replans": e.replans}
         if self.waypoints is not None:
             w = self.waypoints
@@ -83,8 +95,12 @@ class RobotMission:
             params = ExplorerParams.from_config(config)
             # The explorer's region: the configured one (environment.region), else the whole map box.
             region = shapely.Polygon(config.environment.region) if config.environment.region else None
-            explorer = TourExplorer if planner == "tour" else Explorer
-            return explorer(robot, config.robot, params, ExplorationArea.from_package(self.environment, region))
+            kind = TourExplorer if planner == "tour" else Explorer
+            explorer = kind(robot, config.robot, params, ExplorationArea.from_package(self.environment, region))
+            slab = explorer.slab(explorer.altitude) if explorer.flies else None
+            self.result.floor = FloorCoverage.of_package(self.environment, robot.pose()[:2, 3], explorer.driver.radius,
+                                                         slab, region)
+            return explorer
         if planner == "waypoints":
             exploration = config.exploration
             return WaypointFollower(robot, config.robot, exploration.waypoints, config.simulation.duration,
@@ -99,7 +115,8 @@ class RobotMission:
                     return False
                 self._stage = make()
                 continue
-            if self._stage.tick():
+            stage = self._stage
+            if stage.tick(self.result.floor.update) if isinstance(stage, Explorer) else stage.tick():
                 return True
             if isinstance(self._stage, Explorer):
                 self.result.exploration = self._stage.result()

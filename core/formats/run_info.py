@@ -10,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import InputError
@@ -20,6 +21,7 @@ from core.rundir import content_hash, wall_clock_iso
 
 RUN_FILE = "run.json"
 COMPLETE = "complete"
+FLOOR_COVERAGE = "reachable_floor_coverage"  # an explorer's mission key: [[sim time s, fraction], ...]
 
 
 def package_versions(names: tuple[str, ...] = (
@@ -75,11 +77,37 @@ class RunInfo(JsonDocument):
     sim_time_start: float = 0.0
     sim_time_end: float | None = None
     frame_counts: dict[str, int] = {}
+    # What the robot did (simulation.mission's summary); a multi-robot run's holds each robot's by name. An explorer's
+    # holds `reachable_floor_coverage` ([[sim time s, fraction], ...] at every map update: the share of the floor it
+    # can reach that its map knows), `reachable_floor_coverage_final`, `reachable_floor_m2` and
+    # `map_region_known_fraction` (the known share of its map's whole region, walls and what lies behind them
+    # included: what `exploration.stop_explored_fraction` compares).
     mission: dict[str, Any] = {}
     wall_seconds: dict[str, float] = Field({}, description="bookkeeping: wall-clock seconds per stage")
     error: str | None = None
     created: str = Field(default_factory=wall_clock_iso)
     updated: str = Field(default_factory=wall_clock_iso)
+
+
+def floor_coverage(run_dir: str | Path, info: RunInfo, robot: str | None = None) -> np.ndarray | None:
+    """(N, 2) [sim time s, fraction] of the reachable floor the robot's map knew (`mission.reachable_floor_coverage`;
+    `robot`: a multi-robot run's robot by name); None where it did not explore or the run predates the measure.
+    InputError naming the field when it is not such pairs."""
+    mission = info.mission.get(robot, {}) if robot is not None else info.mission
+    if not isinstance(mission, dict) or FLOOR_COVERAGE not in mission:
+        return None
+    where = f"mission.{robot}.{FLOOR_COVERAGE}" if robot is not None else f"mission.{FLOOR_COVERAGE}"
+    try:
+        values = np.array(mission[FLOOR_COVERAGE], dtype=np.float64)
+    except (TypeError, ValueError):
+        values = np.full(1, np.nan)
+    if values.size == 0:
+        return values.reshape(0, 2)
+    if not (values.ndim == 2 and values.shape[1] == 2 and np.all(np.isfinite(values))
+            and np.all((values[:, 1] >= 0) & (values[:, 1] <= 1)) and np.all(np.diff(values[:, 0]) > 0)):
+        raise InputError("expected [[time, fraction], ...] with times increasing and fractions within 0..1",
+                         Path(run_dir) / RUN_FILE, where)
+    return values
 
 
 def write_run_info(run_dir: str | Path, info: RunInfo) -> Path:

@@ -4,9 +4,13 @@
   1 occupied, 2 outside) that a disc of the robot's radius can cover, starting from its start pose:
   the disc centres it can reach by a flood fill over cells with enough clearance, grown by the radius.
 - `coverage`: the fraction of such cells the robot's own map knows (free or occupied).
+- `FloorCoverage`: both for one robot in one environment package, over time: the measure a run reports
+  (run.json `mission.reachable_floor_coverage`) and the exploration benchmark prints.
 - `flight_map`: the 2D map as a UAV flying in a slab sees it: a cell is occupied where the ground-truth surface
   voxels (occupancy.npz `voxels`) have anything in the slab, so furniture below it does not block the UAV.
-- `robot_contacts`: current MuJoCo contacts of the robot's chassis with the environment, people, objects.
+- `robot_contacts`: current MuJoCo contacts of the robot's chassis with the environment, people, objects
+  (those a person or object caused, walking or flying into it, apart); `MoverVelocities`: how fast people and
+  objects (MuJoCo mocap bodies, which have no velocity of their own) moved over the last step.
 - `box_overlap`: ground-truth occupied cells or voxels inside the robot's body box (shrunk by a cell,
   for the maps' discretisation).
 - `rooms` / `rooms_visited`: the floor split into rooms at its doorways (the free cells left by a morphological
@@ -16,10 +20,17 @@
 from __future__ import annotations
 
 import math
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+import shapely
 from scipy import ndimage
 
+from core.assets.layout import OCCUPANCY_FILE
+from core.errors import ConfigError
+from core.formats.occupancy import read_occupancy, read_voxels
 from simulation.exploration.frontiers import FOUR_NEIGHBOURS, label_parts
 from simulation.exploration.occupancy import UNKNOWN, Grid2D
 from simulation.exploration.planner import clearance_map
@@ -85,13 +96,61 @@ def coverage(grid: Grid2D, truth: np.ndarray, truth_origin: np.ndarray, truth_re
     return float(known.mean())
 
 
-def robot_contacts(world: PhysicsWorld, approaching: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, int]:
+@dataclass
+class FloorCoverage:
+    """The share of the reachable floor (`truth`, a mask over the environment package's 2D map) that a robot's
+    own map knows, at every map update (`update`)."""
+
+    truth: np.ndarray  # bool (nx, ny) over the package's map2d
+    origin: np.ndarray  # (2,) m
+    resolution: float  # m
+    history: list[tuple[float, float]] = field(default_factory=list)  # (simulation time s, fraction)
+
+    @classmethod
+    def of_package(cls, package: Path, start_xy: np.ndarray, radius: float, slab: tuple[float, float] | None = None,
+                   region: shapely.Geometry | None = None) -> FloorCoverage:
+        """The floor a disc of `radius` reaches from `start_xy` in environment `package` (its occupancy.npz, which
+        the robot never reads); a flying robot's (`slab`: the heights it flies between) is its `flight_map`, so
+        it flies over tables. Only the part inside `region` (x, y), when one is given: the rest is not explored."""
+        path = Path(package) / OCCUPANCY_FILE
+        occupancy = read_occupancy(path)
+        map2d, origin, resolution = occupancy.grid, occupancy.origin, occupancy.resolution
+        if slab is not None:
+            map2d = flight_map(map2d, origin, resolution, *read_voxels(path), *slab)
+        truth = reachable_free(map2d, origin, resolution, start_xy, radius)
+        if region is not None:
+            i, j = np.indices(map2d.shape)
+            truth &= shapely.contains_xy(region, origin[0] + (i + 0.5) * resolution, origin[1] + (j + 0.5) * resolution)
+            if not truth.any():
+                raise ConfigError(f"the exploration region holds none of the floor the robot can reach from "
+                                  f"({start_xy[0]:.2f}, {start_xy[1]:.2f}) m", field="environment.region")
+        return cls(truth, origin, resolution)
+
+    @property
+    def area(self) -> float:
+        """m² of reachable floor."""
+        return float(np.count_nonzero(self.truth)) * self.resolution**2
+
+    @property
+    def final(self) -> float:
+        """The latest fraction (0 before the first map)."""
+        return self.history[-1][1] if self.history else 0.0
+
+    def update(self, time: float, grid: Grid2D) -> None:
+        """Record the share of the floor the robot's map `grid` knows at simulation `time`."""
+        self.history.append((time, coverage(grid, self.truth, self.origin, self.resolution)))
+
+
+def robot_contacts(world: PhysicsWorld, approaching: tuple[np.ndarray, np.ndarray] | None = None,
+                   movers: np.ndarray | None = None) -> dict[str, int]:
     """Current contacts of the robot's chassis / frame, by what it touches: "environment" (static
     geoms; the floor plane excluded), "human" and "object" (kinematic bodies named human/..., object/...).
 
     With `approaching` = (robot position, world velocity), a contact with a moving (kinematic) body counts
-    only while the robot moves towards the contact point: a person walking into a hovering robot from
-    behind is not a collision the robot caused."""
+    only while the robot moves towards the contact point faster than the body moves towards the robot there
+    (`movers`: each mocap body's world velocity (nmocap, 3), `MoverVelocities`; default: at rest): a person
+    walking into a hovering robot, or into one that is pushed back towards them by its position hold, is not a
+    collision the robot caused."""
     counts = {"environment": 0, "human": 0, "object": 0}
     model, data = world.model, world.data
     for index in range(data.ncon):
@@ -101,16 +160,39 @@ def robot_contacts(world: PhysicsWorld, approaching: tuple[np.ndarray, np.ndarra
             continue
         other = int(pair[1] if types[0] & CHASSIS_BIT else pair[0])
         kind = model.geom_contype[other]
+        body = int(model.geom_bodyid[other])
         if kind & STATIC_BIT:
             counts["environment"] += 1
         elif kind & KINEMATIC_BIT:
             if approaching is not None:
                 position, velocity = approaching
-                if float(np.dot(velocity, data.contact.pos[index] - position)) <= 0.0:
+                towards = data.contact.pos[index] - position
+                towards /= max(float(np.linalg.norm(towards)), 1e-9)
+                own = float(np.dot(velocity, towards))
+                theirs = 0.0 if movers is None else -float(np.dot(movers[model.body_mocapid[body]], towards))
+                if own <= max(theirs, 0.0):
                     continue
-            body = model.body(model.geom_bodyid[other]).name
-            counts["human" if body.startswith("human/") else "object"] += 1
+            counts["human" if model.body(body).name.startswith("human/") else "object"] += 1
     return counts
+
+
+class MoverVelocities:
+    """The world velocity of every kinematic (mocap) body over the last `WINDOW` s, from its positions then and now
+    (the caller poses them, MuJoCo keeps no velocity for them, and an animation moves them only on its frames, a
+    few physics steps apart). `step()` after each physics step."""
+
+    WINDOW = 0.1  # s: several frames of a human's animation (30 fps)
+
+    def __init__(self, world: PhysicsWorld):
+        self.world = world
+        steps = max(round(self.WINDOW / world.model.opt.timestep), 1)
+        self._positions = deque([world.data.mocap_pos.copy()], maxlen=steps + 1)
+
+    def step(self) -> np.ndarray:
+        """(nmocap, 3) m/s."""
+        self._positions.append(self.world.data.mocap_pos.copy())
+        span = (len(self._positions) - 1) * self.world.model.opt.timestep
+        return (self._positions[-1] - self._positions[0]) / span
 
 
 def box_overlap(occupied: np.ndarray, origin: np.ndarray, cell: float, pose: np.ndarray,

@@ -80,9 +80,11 @@ class ExplorerParams:
 class ExplorationResult:
     reason: Reason
     time: float  # s of simulated time explored
-    explored_fraction: float  # known cells of the exploration region
-    history: list[tuple[float, float]]  # (time, explored fraction) at every map update
+    map_region_known_fraction: float  # known cells of the map's exploration region (what stop_explored_fraction
+    # compares); not the reachable floor's coverage (simulation.exploration.metrics.FloorCoverage)
+    history: list[tuple[float, float]]  # (time, map region known fraction) at every map update
     goals_reached: int
     goals_abandoned: int
     replans: int
     grid: Grid2D  # the final 2D map (the cruise slab for the UAV)
+    planning_time: float  # CPU s spent planning (for benchmarks; wall-clock bound, never in a run's outputs)
