@@ -17,9 +17,12 @@ in time, is marked exhausted so the robot never circles a spot it cannot see. It
 place (`exploration.initial_turn_deg`, a full one by default); the UAV then moves to its cruise
 altitude, first sideways to a spot whose column down (or up) to the cruise slab it has seen free. When
 frontiers are left but none can be reached it turns a full turn in place once more (people and flying
-objects may have left obstacles it has not seen go). Exploration ends when the explored fraction
+objects may have left obstacles it has not seen go). If a person still stands in the way on (the frontier
+would be within sight were the obstacles where things moved lately not there: someone in the only
+doorway), it waits, looking around every `LOOK_AGAIN` s, for as long as its time lasts: the map clears
+where the person was once they walk on. Exploration ends when the known fraction of the map's region
 reaches `stop_explored_fraction`, when no frontier is left or none can be reached after that look
-around, or at the time budget.
+around and nobody is in the way, or at the time budget.
 
 Paths keep the robot's disc (the circle its corners sweep when it turns) clear; the robot follows them
 within a few centimetres, so where it finds itself closer to an obstacle than its radius it does not
@@ -73,6 +76,7 @@ EXHAUST_RADIUS = 0.5  # m of frontier given up around a goal's target that could
 GOAL_TIME_FACTOR = 3.0  # a goal must be reached within this times its path length / speed ...
 GOAL_TIME_SLACK = 10.0  # ... plus this many seconds (turns, slow-downs)
 TRAFFIC_MEMORY = 30.0  # s a place where something moved is avoided
+LOOK_AGAIN = 10.0  # s of waiting for a person in the way on between two looks around
 FULL_TURN = 2 * math.pi
 PLANNING_PHASES = ("transfer", "explore")
 
@@ -119,6 +123,7 @@ class Explorer:
         self.phase = "spin"
         self._turned, self._last_yaw, self._looked_around = 0.0, None, False
         self._turn = params.initial_turn  # how far the current "spin" phase turns
+        self._waiting_since: float | None = None  # since when the robot waits for a person in its way on
         self._seen_around = False  # a full turn in place was made (at the start or later)
         self._flight_z: float | None = None  # the UAV's height until it reaches the cruise altitude
         self._descend_at: np.ndarray | None = None
@@ -181,7 +186,7 @@ class Explorer:
     def result(self) -> ExplorationResult:
         fraction = self.history[-1][1] if self.history else 0.0
         return ExplorationResult(self.reason, self.robot.world.time - self._start, fraction, list(self.history),
-                                 self.goals_reached, self.goals_abandoned, self.replans, self.grid)
+                                 self.goals_reached, self.goals_abandoned, self.replans, self.grid, self.planning_time)
 
     def _pose(self) -> tuple[np.ndarray, float]:
         pose = self.robot.pose()
@@ -283,18 +288,19 @@ class Explorer:
             unknown = (self.grid.state == UNKNOWN) & self.region
             goal = choose_goal(frontiers, unknown, cost, self.grid.resolution, self.params.goal)
             if goal is None:
-                self._out_of_goals(frontiers.any())
+                self._out_of_goals(frontiers, tree.cost)
                 return
-            self._looked_around = False
+            self._looked_around, self._waiting_since = False, None
             self._goal_deadline = self.robot.world.time + GOAL_TIME_FACTOR * goal.cost / self.driver.speed + GOAL_TIME_SLACK
         self.goal = goal
         self._follow(tree, goal.cell)
 
-    def _start_cell(self) -> tuple[int, int] | None:
-        """The robot's cell, or the nearest traversable cell within the blind margin."""
+    def _start_cell(self, costs: CostMap | None = None) -> tuple[int, int] | None:
+        """The robot's cell, or the nearest traversable cell within the blind margin (of `costs`, default the
+        robot's cost map)."""
         position, _ = self._pose()
         cell = tuple(int(v) for v in self.grid.cell_of(position[:2]))
-        traversable = self.costs.traversable
+        traversable = (costs or self.costs).traversable
         if not self.grid.contains(np.array(cell)) or not traversable.any():
             return None
         if traversable[cell]:
@@ -309,16 +315,40 @@ class Explorer:
         labels, _ = frontier_clusters(mask, self.params.min_frontier_cells)
         return labels > 0
 
-    def _out_of_goals(self, frontiers_left: bool) -> None:
-        """No frontier worth a trip can be reached. If some are left, look around once more (people and
-        objects may have left stale obstacles in the way); finish if there are none or that did not help.
-        A robot that set off without a full look around makes one before it concludes there are none."""
+    def _out_of_goals(self, frontiers: np.ndarray, reach: np.ndarray) -> None:
+        """No frontier worth a trip (the cells of `frontiers`) can be reached (`reach`: the path cost from the robot
+        to each cell). If some are left, look around once more (people and objects may have left stale obstacles in
+        the way); then, while a person stands in the way on to them, wait, looking around now and then; finish if
+        none are left or nobody is in the way. A robot that set off without a full look around makes one before
+        it concludes there are none."""
         self.goal, self.follower = None, None
-        if self._looked_around or (not frontiers_left and self._seen_around):
+        left = bool(frontiers.any())
+        if not left and self._seen_around:
             self.reason = "no frontier"
-            return
-        self._looked_around = True
+        elif not self._looked_around:
+            self._looked_around = True
+            self._look_around()
+        elif left and self._blocked_by_people(frontiers, reach):
+            now = self.robot.world.time
+            if self._waiting_since is None:
+                self._waiting_since = now
+            elif now >= self._waiting_since + LOOK_AGAIN:
+                self._waiting_since = None
+                self._look_around()
+        else:
+            self.reason = "no frontier"
+
+    def _look_around(self) -> None:
         self.phase, self._turned, self._last_yaw, self._turn = "spin", 0.0, None, FULL_TURN
+
+    def _blocked_by_people(self, frontiers: np.ndarray, reach: np.ndarray) -> bool:
+        """Whether a person stands in the way on to `frontiers` (`blocked_by_people`)."""
+        def costs(state: np.ndarray) -> CostMap:
+            return self._cost_map(Grid2D(state, self.grid.origin, self.grid.resolution))
+
+        start = self._start_cell()
+        return start is not None and blocked_by_people(self.grid.state, self.walkways, frontiers, reach, start, costs,
+                                                       self.params.max_range)
 
     def _plan_transfer(self, tree: SearchTree) -> None:
         """UAV: go to the nearest reachable spot (at the current height) whose column between this height
@@ -441,6 +471,22 @@ class Explorer:
             return None
         start = self._start_cell()
         return None if start is None else self.grid.center_of(np.array(start))
+
+
+def blocked_by_people(state: np.ndarray, walkways: np.ndarray, frontiers: np.ndarray, reach: np.ndarray,
+                      start: tuple[int, int], costs: Callable[[np.ndarray], CostMap], sight: float) -> bool:
+    """Whether a robot at cell `start` of a 2D map `state` could get within `sight` m of a cell of `frontiers`
+    (bool) were the obstacles where things moved lately (people: occupied cells on `walkways`) not there, where it
+    cannot now (`reach`: the path cost from it to each cell, inf where unreachable); `costs(state)` is its cost
+    map of a map state."""
+    people = (state == OCCUPIED) & walkways
+    if not people.any():
+        return False
+    past = costs(np.where(people, FREE, state).astype(np.int8))
+    opened = np.isfinite(search(past, start).cost) & ~np.isfinite(reach)
+    if not opened.any():
+        return False
+    return bool((ndimage.distance_transform_edt(~opened)[frontiers] * past.resolution <= sight).any())
 
 
 def explore(robot: Robot, config: ExperimentConfig, area: ExplorationArea, **overrides) -> ExplorationResult:

@@ -42,8 +42,14 @@ stands there blocks the map's cells, and the path goes round them.
 
 A viewpoint is reached when the robot is within `goal_tolerance` of it facing its yaw within
 `yaw_tolerance`; the robot holds there for `DWELL_MAPS` map updates (the map takes in what the camera sees
-from there), then the frontier cells of its cluster and those in its view still frontier then cannot be seen
-from there and are marked exhausted, as are those of a viewpoint not reached in time.
+from there), then the frontier cells in its view still frontier then cannot be seen from there and are marked
+exhausted. The rest of its cluster (cells hidden from there by furniture the map learnt of since the viewpoint
+was chosen), like the cluster of a viewpoint not reached in time, is clustered anew with viewpoints on the map
+as it is now, and a frontier cell is given up once `TRIES` of its viewpoints were (viewpoints.give_up).
+
+When no cluster has a reachable viewpoint, the explorer looks around, then waits while a person stands in
+the way on (simulation.exploration.explorer): the tour goes round through another door where there is one,
+since the person's cells block the map, and through the person's doorway once they walked on.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ from simulation.exploration.viewpoints import (
     FrontierInfo,
     Viewpoint,
     ViewpointParams,
+    give_up,
     line_of_sight,
     seen_from,
 )
@@ -125,6 +132,7 @@ class TourExplorer(Explorer):
         self._rows: dict[tuple[int, int], np.ndarray] = {}  # path lengths from a viewpoint cell to every cell
         self._row_times: dict[tuple[int, int], float] = {}  # when each was computed
         self.tour: list[int] = []  # cluster ids in tour order at the last planning
+        self._tries = np.zeros(self.grid.shape, dtype=np.int64)  # viewpoints given up on for each frontier cell
         # Each cell's latest known state: frontiers lie next to cells never seen (module notes).
         self.seen = np.full(self.grid.shape, UNKNOWN, dtype=np.int8)
 
@@ -173,8 +181,12 @@ class TourExplorer(Explorer):
                 break
         else:
             self.target = self.trajectory = None
-            self._out_of_goals(mask.any())
+            left = np.zeros(shape, dtype=bool)
+            for cluster in clusters.values():
+                left[cluster.cells[:, 0], cluster.cells[:, 1]] = True
+            self._out_of_goals(left, tree.cost)
             return
+        self._looked_around, self._waiting_since = False, None
         ids = sorted(options)
         order = self._tour(graph, tree, ids, options)
         self.tour = [ids[k - 1] for k in order[1:]]
@@ -259,13 +271,11 @@ class TourExplorer(Explorer):
                                self.info.params)]
 
     def _finish(self, reached: bool) -> None:
-        """Count the viewpoint and mark exhausted the frontier cells of its cluster and those it has in view,
-        in case they are still frontier: from there they cannot be seen."""
+        """Count the viewpoint and give up the frontier it has in view, and try its cluster's other cells
+        again (`give_up`)."""
         cluster, viewpoint = self.target
-        self.exhausted[cluster.cells[:, 0], cluster.cells[:, 1]] = True
-        mask = frontier_mask(self.seen, self.region)
-        cells = self._in_view(viewpoint, mask)
-        self.exhausted[cells[:, 0], cells[:, 1]] = True
+        in_view = self._in_view(viewpoint, frontier_mask(self.seen, self.region)) if reached else np.zeros((0, 2), int)
+        give_up(self.info, cluster, in_view, self._tries, self.exhausted)
         if reached:
             self.goals_reached += 1
         else:

@@ -33,6 +33,7 @@ from scipy import ndimage
 from simulation.exploration.frontiers import EIGHT_NEIGHBOURS
 
 LINE_STEP = 0.5  # cells between line-of-sight samples
+TRIES = 2  # viewpoints (reached or not in time) of a frontier cell's clusters before it is given up
 FALLBACK_STRIDE = 2  # cells between the candidates tried where the rings give none
 MAX_SIGHT_CELLS = 32  # cluster cells checked for coverage (evenly subsampled beyond this)
 
@@ -157,6 +158,13 @@ class FrontierInfo:
         self.kept = 0  # clusters carried over unchanged by updates so far
         self.refreshed = 0  # kept clusters whose viewpoints were computed again
 
+    def forget(self, cluster_id: int) -> None:
+        """Drop a cluster and those split from the same frontier cells: these, where still frontier, are clustered
+        anew at the next update, with viewpoints on the map as it is then (one of them did not see its cells)."""
+        component = self._components.get(cluster_id)
+        for i in [i for i, cells in self._components.items() if cells == component]:
+            del self.clusters[i], self._components[i]
+
     def update(self, frontiers: np.ndarray, occupied: np.ndarray, standable: np.ndarray) -> dict[int, Cluster]:
         """Bring the clusters up to date with the frontier cell mask `frontiers`; returns them by id."""
         labels, count = ndimage.label(frontiers, structure=EIGHT_NEIGHBOURS)
@@ -194,3 +202,18 @@ class FrontierInfo:
                 self.created += 1
         self.clusters = kept
         return kept
+
+
+def give_up(info: FrontierInfo, cluster: Cluster, in_view: np.ndarray, tries: np.ndarray,
+            exhausted: np.ndarray) -> None:
+    """A viewpoint of `cluster` is done with (reached, or not in time): mark `exhausted` the frontier cells
+    `in_view` (K, 2) from it, still frontier once it was reached (from there they cannot be seen; none when it was
+    not), and count a try (`tries`, per cell) for each of the cluster's cells: its other cells, hidden from there by
+    what the map learnt since the viewpoint was chosen (furniture in the way), are clustered anew with viewpoints
+    on the map as it is now, until they have had `TRIES`."""
+    i, j = cluster.cells[:, 0], cluster.cells[:, 1]
+    tries[i, j] += 1
+    spent = tries[i, j] >= TRIES
+    exhausted[i[spent], j[spent]] = True
+    exhausted[in_view[:, 0], in_view[:, 1]] = True
+    info.forget(cluster.id)
