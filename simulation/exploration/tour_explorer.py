@@ -357,9 +357,16 @@ class TourExplorer(Explorer):
 
     def _cells_ahead(self, follower: PathFollower, position: np.ndarray) -> np.ndarray:
         """The map cells (K, 2) the path crosses within a lookahead beyond the robot's disc (the disc's own
-        cells, which the camera cannot see, hold the robot)."""
+        cells, which the camera cannot see, hold the robot); for a path that ends within the disc, those its edge
+        moves into on the way there."""
         s = follower.progress + np.linspace(0.0, self.driver.radius + self.params.lookahead, LOOK_SAMPLES)
         points = np.array([follower.point_at(v) for v in s])
-        points = points[np.linalg.norm(points - position[:2], axis=1) > self.driver.radius]
-        cells = self.grid.cell_of(points).reshape(-1, 2)
+        beyond = points[np.linalg.norm(points - position[:2], axis=1) > self.driver.radius]
+        way = points[-1] - position[:2]
+        if not len(beyond) and np.linalg.norm(way) > 1e-6:
+            # The path ends within the disc (a viewpoint right behind the robot): the cells its edge moves into.
+            length = float(np.linalg.norm(way))
+            reach = self.driver.radius + np.linspace(0.0, length, max(2, math.ceil(length / self.grid.resolution) + 1))
+            beyond = position[:2] + reach[:, None] * (way / length)
+        cells = self.grid.cell_of(beyond).reshape(-1, 2)
         return cells[self.grid.contains(cells)]
