@@ -20,7 +20,7 @@ import pytest
 from rosbags.rosbag1 import Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from core.formats.bags.ros1_definitions import _definitions, ros1_name
+from core.formats.bags.ros1_definitions import known_definitions, ros1_name
 from postprocess.bag_tools import BagOptions, transform_bag
 
 REQUIRE_ROS1 = os.environ.get("GRADE_REQUIRE_ROS1", "") == "1"
@@ -28,11 +28,11 @@ ROS1_PACKAGES = ("python3-rosbag python3-std-msgs python3-geometry-msgs python3-
                  "python3-tf2-msgs python3-rosgraph-msgs")
 
 
-@pytest.mark.parametrize("name", sorted(_definitions()))
+@pytest.mark.parametrize("name", sorted(known_definitions()))
 def test_each_stored_definition_parses_into_the_type_of_its_md5(name):
     """rosbags parses the canonical text (the type, then each dependency after its `MSG:` line) into a fresh
     typestore, and computes the same MD5 ROS 1 stored with it."""
-    stored = _definitions()[name]
+    stored = known_definitions()[name]
     blocks = stored["definition"].split("\n" + "=" * 80 + "\n")
     store = get_typestore(Stores.EMPTY)
     types = get_types_from_msg(blocks[0], f"{name.replace('/', '/msg/')}")
@@ -62,7 +62,7 @@ def test_every_connection_of_a_ros1_bag_has_the_canonical_definition(ros1_bags, 
         connections = list(bag.connections)
     assert connections
     for connection in connections:
-        stored = _definitions()[ros1_name(connection.msgtype)]
+        stored = known_definitions()[ros1_name(connection.msgtype)]
         assert (connection.msgdef.data, connection.digest) == (stored["definition"], stored["md5sum"]), connection.topic
 
 

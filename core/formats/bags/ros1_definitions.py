@@ -26,7 +26,8 @@ DEFINITIONS_FILE = Path(__file__).with_name("ros1_definitions.json")
 
 
 @functools.cache
-def _definitions() -> dict[str, dict[str, str]]:
+def known_definitions() -> dict[str, dict[str, str]]:
+    """`pkg/Type` -> {"md5sum", "definition"} of every type kept in ros1_definitions.json."""
     return json.loads(DEFINITIONS_FILE.read_text(encoding="utf-8"))
 
 
@@ -37,7 +38,7 @@ def ros1_name(msgtype: str) -> str:
 
 
 def has_canonical_definition(msgtype: str) -> bool:
-    return ros1_name(msgtype) in _definitions()
+    return ros1_name(msgtype) in known_definitions()
 
 
 def canonical_definition(msgtype: str, typestore: Typestore) -> tuple[str, str]:
@@ -45,7 +46,7 @@ def canonical_definition(msgtype: str, typestore: Typestore) -> tuple[str, str]:
     rosbags' own. The MD5 is the typestore's: a canonical text whose MD5 differs (a typestore of other message
     versions) is not used."""
     text, md5sum = typestore.generate_msgdef(msgtype)
-    known = _definitions().get(ros1_name(msgtype))
+    known = known_definitions().get(ros1_name(msgtype))
     if known is not None and known["md5sum"] == md5sum:
         return known["definition"], md5sum
     return text, md5sum
