@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import requires_extra
+from conftest import ROOT, requires_extra
 
 from core.errors import GradeError, InputError
 from core.formats.bags import messages as m
@@ -156,8 +156,13 @@ def test_topics_and_ros2_type_names_are_discovered_by_cyclone_tools(domain):
         assert "child_frame_id='imu_link'" in out and "z=0.5" in out, out
 
 
-@requires_extra("cyclonedds")
-def test_payload_bytes_are_rosbags_cdr(domain):
+RAW_READER = textwrap.dedent("""
+    # Another DDS application: a reader of each topic of STREAM that prints the payload bytes of the first sample it
+    # takes (raw: ddspy_take, the C layer under DataReader.take, gives each sample's CDR with its header), and a
+    # typed reader of /clock whose type is written from ROS 2's IDL, which decodes the sample.
+    import json
+    import sys
+
     from cyclonedds._clayer import ddspy_take
     from cyclonedds.core import InstanceState, ReadCondition, SampleState, ViewState, WaitSet
     from cyclonedds.domain import DomainParticipant
@@ -168,44 +173,71 @@ def test_payload_bytes_are_rosbags_cdr(domain):
     from cyclonedds.topic import Topic
     from cyclonedds.util import duration
 
+    from core.formats.bags.messages import ros2_typestore
+    from simulation.live.dds import IdlTypes
+
+    domain, stream = int(sys.argv[1]), json.loads(sys.argv[2])
+    types = IdlTypes(ros2_typestore())
+    participant = DomainParticipant(domain)
+    mask = SampleState.Any | ViewState.Any | InstanceState.Any
+    waitset = WaitSet(participant)
+    readers = {}
+    for topic, msgtype, latched in stream:
+        qos = Qos(Policy.Reliability.Reliable(duration(milliseconds=100)),
+                  Policy.Durability.TransientLocal if latched else Policy.Durability.Volatile,
+                  Policy.History.KeepLast(10))
+        readers[topic] = DataReader(participant, Topic(participant, "rt" + topic, types[msgtype]), qos=qos)
+        waitset.attach(ReadCondition(readers[topic], mask))
+    time_ = make_idl_struct("Time_", "builtin_interfaces::msg::dds_::Time_", {"sec": int32, "nanosec": uint32})
+    clock_ = make_idl_struct("Clock_", "rosgraph_msgs::msg::dds_::Clock_", {"clock": time_})
+    readers["typed"] = DataReader(participant, Topic(participant, "rt/clock", clock_))
+    waitset.attach(ReadCondition(readers["typed"], mask))
+
+    received = {}
+    while len(received) < len(readers):
+        if waitset.wait(duration(seconds=15)) == 0:
+            sys.exit(f"received only {sorted(received)}")
+        for topic, reader in readers.items():
+            if topic == "typed":
+                samples = [(s.clock.sec, s.clock.nanosec) for s in reader.take(10)]
+            else:
+                samples = [data.hex() for data, info in ddspy_take(reader._ref, mask, 10) if info.valid_data]
+            if samples:
+                received.setdefault(topic, []).extend(samples)
+    print(json.dumps(received), flush=True)
+""")
+
+
+@requires_extra("cyclonedds")
+def test_payload_bytes_are_rosbags_cdr(domain):
+    import json
+
     from simulation.live.dds import DdsPublisher
 
-    any_state = SampleState.Any | ViewState.Any | InstanceState.Any
     with DdsPublisher(domain) as publisher:
-        participant = DomainParticipant(domain)  # the test's own reader side
-        readers = {}
         for topic, msgtype, _, latched in STREAM:
             publisher.advertise(topic, msgtype, latched)
-            qos = Qos(Policy.Reliability.Reliable(duration(milliseconds=100)),
-                      Policy.Durability.TransientLocal if latched else Policy.Durability.Volatile,
-                      Policy.History.KeepLast(10))
-            readers[topic] = DataReader(participant, Topic(participant, "rt" + topic, publisher.types[msgtype]),
-                                        qos=qos)
-        # A Clock typed as ROS 2's IDL spells it, written here by hand: a typed reader decodes rosbags' bytes.
-        time_ = make_idl_struct("Time_", "builtin_interfaces::msg::dds_::Time_", {"sec": int32, "nanosec": uint32})
-        clock_ = make_idl_struct("Clock_", "rosgraph_msgs::msg::dds_::Clock_", {"clock": time_})
-        typed = DataReader(participant, Topic(participant, "rt/clock", clock_))
-        for topic, *_ in STREAM:
-            assert publisher.wait_for_subscribers(topic, 2 if topic == "/clock" else 1, DEADLINE_S), topic
-
-        for topic, msgtype, factory, latched in STREAM:
-            publisher.write(topic, msgtype, 1_500_000_000, factory, latched)
-        for topic, msgtype, factory, _ in STREAM:
-            waitset = WaitSet(participant)
-            waitset.attach(ReadCondition(readers[topic], any_state))
-            assert waitset.wait(duration(seconds=DEADLINE_S)) > 0, topic
-            samples = ddspy_take(readers[topic]._ref, any_state, 10)
-            assert len(samples) == 1, topic
-            data, info = samples[0]
-            assert info.valid_data
-            assert_same_payload(data, reference_cdr(msgtype, factory))
-        assert len(reference_cdr(m.IMAGE, image)) % 4 != 0  # so the padding was exercised
-
-        waitset = WaitSet(participant)
-        waitset.attach(ReadCondition(typed, any_state))
-        assert waitset.wait(duration(seconds=DEADLINE_S)) > 0
-        [sample] = typed.take(10)
-        assert (sample.clock.sec, sample.clock.nanosec) == (1, 500_000_000)
+        stream = json.dumps([(topic, msgtype, latched) for topic, msgtype, _, latched in STREAM])
+        reader = subprocess.Popen([sys.executable, "-c", RAW_READER, str(domain), stream], cwd=ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # The other process' readers match: the volatile topics' messages are written once they would get them.
+            for topic, *_ in STREAM:
+                assert publisher.wait_for_subscribers(topic, 2 if topic == "/clock" else 1, DEADLINE_S), topic
+            for topic, msgtype, factory, latched in STREAM:
+                publisher.write(topic, msgtype, 1_500_000_000, factory, latched)
+            out, err = reader.communicate(timeout=DEADLINE_S)
+        finally:
+            if reader.poll() is None:
+                reader.kill()
+                reader.communicate()
+    assert reader.returncode == 0, err
+    received = json.loads(out.splitlines()[-1])
+    for topic, msgtype, factory, _ in STREAM:
+        [payload] = received[topic]
+        assert_same_payload(bytes.fromhex(payload), reference_cdr(msgtype, factory))
+    assert len(reference_cdr(m.IMAGE, image)) % 4 != 0  # so the padding was exercised
+    assert received["typed"] == [[1, 500_000_000]]
 
 
 TALKER = textwrap.dedent("""

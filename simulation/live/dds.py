@@ -1,7 +1,8 @@
 """Live ROS 2 over DDS with Eclipse Cyclone DDS's Python binding (`cyclonedds`, the optional `live` extra).
 
-A ROS 2 node on the same network (any RMW that speaks DDS: rmw_cyclonedds_cpp, rmw_fastrtps_cpp) sees what
-GRADE records as it records it, and can steer the robot, without GRADE depending on a ROS install:
+A ROS 2 node on the same network sees what GRADE records as it records it, and can steer the robot, without GRADE
+depending on a ROS install: topics and types are named on DDS as ROS 2's DDS-based RMWs name them (the tests check
+this with Cyclone's own tools, not against a ROS 2 install):
 
 - `DdsPublisher` is a tap of `core.formats.bags.writer.BagWriter`: it is shown every message the recorder writes
   and publishes it on the DDS topic ROS 2 maps the ROS topic to (`/camera/rgb/image_raw` ->
@@ -24,7 +25,7 @@ XCDR1 (DataRepresentation), as rmw_cyclonedds' are, so a writer offering XCDR2 o
 read) never matches a command reader.
 
 The one change made to rosbags' bytes: a serialized payload is padded to a multiple of 4 bytes, with the number of
-padding bytes in the low two bits of the encapsulation header's options (XTypes 1.3, 7.6.3.1.2), as DDS
+padding bytes in the low two bits of the encapsulation header's options (DDS-XTypes 1.3), as DDS
 implementations write it; rosbags' reader ignores both (it allows up to 3 trailing bytes).
 """
 
@@ -33,6 +34,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Self
+
+from rosbags.typesys.base import Nodetype
 
 from core.errors import GradeError, InputError
 from core.formats.bags.messages import MessageBuilder, ros2_typestore
@@ -130,8 +133,6 @@ class IdlTypes:
         return cls
 
     def _field(self, msgtype: str, name: str, node: tuple[int, Any]) -> Any:
-        from rosbags.typesys.base import Nodetype
-
         kind, desc = node
         if kind == Nodetype.BASE:
             base, bound = desc
@@ -178,6 +179,7 @@ class DdsPublisher:
         self._writers: dict[str, tuple[str, bool, Any, Any]] = {}  # topic -> (msgtype, latched, writer, topic)
         self._seq: dict[str, int] = {}
         self._matched = threading.Condition()
+        self._subscribers: dict[str, int] = {}  # topic -> readers its writer matches
 
     def advertise(self, topic: str, msgtype: str, latched: bool = False) -> None:
         """Create `topic`'s writer now (DDS readers discover it from here on)."""
@@ -194,26 +196,30 @@ class DdsPublisher:
             return known[2]
         dds = self._dds
         dds_topic = dds.topic.Topic(self._participant, dds_topic_name(topic), self.types[msgtype])
-        listener = dds.core.Listener(on_publication_matched=self._on_matched)
+        # The listener gets the writer's matched count as it changes (on one of Cyclone's threads, or on this one
+        # while the writer is created and matches the readers of this process).
+        listener = dds.core.Listener(
+            on_publication_matched=lambda _writer, status, t=topic: self._on_matched(t, status.current_count))
         writer = dds.pub.DataWriter(self._participant, dds_topic, qos=_qos(dds, latched), listener=listener)
         self._writers[topic] = (msgtype, latched, writer, dds_topic)
         return writer
 
-    def _on_matched(self, _writer: Any, _status: Any) -> None:  # on one of Cyclone's threads
+    def _on_matched(self, topic: str, count: int) -> None:
         with self._matched:
+            self._subscribers[topic] = count
             self._matched.notify_all()
 
     def subscribers(self, topic: str) -> int:
         """How many DDS readers `topic`'s writer has matched now (0 before its writer exists)."""
-        known = self._writers.get(topic)
-        return 0 if known is None else known[2].get_publication_matched_status().current_count
+        with self._matched:
+            return self._subscribers.get(topic, 0)
 
     def wait_for_subscribers(self, topic: str, count: int = 1, timeout_s: float = 5.0) -> bool:
         """Block until `topic`'s writer (`advertise` it first) has matched `count` readers; False on timeout."""
         if topic not in self._writers:
             raise ValueError(f"{topic}: not advertised")
         with self._matched:
-            return self._matched.wait_for(lambda: self.subscribers(topic) >= count, timeout_s)
+            return self._matched.wait_for(lambda: self._subscribers.get(topic, 0) >= count, timeout_s)
 
     def write(self, topic: str, msgtype: str, stamp_ns: int, factory: MessageFactory, latched: bool) -> None:
         """Publish one message: built by `factory`, serialised by rosbags, its CDR bytes written as they are.
@@ -235,9 +241,9 @@ class DdsPublisher:
     def close(self) -> None:
         """Delete the participant and with it every writer (latched topics stop serving late subscribers)."""
         if self._participant is not None:
-            _delete(self._participant)
+            participant, self._participant = self._participant, None
             self._writers.clear()
-            self._participant = None
+            _delete(participant)
 
     def __enter__(self) -> Self:
         return self
@@ -317,10 +323,11 @@ class DdsCommands:
             return taken
 
     def wait(self, predicate: Callable[[list[Received]], bool], timeout_s: float) -> bool:
-        """Block until `predicate(pending)` holds for the messages received and not yet taken (evaluated now and
-        at each arrival), or `timeout_s` passes; returns the predicate's last value. Does not take them."""
+        """Block until `predicate(pending)` holds for the messages received and not yet taken (a copy of the list,
+        evaluated now and at each arrival), or `timeout_s` passes; returns the predicate's last value. Does not take
+        them. Raises InputError for samples that could not be deserialised."""
         with self._cond:
-            ok = self._cond.wait_for(lambda: bool(self._errors) or predicate(self._pending), timeout_s)
+            ok = self._cond.wait_for(lambda: bool(self._errors) or predicate(list(self._pending)), timeout_s)
             self._raise_errors()
             return bool(ok)
 
@@ -340,6 +347,8 @@ class DdsCommands:
 
 
 def _delete(entity: Any) -> None:
-    """Delete a Cyclone entity and its children now (the binding deletes them when the Python object is collected;
-    an explicit close must not wait for the garbage collector)."""
+    """Delete a Cyclone entity and its children now. The binding deletes an entity when its Python object is
+    collected (Entity.__del__: forget the handle, dds_delete it); an explicit close must not wait for the garbage
+    collector, so it runs that now (a second run, at collection, finds the handle forgotten and does nothing; the
+    children's objects, collected later, delete handles that are gone already, which Cyclone refuses harmlessly)."""
     entity.__del__()
