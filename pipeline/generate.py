@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from core.config import ExperimentConfig
 from core.errors import InputError
 from core.formats.class_map import read_class_map
+from core.formats.commands import write_command_log
 from core.formats.manifest import MANIFEST
 from core.formats.run_info import (
     COMPLETE,
@@ -95,6 +96,12 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
     in a Rerun viewer as it records (simulation.recording.live_view), reached before anything is written."""
     run = Path(out or config.output_dir)
     check_robots(config)
+    if config.live.middleware == "ros1":  # what it needs, before anything is written
+        from simulation.live.ros1 import check_master, check_ros_python, master_uri
+
+        check_ros_python(config.live.ros_python)
+        check_master(master_uri())
+        force = True  # a live run is driven from outside: it records again, whatever an earlier one left
     from simulation.recording.live_target import live_stream
 
     with live_stream(live, f"{config.name}-seed{config.seed}") as stream, \
@@ -143,8 +150,9 @@ def _generate_locked(config: ExperimentConfig, run: Path, cache: Path | None, fo
                    asset_hashes=_asset_hashes(prepared), assets=_asset_records(prepared.scene))
     with stage.build(on_failure=lambda exc: record_failure(run, info, exc)) as partial:
         write_run_info(run, info)
-        simulate_seconds, mission, counts, end_time = _simulate(config, prepared, partial, stream)
+        simulate_seconds, mission, counts, end_time, live = _simulate(config, prepared, partial, stream)
         info.status, info.sim_time_end, info.frame_counts, info.mission = COMPLETE, end_time, counts, mission
+        info.live = live
         info.wall_seconds = {"prepare": round(prepare_seconds, 3), "simulate_and_record": round(simulate_seconds, 3),
                              "total": round(total.seconds(), 3)}
         write_run_info(run, info)
@@ -167,9 +175,9 @@ def _asset_records(scene: Path) -> list[AssetRecord]:
 
 
 def _simulate(config: ExperimentConfig, prepared, folder: Path,
-              stream: LiveStream | None) -> tuple[float, dict, dict[str, int], float]:
-    """Run the mission with a recorder attached (and the live view on `stream`); returns wall seconds, the mission
-    summary, the sample counts and the final simulation time."""
+              stream: LiveStream | None) -> tuple[float, dict, dict[str, int], float, dict | None]:
+    """Run the mission with a recorder attached (the live view on `stream`; published to ROS with `config.live`);
+    returns wall seconds, the mission summary, the sample counts, the final simulation time and the live report."""
     from rich.progress import TextColumn
 
     from simulation.backends import load_world
@@ -183,7 +191,21 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path,
         from simulation.recording.live_view import LiveView
 
         live = LiveView(stream, world, config)
-    recorder = Recorder(world, config, folder, live)
+    node = session = None
+    if config.live.middleware == "ros1":
+        from simulation.live.ros1 import Ros1Node, Ros1Tap
+
+        node = Ros1Node(config.live.ros_python, config.live.timeout)
+    try:
+        recorder = Recorder(world, config, folder, live, [Ros1Tap(node)] if node else ())
+    except BaseException:
+        if node is not None:
+            node.close()
+        raise
+    if node is not None:
+        from simulation.live.session import LiveSession
+
+        session = LiveSession(config, world, node, recorder.drain)
     steps = recorder.schedule.total_steps
     prefix = f"{config.robot_names[0]}/" if config.multi_robot else ""
     main_camera = next((f"{prefix}camera/{c.name}" for c in config.for_robot().robot.sensors.cameras), None)
@@ -202,14 +224,26 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path,
 
         try:
             recorder.sample(world)
-            mission = run_mission(world, config, prepared.environment, on_step)
+            mission = run_mission(world, config, prepared.environment, on_step, session)
+            if session is not None:
+                session.finish(world)
             recorder.close()
+            if session is not None:
+                write_command_log(folder, session.log)
             if live is not None:
                 live.finish()
         except BaseException:
             keep_first_error(recorder.abort)
             raise
+        finally:
+            if node is not None:
+                node.close()
     seconds = watch.seconds()
     console.print(f"recorded {world.time:.2f} s of simulation in {seconds:.1f} s "
                   f"({world.time / max(seconds, 1e-9):.2f}x real time)")
-    return seconds, mission.summary(), dict(recorder.counts.counts), world.time
+    report = session.report.summary() if session is not None else None
+    if report and "clock_jitter_ms" in report:
+        jitter = report["clock_jitter_ms"]
+        console.print(f"realtime pacing: /clock against the wall clock, |late| mean {jitter['mean']:.2f} ms, "
+                      f"p99 {jitter['p99']:.2f} ms, max {jitter['max']:.2f} ms")
+    return seconds, mission.summary(), dict(recorder.counts.counts), world.time, report

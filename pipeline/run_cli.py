@@ -26,6 +26,10 @@ OutOption = Annotated[Path | None, typer.Option("--out", metavar="DIR",
 RerunOption = Annotated[Literal["spawn", "connect"] | None, typer.Option(
     "--rerun", help="Show the run in the Rerun viewer as it records: spawn a viewer window, or connect to a running "
                     "one (--rerun-address); needs the viz extra. The recorded files are the same.")]
+LiveOption = Annotated[Literal["ros1"] | None, typer.Option(
+    "--live", help="Also publish the run to ROS as it records (the master at ROS_MASTER_URI) and take commands "
+                   "from your own node (live.middleware; the config's `live` section sets the pacing). The "
+                   "recorded files are the same.")]
 RerunAddressOption = Annotated[str | None, typer.Option(
     "--rerun-address", metavar="ADDR", help="With --rerun connect: the viewer's rerun+http://HOST:PORT/proxy, "
                                             "HOST:PORT or PORT (default: 9876, the local viewer's).")]
@@ -60,8 +64,10 @@ def prepare_command(config_file: ConfigArgument, out: OutOption = None, set_: Se
 
 
 def _generate_and_report(config_file: Path, out: Path | None, overrides: list[str], force: bool, wait: bool,
-                         rerun: str | None, rerun_address: str | None) -> None:
+                         rerun: str | None, rerun_address: str | None, live_middleware: str | None = None) -> None:
     # The config first, before the recorder's imports (~1.5 s, 180 MB): a bad one is refused at once.
+    if live_middleware is not None:
+        overrides = [f"live.middleware={live_middleware}", *overrides]
     config = load_experiment(config_file, overrides)
     from pipeline.generate import generate
     from simulation.recording.live_target import live_target
@@ -83,6 +89,7 @@ def generate_command(
     wait: WaitOption = False,
     rerun: RerunOption = None,
     rerun_address: RerunAddressOption = None,
+    live: LiveOption = None,
 ) -> None:
     """Run one experiment end to end.
 
@@ -93,8 +100,9 @@ def generate_command(
       grade generate configs/demo.yaml --out runs/demo-long --set simulation.duration=60
       grade generate configs/demo-tiago.yaml --set seed=7
       grade generate configs/demo.yaml --rerun connect --rerun-address 127.0.0.1:9876
+      grade generate configs/demo-tiago.yaml --live ros1 --set exploration.planner=external
     """
-    _generate_and_report(config_file, out, set_ or [], force, wait, rerun, rerun_address)
+    _generate_and_report(config_file, out, set_ or [], force, wait, rerun, rerun_address, live)
 
 
 def demo_command(
@@ -104,6 +112,7 @@ def demo_command(
     wait: WaitOption = False,
     rerun: RerunOption = None,
     rerun_address: RerunAddressOption = None,
+    live: LiveOption = None,
 ) -> None:
     """The CPU demo: configs/demo.yaml into runs/demo.
 
@@ -114,4 +123,4 @@ def demo_command(
       grade demo && grade view runs/demo
       grade demo --rerun spawn
     """
-    _generate_and_report(demo_config(), out, set_ or [], force, wait, rerun, rerun_address)
+    _generate_and_report(demo_config(), out, set_ or [], force, wait, rerun, rerun_address, live)

@@ -26,6 +26,8 @@ from simulation.exploration import ExplorationArea, ExplorationResult, Explorer,
 from simulation.exploration.metrics import FloorCoverage
 from simulation.exploration.tour_explorer import TourExplorer
 from simulation.exploration.waypoints import WaypointFollower, WaypointResult
+from simulation.live.external import ExternalControl, ExternalResult
+from simulation.live.session import LiveSession
 
 HOLD_CONTROL_HZ = 60.0
 
@@ -38,6 +40,7 @@ class MissionResult:
     exploration: ExplorationResult | None = None
     floor: FloorCoverage | None = None  # an explorer's reachable-floor coverage (module notes)
     waypoints: WaypointResult | None = None
+    external: ExternalResult | None = None
 
     def summary(self) -> dict:
         """A JSON-able account for run.json."""
@@ -51,6 +54,8 @@ class MissionResult:
         if self.waypoints is not None:
             w = self.waypoints
             return {"planner": self.planner, "reached": w.reached, "time": w.time, "waypoints_passed": w.waypoints_passed}
+        if self.external is not None:
+            return {"planner": self.planner, **self.external.summary()}
         return {"planner": self.planner}
 
 
@@ -81,14 +86,15 @@ class RobotMission:
     `exploration`), then hold until `end`. `tick` does a step's work before the step; False when all is done."""
 
     def __init__(self, robot: Robot, config: ExperimentConfig, environment: Path, bootstrap_end: float,
-                 end: float):
+                 end: float, name: str, live: LiveSession | None = None):
         self.robot, self.config, self.environment = robot, config, environment
+        self.name, self.live, self.end = name, live, end
         self.result = MissionResult(config.exploration.planner)
         self._stages = iter((lambda: _Hold(robot, config.robot, bootstrap_end), self._planner,
                              lambda: _Hold(robot, config.robot, end)))
-        self._stage: _Hold | Explorer | WaypointFollower | None = None
+        self._stage: _Hold | Explorer | WaypointFollower | ExternalControl | None = None
 
-    def _planner(self) -> Explorer | WaypointFollower | None:
+    def _planner(self) -> Explorer | WaypointFollower | ExternalControl | None:
         config, robot = self.config, self.robot
         planner = config.exploration.planner
         if planner in ("frontier", "tour"):
@@ -105,6 +111,8 @@ class RobotMission:
             exploration = config.exploration
             return WaypointFollower(robot, config.robot, exploration.waypoints, config.simulation.duration,
                                     exploration.stop_distance)
+        if planner == "external":  # config validation makes sure a live session drives it
+            return ExternalControl(robot, config.robot, self.live.inbox(self.name), self.live.every, self.end)
         return None
 
     def tick(self) -> bool:
@@ -122,7 +130,15 @@ class RobotMission:
                 self.result.exploration = self._stage.result()
             elif isinstance(self._stage, WaypointFollower):
                 self.result.waypoints = self._stage.result()
+            elif isinstance(self._stage, ExternalControl):
+                self.result.external = self._stage.result
             self._stage = None
+
+    def stopped(self, reason: str) -> None:
+        """The run stopped before its end (`reason`: a live node's answer did not come)."""
+        if isinstance(self._stage, ExternalControl):
+            self._stage.stopped(reason)
+            self.result.external = self._stage.result
 
 
 @dataclass
@@ -138,18 +154,26 @@ class FleetResult:
         return {name: result.summary() for name, result in self.robots.items()}
 
 
-def run_mission(world: World, config: ExperimentConfig, environment: Path, on_step: OnStep) -> FleetResult:
+def run_mission(world: World, config: ExperimentConfig, environment: Path, on_step: OnStep,
+                live: LiveSession | None = None) -> FleetResult:
     """Every robot's mission (bootstrap, its planner for `simulation.duration` s, then hold to the end), stepped
-    together: each physics step, each robot in config order does its step's work, then the world steps."""
+    together: each physics step, each robot in config order does its step's work, then the world steps. A live
+    session paces the run and hands the external planners their commands (simulation.live.session); when its node
+    stops answering, the run ends there."""
     simulation = config.simulation
     bootstrap_end = world.time + simulation.bootstrap
     end = bootstrap_end + simulation.duration
-    missions = {name: RobotMission(world.robot(name), config.for_robot(name), environment, bootstrap_end, end)
-                for name in config.robot_names}
-    while True:
+    missions = {name: RobotMission(world.robot(name), config.for_robot(name), environment, bootstrap_end, end,
+                                   name, live) for name in config.robot_names}
+    running = live is None or live.sync(world)
+    while running:
         active = [mission.tick() for mission in missions.values()]
         if not any(active):
             break
         world.step()
         on_step(world)
+        if live is not None and not live.sync(world):
+            for mission in missions.values():
+                mission.stopped("timeout")
+            break
     return FleetResult({name: mission.result for name, mission in missions.items()})

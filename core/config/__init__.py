@@ -34,6 +34,7 @@ from core.config.environment import (
 )
 from core.config.experiment import ExperimentConfig
 from core.config.exploration import ExplorationConfig
+from core.config.live import MAX_LIVE_TIMEOUT_S, LiveConfig
 from core.config.objects import MAX_FLYING_OBJECTS, FlyingObjectsConfig
 from core.config.paths import InputPath, input_paths, resolve_input_paths
 from core.config.postprocess import (
@@ -60,12 +61,12 @@ from core.config.simulation import MAX_DURATION_S, RandomizationConfig, RatesCon
 
 __all__ = [
     "DEFAULT_ROBOT_NAME", "DEFAULT_SKY", "FRONT3D_LIGHT_INTENSITY", "MAX_ANIMATED", "MAX_CAMERA_PIXELS",
-    "MAX_DURATION_S", "MAX_FLYING_OBJECTS", "MAX_FURNITURE", "MAX_ROBOTS", "MAX_ROOMS", "MAX_SEED", "NOT_AVAILABLE",
+    "MAX_DURATION_S", "MAX_FLYING_OBJECTS", "MAX_LIVE_TIMEOUT_S", "MAX_FURNITURE", "MAX_ROBOTS", "MAX_ROOMS", "MAX_SEED", "NOT_AVAILABLE",
     "ROBOT_NAME_PATTERN",
     "AnimalsConfig", "AnimatedConfig", "BlurConfig", "CameraConfig", "ClipWindowConfig", "CyclesConfig",
     "DepthNoiseConfig", "EnvironmentConfig", "ExperimentConfig", "ExplorationConfig", "ExposureConfig",
     "FloatRange", "FlyingObjectsConfig", "GroundFitConfig", "HumansConfig", "ImuConfig", "ImuNoiseConfig",
-    "InputPath", "IntRange", "LidarConfig", "Mount", "NonNegFloat", "PidGains", "PositiveFloat", "PositiveInt",
+    "InputPath", "IntRange", "LidarConfig", "LiveConfig", "Mount", "NonNegFloat", "PidGains", "PositiveFloat", "PositiveInt",
     "PostprocessConfig", "RandomizationConfig", "RatesConfig", "RecordingConfig", "RenderConfig", "RobotConfig",
     "RobotEntry", "RollingShutterConfig", "Seed", "SensorsConfig", "SimulationConfig", "Strict", "TerrainConfig",
     "TiagoConfig", "UavLimits", "Vec3", "input_paths", "resolve_input_paths",

@@ -10,6 +10,7 @@ from core.config.animated import AnimalsConfig, HumansConfig
 from core.config.base import Seed, Strict
 from core.config.environment import EnvironmentConfig
 from core.config.exploration import ExplorationConfig
+from core.config.live import LiveConfig
 from core.config.objects import FlyingObjectsConfig
 from core.config.postprocess import PostprocessConfig
 from core.config.recording import RecordingConfig
@@ -43,6 +44,8 @@ class ExperimentConfig(Strict):
     render: RenderConfig = Field(default_factory=RenderConfig)
     postprocess: PostprocessConfig = Field(default_factory=PostprocessConfig,
                                            description="applied after recording (and by `grade postprocess`)")
+    live: LiveConfig = Field(default_factory=LiveConfig, description="publish the run to ROS as it records, and "
+                                                                     "take commands from your own node")
 
     @model_validator(mode="before")
     @classmethod
@@ -135,6 +138,10 @@ class ExperimentConfig(Strict):
                     f"{key} = {rate:g} Hz must divide simulation.physics_hz = {physics:g} Hz "
                     f"(e.g. {', '.join(f'{physics / n:g}' for n in (1, 2, 4, 8))})"
                 )
+        ratio = physics / self.live.control_hz
+        if abs(ratio - round(ratio)) > 1e-9 or ratio < 1 - 1e-9:
+            raise ValueError(f"live.control_hz = {self.live.control_hz:g} Hz must divide simulation.physics_hz = "
+                             f"{physics:g} Hz (e.g. {', '.join(f'{physics / n:g}' for n in (4, 8, 24))})")
         step = 1.0 / physics
         for key in ("duration", "bootstrap"):
             value = getattr(self.simulation, key)
@@ -173,4 +180,12 @@ class ExperimentConfig(Strict):
                         f"{robot_key}.sensors.{key}.mount.link {mount.link!r} is not a link of robot "
                         f"{robot.kind!r}; expected one of {sorted(links)}"
                     )
+        return self
+
+    @model_validator(mode="after")
+    def _external_needs_live(self) -> ExperimentConfig:
+        external = [key for _, key, _, exploration in self.robot_entries() if exploration.planner == "external"]
+        if external and self.live.middleware == "none":
+            raise ValueError(f"exploration.planner 'external' ({', '.join(external)}) takes its commands from your "
+                             "own ROS node: set live.middleware (or run `grade generate CONFIG --live ros1`)")
         return self

@@ -10,10 +10,10 @@ from core.config.base import NonNegFloat, PositiveFloat, Strict, Vec3
 
 
 class ExplorationConfig(Strict):
-    planner: Literal["frontier", "tour", "waypoints", "none"] = Field(
+    planner: Literal["frontier", "tour", "waypoints", "external", "none"] = Field(
         "tour", description="frontier: go to the best-looking frontier next; tour: a global tour over frontier "
                                 "clusters (FUEL-like), moving and turning at once; waypoints: the given points; "
-                                "none: stay put")
+                                "external: your own ROS node's commands (live); none: stay put")
     waypoints: list[Vec3] = Field(default_factory=list, description="x, y, z (m) for planner 'waypoints'")
     map_resolution: Annotated[float, Field(ge=0.02, le=1.0)] = Field(
         0.1, description="m per cell of the robot's maps (finer than 2 cm, a flat's maps and path searches take "

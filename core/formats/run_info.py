@@ -84,6 +84,9 @@ class RunInfo(JsonDocument):
     # included: what `exploration.stop_explored_fraction` compares).
     mission: dict[str, Any] = {}
     wall_seconds: dict[str, float] = Field({}, description="bookkeeping: wall-clock seconds per stage")
+    live: dict[str, Any] | None = Field(None, description="a live run's pacing (config live): control periods and, "
+                                                          "for realtime pacing, the jitter of /clock against the "
+                                                          "wall clock (ms; bookkeeping)")
     error: str | None = None
     created: str = Field(default_factory=wall_clock_iso)
     updated: str = Field(default_factory=wall_clock_iso)

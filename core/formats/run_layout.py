@@ -5,6 +5,7 @@ run.json, MANIFEST.json). Each file's own format module names the file; this mod
 
 from __future__ import annotations
 
+from core.formats.commands import COMMANDS_FILE
 from core.formats.humans import HUMANS_DIR
 from core.formats.run_info import RUN_FILE
 from core.formats.states import STATES_FILE
@@ -14,4 +15,4 @@ SCENE_DIR = "scene"
 GT_DIR = "gt"
 BAGS_DIR = "bags"
 # What recording a run writes (generate, replay): installed together from a partial folder, listed in MANIFEST.json.
-RECORD_OUTPUTS = (STATES_FILE, BAGS_DIR, GT_DIR, HUMANS_DIR, RUN_FILE)
+RECORD_OUTPUTS = (STATES_FILE, BAGS_DIR, GT_DIR, HUMANS_DIR, COMMANDS_FILE, RUN_FILE)

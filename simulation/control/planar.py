@@ -80,6 +80,11 @@ class PlanarController:
         rate = float(np.clip(rate, -self.limits.max_yaw_rate, self.limits.max_yaw_rate))
         return self._shape(np.array([0.0, 0.0, rate]), dt)
 
+    def track(self, twist: np.ndarray, dt: float) -> np.ndarray:
+        """The twist for the next `dt` s towards `twist` (vx, vy, wz; already within the speed limits), within the
+        acceleration limits: how a commanded twist (a live run's cmd_vel) reaches the base."""
+        return self._shape(np.asarray(twist, dtype=np.float64), dt)
+
     def _shape(self, wanted: np.ndarray, dt: float) -> np.ndarray:
         change = wanted - self._twist
         change[:2] = clip_norm(change[:2], self.limits.max_acceleration * dt)

@@ -44,10 +44,11 @@ class UavDriver:
         self._send()
 
     def go(self, target: np.ndarray, heading: float, altitude: float, velocity: np.ndarray | None = None) -> None:
-        """Fly for the point (x, y) at `altitude`, turning to `heading`; `velocity` (x, y) is how the point
-        moves (fed forward)."""
+        """Fly for the point (x, y) at `altitude`, turning to `heading`; `velocity` (x, y, optionally z) is how the
+        point moves (fed forward)."""
         self._hold = None
-        feedforward = None if velocity is None else np.array([velocity[0], velocity[1], 0.0])
+        feedforward = None if velocity is None else np.array([velocity[0], velocity[1],
+                                                              velocity[2] if len(velocity) > 2 else 0.0])
         self.controller.set_position_target(np.array([target[0], target[1], altitude]), heading, feedforward)
         self._send()
 

@@ -18,12 +18,14 @@ Several robots (a multi-robot run): one /clock, one /tf and /tf_static holding e
 robot's frames under its namespace, its name), each robot's topics under its namespace and its ground truth in
 gt/<robot>/ (cameras, LiDAR, imu.npz); run.json's frame counts name each robot's streams `<robot>/<stream>`.
 
+Taps (a live run's publishers, simulation.live) are shown every bag message as the bags get it, bags or not.
 An optional observer (observer.py: the live view) is shown the robot's pose at every step and the camera frames,
 LiDAR sweeps and humans as they are recorded; it only reads them, so the files are the same with or without it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +34,7 @@ import numpy as np
 
 from core.config import ExperimentConfig
 from core.formats.bags.topics import EXPERIMENT_MARKER, WORLD_FRAME, BagTopics
-from core.formats.bags.writer import BagWriter
+from core.formats.bags.writer import BagWriter, MessageTap
 from core.formats.humans import (
     HUMANS_DIR,
     HumanEntry,
@@ -216,7 +218,8 @@ class Recorder:
     streams (clock, one TF tree, humans, the marker, the state log) and each robot's (`_RobotStreams`), showing
     them to `observer` (the live view) if given."""
 
-    def __init__(self, world: World, config: ExperimentConfig, folder: Path, observer: RecordingObserver | None = None):
+    def __init__(self, world: World, config: ExperimentConfig, folder: Path, observer: RecordingObserver | None = None,
+                 taps: Sequence[MessageTap] = ()):
         self.world, self.config, self.folder, self._observer = world, config, folder, observer
         self.schedule = Schedule.from_config(config.for_robot())  # the shared streams' (the first robot's view)
         self.counts = RecordingCounts()
@@ -225,8 +228,8 @@ class Recorder:
         self._writes = OrderedWrites()
         try:
             self._bags = (self._writes.run(BagWriter, folder / BAGS_DIR, config.name, recording.bag_formats,
-                                           recording.ros2_storage, recording.bag_compression)
-                          if recording.bag_formats else None)
+                                           recording.ros2_storage, recording.bag_compression, taps)
+                          if recording.bag_formats or taps else None)
         except BaseException:
             self._writes.abort()
             self._pool.shutdown(wait=False)
@@ -294,6 +297,10 @@ class Recorder:
             self._observer.humans(t, joints)
         self._humans_frames += 1
         self.counts.add("humans")
+
+    def drain(self) -> None:
+        """Wait until everything sampled so far is written (and shown to the taps: a live run's publishers)."""
+        self._writes.drain()
 
     # ------------------------------------------------------------ end
 

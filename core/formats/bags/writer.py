@@ -26,7 +26,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, Self
+from typing import Literal, Protocol, Self
 
 import lz4.frame
 import numpy as np
@@ -82,17 +82,43 @@ LATCHED_QOS = Qos(history=QosHistory.KEEP_LAST, depth=1, reliability=QosReliabil
                   avoid_ros_namespace_conventions=False)
 
 
+class MessageSerializer:
+    """Builds and serialises one stream's messages as one kind of bag stores them (ROS 1 or ROS 2 CDR), numbering
+    each topic's messages (the ROS 1 header seq) from 0: a bag's sink and a live publisher (a `MessageTap`) use
+    it alike, so the bytes they send are the same."""
+
+    def __init__(self, typestore: Typestore, ros1: bool):
+        self.typestore, self.ros1 = typestore, ros1
+        self.builder = m.MessageBuilder(typestore, ros1)
+        self.seq: dict[str, int] = {}
+
+    def serialize(self, topic: str, msgtype: str, factory: MessageFactory) -> bytes:
+        seq = self.seq.get(topic, 0)
+        message = factory(self.builder, seq)
+        data = (self.typestore.serialize_ros1(message, msgtype) if self.ros1
+                else self.typestore.serialize_cdr(message, msgtype))
+        self.seq[topic] = seq + 1
+        return bytes(data)
+
+
+class MessageTap(Protocol):
+    """Another consumer of a BagWriter's stream (a live publisher): shown every message as it is written, in time
+    order, on the writing thread; it builds its own message with `factory` (a MessageSerializer does)."""
+
+    def write(self, topic: str, msgtype: str, stamp_ns: int, factory: MessageFactory, latched: bool) -> None:
+        """One message (`latched`: its topic keeps its last message for late subscribers, as /tf_static)."""
+
+
 class _Sink:
-    """One open bag: its rosbags writer, typestore, connections and per-topic sequence numbers."""
+    """One open bag: its rosbags writer, connections and the serializer of its kind."""
 
     def __init__(self, writer: Ros1Writer | Ros2Writer, typestore: Typestore, ros1: bool, final_path: Path):
         self.writer = writer
         self.typestore = typestore
         self.ros1 = ros1
         self.final_path = final_path
-        self.builder = m.MessageBuilder(typestore, ros1)
+        self.serializer = MessageSerializer(typestore, ros1)
         self.connections: dict[str, Connection] = {}
-        self.seq: dict[str, int] = {}
 
     def write(self, topic: str, msgtype: str, stamp_ns: int, factory: MessageFactory, latched: bool) -> None:
         if topic not in self.connections:
@@ -104,17 +130,11 @@ class _Sink:
             elif latched:
                 options["offered_qos_profiles"] = [LATCHED_QOS]
             self.connections[topic] = self.writer.add_connection(topic, msgtype, typestore=self.typestore, **options)
-            self.seq[topic] = 0
-        message = factory(self.builder, self.seq[topic])
-        if self.ros1:
-            data = self.typestore.serialize_ros1(message, msgtype)
-        else:
-            data = self.typestore.serialize_cdr(message, msgtype)
+        data = self.serializer.serialize(topic, msgtype, factory)
         # ROS 1 tools reject record times below ros::TIME_MIN (1 ns) and `rosbag play` skips them, so the
         # t = 0 messages are filed at 1 ns there; their header stamps stay 0.
         record_ns = max(stamp_ns, ROS1_TIME_MIN_NS) if self.ros1 else stamp_ns
         self.writer.write(self.connections[topic], record_ns, data)
-        self.seq[topic] += 1
 
 
 def _mcap_lz4_chunks(writer: Ros2Writer) -> None:
@@ -160,9 +180,9 @@ class BagWriter:
     """
 
     def __init__(self, folder: Path, name: str, formats: Sequence[BagFormat], ros2_storage: Ros2Storage = "mcap",
-                 compression: BagCompression = "none"):
+                 compression: BagCompression = "none", taps: Sequence[MessageTap] = ()):
         formats = list(formats)
-        if not formats or len(set(formats)) != len(formats) or any(f not in BAG_FORMATS for f in formats):
+        if not (formats or taps) or len(set(formats)) != len(formats) or any(f not in BAG_FORMATS for f in formats):
             raise ValueError(f"formats must be distinct values from {BAG_FORMATS}, got {formats}")
         if ros2_storage not in ROS2_STORAGES:
             raise ValueError(f"ros2_storage must be one of {tuple(ROS2_STORAGES)}, got {ros2_storage!r}")
@@ -174,9 +194,12 @@ class BagWriter:
             raise ValueError(f"bag name must be a plain, non-hidden file name, got {name!r}")
         self.folder = Path(folder)
         self.name = name
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._tmp = new_partial(self.folder, name)
+        self._taps = list(taps)
         self._sinks: list[_Sink] = []
+        self._tmp: Path | None = None
+        if formats:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._tmp = new_partial(self.folder, name)
         self._topic_types: dict[str, str] = {}
         self._last_ns = 0
         self._last_topic: str | None = None
@@ -225,6 +248,8 @@ class BagWriter:
                              f"{self._last_topic}, was at {self._last_ns} ns); bags must be written in time order")
         for sink in self._sinks:
             sink.write(topic, msgtype, stamp_ns, factory, latched)
+        for tap in self._taps:
+            tap.write(topic, msgtype, stamp_ns, factory, latched)
         self._last_ns, self._last_topic = stamp_ns, topic
 
     def clock(self, t: float) -> None:
@@ -326,6 +351,8 @@ class BagWriter:
         if not self._open:
             return
         self._open = False
+        if self._tmp is None:  # taps only: no bag
+            return
         try:
             for sink in self._sinks:
                 sink.writer.close()
@@ -353,7 +380,8 @@ class BagWriter:
             # The partial bag is deleted below whether or not the writer aborts cleanly.
             with contextlib.suppress(Exception):
                 sink.writer.abort()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self) -> Self:
         return self

@@ -1,0 +1,213 @@
+"""A live run's pacing and commands (config `live`; the handshake is docs/guides/live-ros.md's):
+
+Every control period (`live.control_hz`) the simulator first hands over everything recorded up to that time t
+(all of it published), then
+
+- lockstep: publishes t on the latched `/grade/step_request` (rosgraph_msgs/Clock) and waits for the answer on
+  `/grade/step_done` (std_msgs/Header): `stamp` = t, `seq` = how many command messages the node has published in
+  all so far. ROS 1 keeps order per topic but not across topics, so the count tells the simulator which commands
+  the answer covers: it waits until it has received that many, then applies every command received, in a fixed
+  order (topic by topic in config order, each topic in its publisher's order), at t. The same node and seed give
+  the same run. No answer within `live.timeout` s stops the run there (saved complete; commands.json says when).
+- realtime: waits until the wall clock reaches t / rate_factor from the start, then applies the commands received
+  so far; how late each period was (the jitter of /clock against the wall clock) is reported at the end.
+
+At the end the simulator publishes the end time on the latched `/grade/finished` (rosgraph_msgs/Clock).
+
+Commands that come before a robot is under external control (the bootstrap) take effect, in order, when it begins;
+commands on a robot whose planner is not `external` are logged as ignored.
+"""
+
+from __future__ import annotations
+
+import time as wallclock
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.config import ExperimentConfig
+from core.formats.bags import messages as m
+from core.formats.bags.topics import BagTopics
+from core.formats.commands import CommandEntry, CommandLog
+from core.progress import get_logger
+from core.robot_catalogue import robot_body
+from simulation.backend import World
+from simulation.live.commands import Command, Refused, command_topics, decode
+from simulation.live.ros1 import Received, Ros1Node
+
+log = get_logger("live")
+
+STEP_REQUEST = "/grade/step_request"
+STEP_DONE = "/grade/step_done"
+FINISHED = "/grade/finished"
+FINISH_WAIT_S = 5.0  # s of wall clock for the node to connect to /grade/finished before the bridge goes
+HEADER = "std_msgs/msg/Header"
+
+
+@dataclass
+class _Route:
+    robot: str | None  # its name in a multi-robot run
+    name: str  # its name in the config
+    msgtype: str
+    order: int  # the topic's place in the fixed order commands are applied in
+
+
+@dataclass
+class LiveReport:
+    """The live part of run.json: how the run was paced and, for realtime, how late each period was (ms)."""
+
+    pacing: str
+    control_periods: int = 0
+    late_ms: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        report: dict = {"pacing": self.pacing, "control_periods": self.control_periods}
+        if self.late_ms:
+            late = np.abs(np.array(self.late_ms))
+            report["clock_jitter_ms"] = {"mean": round(float(late.mean()), 3),
+                                         "p99": round(float(np.percentile(late, 99)), 3),
+                                         "max": round(float(late.max()), 3)}
+        return report
+
+
+class LiveSession:
+    """The pacing and the command routes of one live run on `node`; `drain` waits until everything recorded so far
+    is handed to the node."""
+
+    def __init__(self, config: ExperimentConfig, world: World, node: Ros1Node, drain: Callable[[], None]):
+        self.config, self.node, self.drain = config, node, drain
+        live = config.live
+        self.every = round(config.simulation.physics_hz / live.control_hz)
+        self.lockstep = live.pacing == "lockstep"
+        self.timeout = live.timeout
+        self.dt = world.timestep
+        self.routes: dict[str, _Route] = {}
+        multi = config.multi_robot
+        for name in config.robot_names:
+            alone = config.for_robot(name)
+            topics = BagTopics(alone.recording.namespace)
+            for topic, msgtype in command_topics(topics, robot_body(alone.robot).flies).items():
+                self.routes[topic] = _Route(name if multi else None, name, msgtype, len(self.routes))
+        self._external = {name for name in config.robot_names
+                          if config.for_robot(name).exploration.planner == "external"}
+        for topic in self.routes:
+            node.subscribe(topic)
+        if self.lockstep:
+            node.subscribe(STEP_DONE)
+        self.log = CommandLog(middleware=live.middleware, pacing=live.pacing, control_hz=live.control_hz)
+        self.report = LiveReport(live.pacing)
+        self._inboxes: dict[str, list[tuple[Command | None, CommandEntry]]] = {name: [] for name in config.robot_names}
+        self._taken = 0
+        self._wall_start: float | None = None
+        self._serializer = m.MessageBuilder(node.typestore, True)
+
+    # ------------------------------------------------------------ pacing
+
+    def sync(self, world: World) -> bool:
+        """At a control period's step: hand over what was recorded, pace, and route the commands that answer it.
+        False when the node did not answer in time (the run stops)."""
+        step = round(world.time / self.dt)
+        if step % self.every:
+            return True
+        t = step * self.dt
+        self.drain()
+        stamp = m.stamp_from_seconds(t, STEP_REQUEST)
+        if self.lockstep:
+            if self.report.control_periods == 0:
+                self._publish_request(stamp)
+                if not self.node.wait_subscriber(STEP_REQUEST, self.timeout):
+                    from core.errors import InputError
+
+                    raise InputError(f"no node subscribed to {STEP_REQUEST} within {self.timeout:g} s "
+                                     "(live.timeout): start your node (see docs/guides/live-ros.md) and run again",
+                                     field="live.timeout")
+            else:
+                self._publish_request(stamp)
+            if not self.node.wait_received(lambda received: self._answered(received, stamp), self.timeout):
+                log.warning("no answer on %s for t = %.4f s within %g s (live.timeout): the run stops here",
+                            STEP_DONE, t, self.timeout)
+                self.log.timeouts.append(t)
+                return False
+        else:
+            now = wallclock.monotonic()
+            if self._wall_start is None:
+                self._wall_start = now - t / self.config.live.rate_factor
+            due = self._wall_start + t / self.config.live.rate_factor
+            if due > now:
+                wallclock.sleep(due - now)
+            self.report.late_ms.append((wallclock.monotonic() - due) * 1000.0)
+        self.report.control_periods += 1
+        self._route(t)
+        return True
+
+    def finish(self, world: World) -> None:
+        """The run is over: everything recorded is published, and the end time on the latched /grade/finished
+        (rosgraph_msgs/Clock) tells the node it may stop. Commands no robot took (they answered the last period)
+        are logged as ignored."""
+        for items in self._inboxes.values():
+            for _, entry in items:
+                if entry.status != "refused":
+                    entry.status, entry.reason = "ignored", "after the robot's external control ended"
+            items.clear()
+        self.drain()
+        self._publish_clock(FINISHED, m.stamp_from_seconds(world.time, FINISHED))
+        if self.lockstep:  # the node gets the latched message once connected: wait for that before going
+            self.node.wait_subscriber(FINISHED, min(self.timeout, FINISH_WAIT_S))
+
+    def _publish_request(self, stamp: int) -> None:
+        self._publish_clock(STEP_REQUEST, stamp)
+
+    def _publish_clock(self, topic: str, stamp: int) -> None:
+        data = self.node.typestore.serialize_ros1(self._serializer.clock(stamp), m.CLOCK)
+        self.node.publish(topic, m.CLOCK, bytes(data), latched=True)
+
+    def _answered(self, received: list[Received], stamp: int) -> bool:
+        """Whether an answer for `stamp` has come with every command it counts."""
+        wanted = None
+        for message in reversed(received[self._taken:]):
+            if message.topic == STEP_DONE:
+                header = self.node.typestore.deserialize_ros1(message.data, HEADER)
+                if header.stamp.sec * 1_000_000_000 + header.stamp.nanosec == stamp:
+                    wanted = header.seq
+                    break
+        if wanted is None:
+            return False
+        return sum(message.topic in self.routes for message in received) >= wanted
+
+    # ------------------------------------------------------------ commands
+
+    def _route(self, t: float) -> None:
+        """Every message received since the last period, to its robot's inbox (or the log, when ignored)."""
+        received = self.node.received()
+        new = [r for r in received[self._taken:] if r.topic in self.routes]
+        self._taken = len(received)
+        new.sort(key=lambda r: (self.routes[r.topic].order, r.index))
+        for message in new:
+            route = self.routes[message.topic]
+            entry = CommandEntry(time=t, robot=route.robot, topic=message.topic, type=route.msgtype,
+                                 status="applied")
+            command = None
+            if message.type and message.type != route.msgtype.replace("/msg/", "/"):
+                entry.status, entry.reason = "refused", f"{message.type} on a {route.msgtype} topic"
+            elif route.name not in self._external:
+                entry.status, entry.reason = "ignored", "the robot's planner is not external"
+            else:
+                try:
+                    command = decode(route.msgtype, message.data)
+                except Refused as exc:
+                    entry.status, entry.reason = "refused", str(exc)
+                    log.warning("%s at t = %.4f s refused: %s", message.topic, t, exc)
+            # The entry is logged now; the robot's external control fills in what it applied.
+            self.log.commands.append(entry)
+            if entry.status != "ignored":
+                self._inboxes[route.name].append((command, entry))
+
+    def inbox(self, name: str) -> Callable[[], list[tuple[Command | None, CommandEntry]]]:
+        """Robot `name`'s commands for the current control period (its external control calls it once a period)."""
+
+        def take() -> list[tuple[Command | None, CommandEntry]]:
+            items, self._inboxes[name] = self._inboxes[name], []
+            return items
+
+        return take
