@@ -35,7 +35,7 @@ REQUIRE_REALDATA = os.environ.get("GRADE_REQUIRE_REALDATA", "") == "1"
 REQUIRE_EXTRAS = os.environ.get("CI", "").lower() == "true" or os.environ.get("GRADE_REQUIRE_EXTRAS", "") == "1"
 # The optional extras' modules that tests require, each with its extra and, where pyproject.toml's environment
 # markers install it on some Pythons only, the newest one it has wheels for.
-EXTRAS: dict[str, tuple[str, tuple[int, int] | None]] = {"bpy": ("cycles", (3, 11))}
+EXTRAS: dict[str, tuple[str, tuple[int, int] | None]] = {"bpy": ("cycles", (3, 11)), "cyclonedds": ("live", None)}
 
 
 def requires_extra(module: str) -> pytest.MarkDecorator:

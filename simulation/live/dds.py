@@ -60,7 +60,7 @@ TAKE_BATCH = 64  # samples taken from a reader per call of its data-available li
 Received = tuple[str, str, Any]
 
 
-def _cyclonedds() -> Any:
+def cyclonedds_module() -> Any:
     """Cyclone DDS's Python binding, or a GradeError that names the extra to install."""
     try:
         import cyclonedds.core
@@ -108,7 +108,7 @@ class IdlTypes:
     (nested types included), named as ROS 2 names them on DDS; they carry a topic's type, never its data."""
 
     def __init__(self, typestore: Typestore):
-        dds = _cyclonedds()
+        dds = cyclonedds_module()
         t = dds.idl.types
         self.typestore = typestore
         self._make_struct = dds.idl.make_idl_struct
@@ -170,7 +170,7 @@ class DdsPublisher:
     topic's writer has matched readers, for a caller that must not lose the first messages of a volatile topic."""
 
     def __init__(self, domain_id: int = 0):
-        self._dds = _cyclonedds()
+        self._dds = cyclonedds_module()
         self.domain_id = domain_id
         self.typestore = ros2_typestore()
         self.builder = MessageBuilder(self.typestore, False)
@@ -260,7 +260,7 @@ class DdsCommands:
     thread and wait, in arrival order, until `take` hands them over."""
 
     def __init__(self, topics: Sequence[tuple[str, str]], domain_id: int = 0):
-        self._dds = dds = _cyclonedds()
+        self._dds = dds = cyclonedds_module()
         self.domain_id = domain_id
         self.typestore = ros2_typestore()
         self.types = IdlTypes(self.typestore)

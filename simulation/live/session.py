@@ -72,10 +72,10 @@ class LiveReport:
 
 
 class LiveSession:
-    """The pacing and the command routes of one live run on `node`; `drain` waits until everything recorded so far
-    is handed to the node."""
+    """The pacing and the command routes of one live run on ROS 1 `node` (None: publishing on ROS 2, realtime and
+    without commands, config.live checks it); `drain` waits until everything recorded so far is published."""
 
-    def __init__(self, config: ExperimentConfig, world: World, node: Ros1Node, drain: Callable[[], None]):
+    def __init__(self, config: ExperimentConfig, world: World, node: Ros1Node | None, drain: Callable[[], None]):
         self.config, self.node, self.drain = config, node, drain
         live = config.live
         self.every = round(config.simulation.physics_hz / live.control_hz)
@@ -84,7 +84,7 @@ class LiveSession:
         self.dt = world.timestep
         self.routes: dict[str, _Route] = {}
         multi = config.multi_robot
-        for name in config.robot_names:
+        for name in config.robot_names if node is not None else ():
             alone = config.for_robot(name)
             topics = BagTopics(alone.recording.namespace)
             for topic, msgtype in command_topics(topics, robot_body(alone.robot).flies).items():
@@ -93,14 +93,14 @@ class LiveSession:
                           if config.for_robot(name).exploration.planner == "external"}
         for topic in self.routes:
             node.subscribe(topic)
-        if self.lockstep:
+        if self.lockstep:  # ROS 1 only
             node.subscribe(STEP_DONE)
         self.log = CommandLog(middleware=live.middleware, pacing=live.pacing, control_hz=live.control_hz)
         self.report = LiveReport(live.pacing)
         self._inboxes: dict[str, list[tuple[Command | None, CommandEntry]]] = {name: [] for name in config.robot_names}
         self._taken = 0
         self._wall_start: float | None = None
-        self._serializer = m.MessageBuilder(node.typestore, True)
+        self._serializer = m.MessageBuilder(m.ros1_typestore(), True)
 
     # ------------------------------------------------------------ pacing
 
@@ -138,7 +138,8 @@ class LiveSession:
                 wallclock.sleep(due - now)
             self.report.late_ms.append((wallclock.monotonic() - due) * 1000.0)
         self.report.control_periods += 1
-        self._route(t)
+        if self.node is not None:
+            self._route(t)
         return True
 
     def finish(self, world: World) -> None:
@@ -151,6 +152,8 @@ class LiveSession:
                     entry.status, entry.reason = "ignored", "after the robot's external control ended"
             items.clear()
         self.drain()
+        if self.node is None:
+            return
         self._publish_clock(FINISHED, m.stamp_from_seconds(world.time, FINISHED))
         if self.lockstep:  # the node gets the latched message once connected: wait for that before going
             self.node.wait_subscriber(FINISHED, min(self.timeout, FINISH_WAIT_S))
