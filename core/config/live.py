@@ -29,8 +29,9 @@ class LiveConfig(Strict):
                                                         "divide simulation.physics_hz")
     rate_factor: PositiveFloat = Field(1.0, description="realtime pacing: simulated seconds per wall-clock second")
     timeout: Annotated[float, Field(gt=0, le=MAX_LIVE_TIMEOUT_S)] = Field(
-        30.0, description="s of wall clock to wait for your node (its first subscription, then each answer in "
-                          "lockstep); past it the run stops where it is, and is saved complete")
+        30.0, description="s of wall clock to wait for your node in lockstep: for its first subscription (past it "
+                          "the run fails: start your node), then for each answer (past it the run stops where it "
+                          "is, and is saved complete)")
     ros_python: Path = Field(Path("/usr/bin/python3"), description="the Python that has rospy (Debian's "
                                                                    "python3-rospy, a ROS distribution's)")
 

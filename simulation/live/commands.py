@@ -6,8 +6,9 @@ deserialiser, and refused when they cannot be applied:
     flying base   <ns>/command/pose          geometry_msgs/PoseStamped in `world`: fly to the position, turn to
                                              the yaw
                   <ns>/command/trajectory    trajectory_msgs/MultiDOFJointTrajectory (RotorS' convention): each
-                                             point's first transform (world) and velocity (fed forward), reached in
-                                             turn at its time_from_start after the command takes effect
+                                             point's first transform (world) and velocity (fed forward) becomes the
+                                             position controller's target at its time_from_start after the command
+                                             takes effect (no interpolation between points)
 """
 
 from __future__ import annotations
@@ -106,9 +107,9 @@ def decode(msgtype: str, data: bytes) -> Command:
         message = typestore.deserialize_ros1(data, msgtype)
     except Exception as exc:  # noqa: BLE001 - rosbags raises several types on malformed bytes
         raise Refused(f"malformed {msgtype} ({exc})") from None
-    if msgtype == TWIST:
-        linear = _finite([message.linear.x, message.linear.y], "linear")
-        return Twist(linear, float(_finite([message.angular.z], "angular.z")[0]))
+    if msgtype == TWIST:  # every field finite, the unused ones too: a NaN anywhere means the sender is broken
+        linear = _finite([message.linear.x, message.linear.y, message.linear.z], "linear")[:2]
+        return Twist(linear, float(_finite([message.angular.x, message.angular.y, message.angular.z], "angular")[2]))
     if msgtype == POSE_STAMPED:
         _world_frame(message.header.frame_id, "the pose")
         p = message.pose.position
