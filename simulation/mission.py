@@ -86,9 +86,10 @@ class RobotMission:
     `exploration`), then hold until `end`. `tick` does a step's work before the step; False when all is done."""
 
     def __init__(self, robot: Robot, config: ExperimentConfig, environment: Path, bootstrap_end: float,
-                 end: float, name: str, live: LiveSession | None = None):
+                 end: float, name: str | None = None, live: LiveSession | None = None):
         self.robot, self.config, self.environment = robot, config, environment
-        self.name, self.live, self.end = name, live, end
+        # `name`: the robot's name in the config (what a live session routes commands by)
+        self.name, self.live, self.end = name or robot.name, live, end
         self.result = MissionResult(config.exploration.planner)
         self._stages = iter((lambda: _Hold(robot, config.robot, bootstrap_end), self._planner,
                              lambda: _Hold(robot, config.robot, end)))
