@@ -10,7 +10,6 @@ the same config and seed give the same recording).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING
 from core.config import ExperimentConfig
 from core.errors import InputError
 from core.formats.class_map import read_class_map
-from core.formats.commands import write_command_log
 from core.formats.manifest import MANIFEST
 from core.formats.run_info import (
     COMPLETE,
@@ -43,7 +41,6 @@ if TYPE_CHECKING:
 log = get_logger("generate")
 
 RECORD_VERSION = "record/3"  # 2: semantic ids from the global class map; 3: exposure, sky, lights, /tf_static, UAV limits
-MAX_DOMAIN_ID = 232  # the largest DDS domain id (DDS's port mapping); ROS 2 advises 0-101
 PROGRESS_EVERY = 24  # physics steps between progress updates
 # The named random streams of a run (core.seeding), listed with their seeds in run.json; the lights'
 # streams are "simulation/randomization/lights/<epoch>", one per re-randomisation period.
@@ -98,18 +95,11 @@ def generate(config: ExperimentConfig, out: Path | None = None, cache: Path | No
     in a Rerun viewer as it records (simulation.recording.live_view), reached before anything is written."""
     run = Path(out or config.output_dir)
     check_robots(config)
-    if config.live.middleware == "ros1":  # what it needs, before anything is written
-        from simulation.live.ros1 import check_master, check_ros_python, master_uri
+    if config.live.middleware != "none":
+        from simulation.live.middleware import check_middleware
 
-        check_ros_python(config.live.ros_python)
-        check_master(master_uri())
+        check_middleware(config.live)  # what it needs, before anything is written
         force = True  # a live run is driven from outside: it records again, whatever an earlier one left
-    elif config.live.middleware == "ros2":
-        from simulation.live.dds import cyclonedds_module
-
-        cyclonedds_module()
-        ros_domain_id()
-        force = True
     from simulation.recording.live_target import live_stream
 
     with live_stream(live, f"{config.name}-seed{config.seed}") as stream, \
@@ -182,14 +172,6 @@ def _asset_records(scene: Path) -> list[AssetRecord]:
     return [asset_record(package) for package in dict.fromkeys(p.package for p in placed)]
 
 
-def ros_domain_id() -> int:
-    """ROS 2's DDS domain (ROS_DOMAIN_ID, as ROS 2 reads it; 0 when unset)."""
-    text = os.environ.get("ROS_DOMAIN_ID", "").strip() or "0"
-    if not text.isdecimal() or not 0 <= int(text) <= MAX_DOMAIN_ID:
-        raise InputError(f"ROS_DOMAIN_ID={text!r} is not a DDS domain id (0 to {MAX_DOMAIN_ID})", field="ROS_DOMAIN_ID")
-    return int(text)
-
-
 def _simulate(config: ExperimentConfig, prepared, folder: Path,
               stream: LiveStream | None) -> tuple[float, dict, dict[str, int], float, dict | None]:
     """Run the mission with a recorder attached (the live view on `stream`; published to ROS with `config.live`);
@@ -207,26 +189,20 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path,
         from simulation.recording.live_view import LiveView
 
         live = LiveView(stream, world, config)
-    node = tap = session = None
-    if config.live.middleware == "ros1":
-        from simulation.live.ros1 import Ros1Node, Ros1Tap
-
-        node = Ros1Node(config.live.ros_python, config.live.timeout)
-        tap = Ros1Tap(node)
-    elif config.live.middleware == "ros2":
-        from simulation.live.dds import DdsPublisher
-
-        node = tap = DdsPublisher(ros_domain_id())
-    try:
-        recorder = Recorder(world, config, folder, live, [tap] if tap else ())
-    except BaseException:
-        if node is not None:
-            node.close()
-        raise
-    if node is not None:
+    link = session = None
+    if config.live.middleware != "none":
+        from simulation.live.middleware import open_middleware
         from simulation.live.session import LiveSession
 
-        session = LiveSession(config, world, node if config.live.middleware == "ros1" else None, recorder.drain)
+        link = open_middleware(config.live)
+    try:
+        recorder = Recorder(world, config, folder, live, [link.tap] if link else ())
+    except BaseException:
+        if link is not None:
+            link.close()
+        raise
+    if link is not None:
+        session = LiveSession(config, world, link.node, recorder.drain)
     steps = recorder.schedule.total_steps
     prefix = f"{config.robot_names[0]}/" if config.multi_robot else ""
     main_camera = next((f"{prefix}camera/{c.name}" for c in config.for_robot().robot.sensors.cameras), None)
@@ -249,16 +225,16 @@ def _simulate(config: ExperimentConfig, prepared, folder: Path,
             if session is not None:
                 session.finish(world)
             recorder.close()
-            if session is not None and session.node is not None:
-                write_command_log(folder, session.log)
+            if session is not None:
+                session.save(folder)
             if live is not None:
                 live.finish()
         except BaseException:
             keep_first_error(recorder.abort)
             raise
         finally:
-            if node is not None:
-                node.close()
+            if link is not None:
+                link.close()
     seconds = watch.seconds()
     console.print(f"recorded {world.time:.2f} s of simulation in {seconds:.1f} s "
                   f"({world.time / max(seconds, 1e-9):.2f}x real time)")

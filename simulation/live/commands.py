@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from rosbags.typesys.store import Typestore
 
-from core.formats.bags import messages as m
 from core.formats.bags.topics import WORLD_FRAME, BagTopics
 
 TWIST = "geometry_msgs/msg/Twist"
@@ -100,9 +100,9 @@ def _world_frame(frame_id: str, what: str) -> None:
         raise Refused(f"{what} is in frame {frame_id!r}; give it in {WORLD_FRAME!r}")
 
 
-def decode(msgtype: str, data: bytes) -> Command:
-    """The command in ROS 1 bytes of `msgtype`; Refused when it cannot be applied."""
-    typestore = m.ros1_typestore()
+def decode(msgtype: str, data: bytes, typestore: Typestore) -> Command:
+    """The command in ROS 1 bytes of `msgtype` (read with the ROS 1 `typestore`); Refused when it cannot be
+    applied."""
     try:
         message = typestore.deserialize_ros1(data, msgtype)
     except Exception as exc:  # noqa: BLE001 - rosbags raises several types on malformed bytes

@@ -31,6 +31,7 @@ implementations write it; rosbags' reader ignores both (it allows up to 3 traili
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Self
@@ -38,7 +39,8 @@ from typing import TYPE_CHECKING, Any, Self
 from rosbags.typesys.base import Nodetype
 
 from core.errors import GradeError, InputError
-from core.formats.bags.messages import MessageBuilder, ros2_typestore
+from core.formats.bags.messages import ros2_typestore
+from core.formats.bags.writer import MessageSerializer
 
 if TYPE_CHECKING:
     from rosbags.typesys.store import Typestore
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 
 INSTALL_HINT = "pip install 'grade[live]'"  # pip install -e '.[live]' in a checkout
 ROS_TOPIC_PREFIX = "rt"  # ROS 2's DDS topic of ROS topic /a/b is rt/a/b (rmw's "ros topic" prefix)
+MAX_DOMAIN_ID = 232  # the largest DDS domain id (DDS's port mapping); ROS 2 advises 0-101
 DEFAULT_DEPTH = 10  # rclcpp's default QoS: keep last 10, reliable, volatile
 LATCHED_DEPTH = 1  # tf2_ros' StaticBroadcasterQoS: keep last 1, reliable, transient local
 # How long a reliable write may block when the writer's history is full of unacknowledged samples (the DDS
@@ -76,6 +79,14 @@ def cyclonedds_module() -> Any:
                          f"not installed ({exc}): it comes with the optional `live` extra, installed with "
                          f"{INSTALL_HINT}") from None
     return cyclonedds
+
+
+def ros_domain_id() -> int:
+    """ROS 2's DDS domain (ROS_DOMAIN_ID, as ROS 2 reads it; 0 when unset)."""
+    text = os.environ.get("ROS_DOMAIN_ID", "").strip() or "0"
+    if not text.isdecimal() or not 0 <= int(text) <= MAX_DOMAIN_ID:
+        raise InputError(f"ROS_DOMAIN_ID={text!r} is not a DDS domain id (0 to {MAX_DOMAIN_ID})", field="ROS_DOMAIN_ID")
+    return int(text)
 
 
 def dds_topic_name(topic: str) -> str:
@@ -173,11 +184,10 @@ class DdsPublisher:
         self._dds = cyclonedds_module()
         self.domain_id = domain_id
         self.typestore = ros2_typestore()
-        self.builder = MessageBuilder(self.typestore, False)
+        self.serializer = MessageSerializer(self.typestore, False)  # as the ROS 2 bag's sink builds them
         self.types = IdlTypes(self.typestore)
         self._participant: Any = self._dds.domain.DomainParticipant(domain_id)
         self._writers: dict[str, tuple[str, bool, Any, Any]] = {}  # topic -> (msgtype, latched, writer, topic)
-        self._seq: dict[str, int] = {}
         self._matched = threading.Condition()
         self._subscribers: dict[str, int] = {}  # topic -> readers its writer matches
 
@@ -225,9 +235,7 @@ class DdsPublisher:
         """Publish one message: built by `factory`, serialised by rosbags, its CDR bytes written as they are.
         (`stamp_ns` is the recording's time; DDS stamps the sample with the wall clock, as ROS 2 does.)"""
         self._writer(topic, msgtype, latched)
-        seq = self._seq.get(topic, 0)
-        data = bytes(self.typestore.serialize_cdr(factory(self.builder, seq), msgtype))
-        self._seq[topic] = seq + 1
+        data = self.serializer.serialize(topic, msgtype, factory)
         self.publish_cdr(topic, data)
 
     def publish_cdr(self, topic: str, data: bytes) -> None:

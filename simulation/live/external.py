@@ -53,7 +53,6 @@ class ExternalControl:
         self._step = 0
         self._twist = np.zeros(3)
         self._trajectory: tuple[float, Trajectory] | None = None  # (time it took effect, trajectory)
-        self._commanded = False
 
     def tick(self) -> bool:
         """This physics step's command; False once `end` is reached."""
@@ -123,7 +122,6 @@ class ExternalControl:
             trajectory = Trajectory(limited)
             self._trajectory = (self.robot.world.time, trajectory)
             entry.values = trajectory.values() if isinstance(command, Trajectory) else limited[0][1].values()
-        self._commanded = True
         entry.status, entry.clipped = ("clipped" if clipped else "applied"), clipped
 
     def _control(self, time: float) -> None:

@@ -35,13 +35,12 @@ ROS1_PACKAGES = "ros-core python3-rospy (Debian/Ubuntu: apt install ros-core pyt
 
 @dataclass(frozen=True)
 class Received:
-    """A message the bridge received: its topic, ROS 1 type, sender and serialised bytes; `index` counts every
-    message received in the run, in arrival order."""
+    """A message the bridge received: its topic, ROS 1 type and serialised bytes; `index` counts every message
+    received in the run, in arrival order."""
 
     index: int
     topic: str
     type: str
-    callerid: str
     data: bytes
 
 
@@ -89,11 +88,12 @@ class Ros1Node:
         check_master(uri)
         self.timeout = timeout
         self.typestore = m.ros1_typestore()
-        self._received: list[Received] = []
+        self._received: list[Received] = []  # since the last take_received
+        self._count = 0  # every message received
+        self._advertised: set[str] = set()
         self._subscribed: dict[str, bool] = {}
         self._changed = threading.Condition()
         self._closed = False
-        self._failure: str | None = None
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the bridge's stderr for as long as it runs
         env = {**os.environ, "ROS_MASTER_URI": uri, "PYTHONUNBUFFERED": "1"}
         self._process = subprocess.Popen([str(python), ros1_bridge.__file__], stdin=subprocess.PIPE,
@@ -122,12 +122,12 @@ class Ros1Node:
                 if op == "ready":
                     self.node = header["node"]
                 elif op == "message":
-                    self._received.append(Received(len(self._received), header["topic"], header["type"],
-                                                   header.get("callerid", ""), payload))
+                    self._received.append(Received(self._count, header["topic"], header["type"], payload))
+                    self._count += 1
                 elif op == "subscribed":
                     self._subscribed[header["topic"]] = bool(header["ok"])
-                elif op == "error":
-                    self._failure = header["message"]
+                elif op == "error":  # a protocol mistake of ours, not the user's
+                    log.error("the ROS 1 bridge: %s", header["message"])
                 self._changed.notify_all()
         with self._changed:
             self._closed = True
@@ -147,10 +147,14 @@ class Ros1Node:
     # ------------------------------------------------------------ the node's interface
 
     def publish(self, topic: str, msgtype: str, data: bytes, latched: bool = False) -> None:
-        """Publish ROS 1 bytes of `msgtype` (rosbags' name, e.g. sensor_msgs/msg/Image) on `topic`."""
-        definition, md5 = canonical_definition(msgtype, self.typestore)
-        self._send({"op": "publish", "topic": topic, "type": ros1_name(msgtype), "md5": md5,
-                    "definition": definition, "latched": latched}, data)
+        """Publish ROS 1 bytes of `msgtype` (rosbags' name, e.g. sensor_msgs/msg/Image) on `topic`; its type,
+        MD5 and definition go to the bridge with the topic's first message, which advertises it."""
+        header: dict = {"op": "publish", "topic": topic}
+        if topic not in self._advertised:
+            definition, md5 = canonical_definition(msgtype, self.typestore)
+            header |= {"type": ros1_name(msgtype), "md5": md5, "definition": definition, "latched": latched}
+            self._advertised.add(topic)
+        self._send(header, data)
 
     def subscribe(self, topic: str) -> None:
         self._send({"op": "subscribe", "topic": topic})
@@ -161,13 +165,15 @@ class Ros1Node:
         self._send({"op": "wait_subscriber", "topic": topic, "timeout": timeout})
         return self._wait(lambda: topic in self._subscribed, timeout + 5.0) and self._subscribed[topic]
 
-    def received(self) -> list[Received]:
+    def take_received(self) -> list[Received]:
+        """The messages received since the last take, in arrival order."""
         with self._changed:
-            return list(self._received)
+            taken, self._received = self._received, []
+            return taken
 
     def wait_received(self, predicate: Callable[[list[Received]], bool], timeout: float) -> bool:
-        """Block until `predicate(every message received so far)` holds; False after `timeout` s or if the
-        bridge stopped."""
+        """Block until `predicate(the messages received and not taken)` holds, asked again as each one arrives;
+        False after `timeout` s or if the bridge stopped."""
         return self._wait(lambda: predicate(self._received), timeout)
 
     def close(self) -> None:

@@ -9,9 +9,10 @@ little-endian length and a JSON header, then a 4-byte length and the payload byt
 simulator imports to read and write those frames (`write_frame`, `read_frame`), so the protocol is spelled once.
 It must run on the Pythons ROS distributions ship (3.8 for Noetic on Ubuntu 20.04): standard library and rospy only.
 
-Simulator -> bridge: {"op": "publish", "topic", "type", "md5", "definition", "latched"} + message bytes;
+Simulator -> bridge: {"op": "publish", "topic"} + message bytes (a topic's first also names its "type", "md5",
+"definition" and whether it is "latched");
 {"op": "subscribe", "topic"}; {"op": "wait_subscriber", "topic", "timeout"}; {"op": "shutdown"}.
-Bridge -> simulator: {"op": "ready", "node"}; {"op": "message", "topic", "type", "callerid"} + message bytes;
+Bridge -> simulator: {"op": "ready", "node"}; {"op": "message", "topic", "type"} + message bytes;
 {"op": "subscribed", "topic", "ok"}; {"op": "error", "message"}.
 """
 
@@ -73,8 +74,7 @@ def main():
 
     def received(message, topic):
         header = getattr(message, "_connection_header", None) or {}
-        send({"op": "message", "topic": topic, "type": header.get("type", ""),
-              "callerid": header.get("callerid", "")}, bytes(message._buff))
+        send({"op": "message", "topic": topic, "type": header.get("type", "")}, bytes(message._buff))
 
     rospy.init_node("grade", anonymous=True, disable_signals=True)
     send({"op": "ready", "node": rospy.get_name()})

@@ -23,13 +23,16 @@ from __future__ import annotations
 import time as wallclock
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from core.config import ExperimentConfig
+from core.errors import InputError
 from core.formats.bags import messages as m
 from core.formats.bags.topics import BagTopics
-from core.formats.commands import CommandEntry, CommandLog
+from core.formats.bags.writer import MessageSerializer
+from core.formats.commands import CommandEntry, CommandLog, write_command_log
 from core.progress import get_logger
 from core.robot_catalogue import robot_body
 from simulation.backend import World
@@ -98,9 +101,13 @@ class LiveSession:
         self.log = CommandLog(middleware=live.middleware, pacing=live.pacing, control_hz=live.control_hz)
         self.report = LiveReport(live.pacing)
         self._inboxes: dict[str, list[tuple[Command | None, CommandEntry]]] = {name: [] for name in config.robot_names}
-        self._taken = 0
+        # The lockstep count, kept as messages arrive: command messages received in all, each answer's count by
+        # the time it answers, and how far into the messages not yet taken they are counted.
+        self._commands_received = 0
+        self._answers: dict[int, int] = {}
+        self._counted = 0
         self._wall_start: float | None = None
-        self._serializer = m.MessageBuilder(m.ros1_typestore(), True)
+        self._serializer = MessageSerializer(m.ros1_typestore(), True)
 
     # ------------------------------------------------------------ pacing
 
@@ -114,16 +121,10 @@ class LiveSession:
         self.drain()
         stamp = m.stamp_from_seconds(t, STEP_REQUEST)
         if self.lockstep:
-            if self.report.control_periods == 0:
-                self._publish_request(stamp)
-                if not self.node.wait_subscriber(STEP_REQUEST, self.timeout):
-                    from core.errors import InputError
-
-                    raise InputError(f"no node subscribed to {STEP_REQUEST} within {self.timeout:g} s "
-                                     "(live.timeout): start your node (see docs/guides/live-ros.md) and run again",
-                                     field="live.timeout")
-            else:
-                self._publish_request(stamp)
+            self._publish_clock(STEP_REQUEST, stamp)
+            if self.report.control_periods == 0 and not self.node.wait_subscriber(STEP_REQUEST, self.timeout):
+                raise InputError(f"no node subscribed to {STEP_REQUEST} within {self.timeout:g} s (live.timeout): "
+                                 "start your node (see docs/guides/live-ros.md) and run again", field="live.timeout")
             if not self.node.wait_received(lambda received: self._answered(received, stamp), self.timeout):
                 log.warning("no answer on %s for t = %.4f s within %g s (live.timeout): the run stops here",
                             STEP_DONE, t, self.timeout)
@@ -158,34 +159,40 @@ class LiveSession:
         if self.lockstep:  # the node gets the latched message once connected: wait for that before going
             self.node.wait_subscriber(FINISHED, min(self.timeout, FINISH_WAIT_S))
 
-    def _publish_request(self, stamp: int) -> None:
-        self._publish_clock(STEP_REQUEST, stamp)
+    def save(self, folder: Path) -> None:
+        """commands.json into the run `folder`, where the run takes commands (ROS 1)."""
+        if self.node is not None:
+            write_command_log(folder, self.log)
 
     def _publish_clock(self, topic: str, stamp: int) -> None:
-        data = self.node.typestore.serialize_ros1(self._serializer.clock(stamp), m.CLOCK)
-        self.node.publish(topic, m.CLOCK, bytes(data), latched=True)
+        self.node.publish(topic, m.CLOCK, self._serializer.serialize(topic, m.CLOCK, lambda b, _: b.clock(stamp)),
+                          latched=True)
 
-    def _answered(self, received: list[Received], stamp: int) -> bool:
-        """Whether an answer for `stamp` has come with every command it counts."""
-        wanted = None
-        for message in reversed(received[self._taken:]):
+    def _count(self, received: list[Received]) -> None:
+        """Count the messages not yet counted: commands, and the answers with their counts by stamp."""
+        for message in received[self._counted:]:
             if message.topic == STEP_DONE:
                 header = self.node.typestore.deserialize_ros1(message.data, HEADER)
-                if header.stamp.sec * 1_000_000_000 + header.stamp.nanosec == stamp:
-                    wanted = header.seq
-                    break
-        if wanted is None:
-            return False
-        return sum(message.topic in self.routes for message in received) >= wanted
+                self._answers[header.stamp.sec * 1_000_000_000 + header.stamp.nanosec] = header.seq
+            elif message.topic in self.routes:
+                self._commands_received += 1
+        self._counted = len(received)
+
+    def _answered(self, received: list[Received], stamp: int) -> bool:
+        """Whether an answer for `stamp` has come with every command it counts (asked as each message arrives)."""
+        self._count(received)
+        return stamp in self._answers and self._commands_received >= self._answers[stamp]
 
     # ------------------------------------------------------------ commands
 
     def _route(self, t: float) -> None:
         """Every message received since the last period, to its robot's inbox (or the log, when ignored)."""
-        received = self.node.received()
-        new = [r for r in received[self._taken:] if r.topic in self.routes]
-        self._taken = len(received)
-        new.sort(key=lambda r: (self.routes[r.topic].order, r.index))
+        received = self.node.take_received()
+        self._count(received)
+        self._counted = 0
+        self._answers.clear()  # answers are to the request just past or earlier ones
+        new = sorted((r for r in received if r.topic in self.routes),
+                     key=lambda r: (self.routes[r.topic].order, r.index))
         for message in new:
             route = self.routes[message.topic]
             entry = CommandEntry(time=t, robot=route.robot, topic=message.topic, type=route.msgtype,
@@ -197,7 +204,7 @@ class LiveSession:
                 entry.status, entry.reason = "ignored", "the robot's planner is not external"
             else:
                 try:
-                    command = decode(route.msgtype, message.data)
+                    command = decode(route.msgtype, message.data, self.node.typestore)
                 except Refused as exc:
                     entry.status, entry.reason = "refused", str(exc)
                     log.warning("%s at t = %.4f s refused: %s", message.topic, t, exc)
