@@ -2,10 +2,10 @@
 control period) against `grade generate` of the same config, the command-to-effect latency in simulated time, and
 realtime pacing's jitter of /clock against the wall clock.
 
-Run: .venv/bin/python benchmarks/live.py [--duration 5] [--out DIR] [--cache DIR] [--smoke]
+Run: .venv/bin/python benchmarks/live.py [--duration S] [--out DIR] [--cache DIR] [--smoke]
 
-Starts a roscore of its own (free port, its own ROS_HOME), then records configs/demo.yaml (its 640x480 camera;
---smoke: 96x72, 0.5 s) three ways, each `grade generate` in a process of its own:
+Starts a roscore of its own (free port, its own ROS_HOME), then records configs/demo.yaml (its 640x480 camera and
+25 s, or --duration; --smoke: 96x72, 0.5 s) three ways, each `grade generate` in a process of its own:
   offline    no ROS
   lockstep   --live ros1 with examples/ros1/pace_node.py answering each period once its odometry has arrived
   realtime   --live ros1, live.pacing realtime at half the offline real-time factor (so it can keep up)
@@ -32,10 +32,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.formats.commands import read_command_log  # noqa: E402
-from core.formats.run_info import read_run_info  # noqa: E402
-from core.recording import Recording  # noqa: E402
-from simulation.live.ros1 import check_master  # noqa: E402
+from core.formats.commands import read_command_log
+from core.formats.run_info import read_run_info
+from core.recording import Recording
+from simulation.live.ros1 import check_master
 
 EXAMPLES = ROOT / "examples" / "ros1"
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -86,7 +86,7 @@ def rtf(run: Path) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--duration", type=float, default=5.0, help="simulated s after the bootstrap")
+    parser.add_argument("--duration", type=float, help="simulated s after the bootstrap (default: the demo's)")
     parser.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
     parser.add_argument("--cache", type=Path, help="asset cache (default: in --out)")
     parser.add_argument("--smoke", action="store_true", help="0.5 s, a 96x72 camera: the figures mean nothing")
@@ -97,7 +97,7 @@ def main() -> None:
     cache = args.cache or out / "assets"
     duration = 0.5 if args.smoke else args.duration
     small = ["robot.sensors.cameras.0.width=96", "robot.sensors.cameras.0.height=72"] if args.smoke else []
-    base = [f"simulation.duration={duration}", f"assets_dir={cache}", *small]
+    base = [f"assets_dir={cache}", *small, *([f"simulation.duration={duration}"] if duration else [])]
     core, env = start_master(out / "ros")
     try:
         generate(env, "demo.yaml", out / "offline", base, live=False)
@@ -129,7 +129,8 @@ def main() -> None:
     moved = np.nonzero(np.linalg.norm(path.position[at:, :2] - path.position[at, :2], axis=1) > 1e-6)[0]
     motion = float(path.time[at + moved[0]] - first.time) if len(moved) else float("nan")
 
-    print(f"demo.yaml, {duration:g} s{' (smoke)' if args.smoke else ''}, this machine:")
+    simulated = read_run_info(out / "offline").sim_time_end
+    print(f"demo.yaml, {simulated:g} s simulated{' (smoke)' if args.smoke else ''}, this machine:")
     print(f"  offline    real-time factor {offline:.3f} ({offline_wall:.1f} s wall)")
     print(f"  lockstep   real-time factor {lockstep:.3f} ({lockstep_wall:.1f} s wall): "
           f"{(lockstep_wall / offline_wall - 1) * 100:+.1f}% wall time against offline (target: at most +20%)")

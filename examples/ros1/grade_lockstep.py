@@ -1,7 +1,7 @@
 """Answering GRADE's lockstep handshake from a rospy node (docs/guides/live-ros.md).
 
-GRADE publishes the time t it waits at on the latched /grade/step_request (rosgraph_msgs/Clock) once everything
-recorded up to t is published. Your node answers on /grade/step_done (std_msgs/Header): stamp = t, seq = how many
+GRADE publishes the time t it waits at on the latched /grade/step_request (rosgraph_msgs/Clock); what it recorded
+up to t is published as it is written (a camera frame once rendered), so the request can come first. Your node answers on /grade/step_done (std_msgs/Header): stamp = t, seq = how many
 command messages it has published in all so far. ROS 1 keeps each topic's order but not the order across topics,
 so GRADE uses the count to know it has every command the answer covers; the commands take effect at t, and the
 simulation moves on by one control period.

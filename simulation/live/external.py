@@ -87,13 +87,11 @@ class ExternalControl:
             result.clipped += entry.status == "clipped"
 
     def _take(self, command: Command, entry: CommandEntry) -> None:
-        """Make `command` the current one (within the limits: the entry says what was cut)."""
+        """Make `command` the current one (within the limits: the entry says what was cut). A robot gets only its
+        own kind's commands: the session routes the topics of its kind only (simulation.live.commands)."""
         clipped: list[str] = []
         body = self.body
         if isinstance(command, Twist):
-            if body.flies:
-                entry.status, entry.reason = "refused", "a flying base takes command/pose or command/trajectory"
-                return
             linear = command.linear.copy()
             if not body.holonomic and linear[1] != 0.0:
                 linear[1] = 0.0
@@ -108,9 +106,6 @@ class ExternalControl:
             self._twist = np.array([linear[0], linear[1], yaw_rate])
             entry.values = Twist(linear, yaw_rate).values()
         else:
-            if not body.flies:
-                entry.status, entry.reason = "refused", "a ground base takes cmd_vel"
-                return
             points = command.points if isinstance(command, Trajectory) else [(0.0, command)]
             limited = []
             for index, (t, target) in enumerate(points):

@@ -1,14 +1,16 @@
 """A live run's pacing and commands (config `live`; the handshake is docs/guides/live-ros.md's):
 
-Every control period (`live.control_hz`) the simulator first hands over everything recorded up to that time t
-(all of it published), then
+Every control period (`live.control_hz`), at time t, the simulator
 
 - lockstep: publishes t on the latched `/grade/step_request` (rosgraph_msgs/Clock) and waits for the answer on
   `/grade/step_done` (std_msgs/Header): `stamp` = t, `seq` = how many command messages the node has published in
   all so far. ROS 1 keeps order per topic but not across topics, so the count tells the simulator which commands
   the answer covers: it waits until it has received that many, then applies every command received, in a fixed
   order (topic by topic in config order, each topic in its publisher's order), at t. The same node and seed give
-  the same run. No answer within `live.timeout` s stops the run there (saved complete; commands.json says when).
+  the same run. The recorder publishes on its writer thread, so the request can come before the observations
+  stamped t (a camera frame is published once rendered; ROS 1 would not keep their order across topics anyway):
+  the node waits for those it needs (examples/ros1/grade_lockstep.py's `observe`), while the frame renders and the
+  simulator waits. No answer within `live.timeout` s stops the run there (saved complete; commands.json says when).
 - realtime: waits until the wall clock reaches t / rate_factor from the start, then applies the commands received
   so far; how late each period was (the jitter of /clock against the wall clock) is reported at the end.
 
@@ -76,7 +78,8 @@ class LiveReport:
 
 class LiveSession:
     """The pacing and the command routes of one live run on ROS 1 `node` (None: publishing on ROS 2, realtime and
-    without commands, config.live checks it); `drain` waits until everything recorded so far is published."""
+    without commands, config.live checks it); `drain` waits until everything recorded so far is published (at the
+    end, before /grade/finished)."""
 
     def __init__(self, config: ExperimentConfig, world: World, node: Ros1Node | None, drain: Callable[[], None]):
         self.config, self.node, self.drain = config, node, drain
@@ -107,18 +110,17 @@ class LiveSession:
         self._answers: dict[int, int] = {}
         self._counted = 0
         self._wall_start: float | None = None
-        self._serializer = MessageSerializer(m.ros1_typestore(), True)
+        self._serializer = MessageSerializer(node.typestore, True) if node is not None else None
 
     # ------------------------------------------------------------ pacing
 
     def sync(self, world: World) -> bool:
-        """At a control period's step: hand over what was recorded, pace, and route the commands that answer it.
-        False when the node did not answer in time (the run stops)."""
+        """At a control period's step: pace (the request and its answer, or the wall clock), and route the commands
+        that answer it. False when the node did not answer in time (the run stops)."""
         step = round(world.time / self.dt)
         if step % self.every:
             return True
         t = step * self.dt
-        self.drain()
         stamp = m.stamp_from_seconds(t, STEP_REQUEST)
         if self.lockstep:
             self._publish_clock(STEP_REQUEST, stamp)
