@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, requires_extra
 
-from core.errors import GradeError, InputError
+from core.errors import ConfigError, GradeError, InputError
 from core.formats.bags import messages as m
 
 # Cyclone on loopback only; lo has no multicast, so discovery goes by unicast to the peers' ports on 127.0.0.1.
@@ -37,7 +37,7 @@ LOOPBACK_URI = ("<CycloneDDS><Domain><General><Interfaces><NetworkInterface addr
 # DDS domain ids: their ports (7400 + 250 * id + ...) fit in 16 bits up to id 232.
 DOMAINS = 230
 CLI = Path(sys.executable).with_name("cyclonedds")
-DEADLINE_S = 15.0  # an upper bound for each awaited event; the tests take well under a second per event
+DEADLINE_S = 30.0  # an upper bound for each awaited event; the tests take well under a second per event
 CDR_LE = b"\x00\x01"
 
 IMU_TOPIC, IMAGE_TOPIC, TF_STATIC = "/imu", "/camera/rgb/image_raw", "/tf_static"
@@ -295,29 +295,41 @@ TALKER = textwrap.dedent("""
 
 
 @requires_extra("cyclonedds")
-def test_commands_receive_a_twist_from_another_participant(domain):
-    from simulation.live.dds import DdsCommands
+def test_the_node_receives_commands_and_answers_from_another_participant(domain):
+    from simulation.live.dds import Ros2Node
 
     topics = [("/cmd_vel", "geometry_msgs/msg/Twist"), ("/command/pose", "geometry_msgs/msg/PoseStamped"),
               ("/command/trajectory", "trajectory_msgs/msg/MultiDOFJointTrajectory"),
               ("/grade/step_done", "std_msgs/msg/Header")]
-    with DdsCommands(topics, domain) as commands:
-        assert commands.take() == []
-        assert not commands.wait(lambda pending: len(pending) > 0, 0.0)
+    node = Ros2Node(domain)
+    try:
+        for topic, msgtype in topics:
+            node.subscribe(topic, msgtype)
+        assert node.take_received() == []
+        assert not node.wait_received(lambda pending: len(pending) > 0, 0.0)
         talker = subprocess.run([sys.executable, "-c", TALKER, str(domain)], check=False, capture_output=True,
                                 text=True, timeout=2 * DEADLINE_S)
         assert talker.returncode == 0, talker.stderr
-        assert commands.wait(lambda pending: {t for t, _, _ in pending} >= {"/cmd_vel", "/grade/step_done"},
-                             DEADLINE_S)
-        received = {topic: (msgtype, message) for topic, msgtype, message in commands.take()}
-        assert commands.take() == []
-    msgtype, twist = received["/cmd_vel"]
-    assert msgtype == "geometry_msgs/msg/Twist" and twist.__msgtype__ == msgtype
+        assert node.wait_received(lambda pending: {r.topic for r in pending} >= {"/cmd_vel", "/grade/step_done"},
+                                  DEADLINE_S)
+        received = {r.topic: r for r in node.take_received()}
+        assert node.take_received() == []
+    finally:
+        node.close()
+    assert sorted(r.index for r in received.values()) == [0, 1] and {r.type for r in received.values()} == {""}
+    twist = node.deserialize(received["/cmd_vel"].data, "geometry_msgs/msg/Twist")
+    assert twist.__msgtype__ == "geometry_msgs/msg/Twist"
     assert (twist.linear.x, twist.linear.y, twist.linear.z) == (0.5, -0.25, 0.0)
     assert (twist.angular.x, twist.angular.y, twist.angular.z) == (0.0, 0.0, 1.25)
-    msgtype, header = received["/grade/step_done"]
-    assert (msgtype, header.stamp.sec, header.stamp.nanosec, header.frame_id) == ("std_msgs/msg/Header", 7, 250,
-                                                                                   "step 3")
+    # ROS 2's Header has no seq: the answer's count is its frame_id, and one that is not a number is refused.
+    header = node.deserialize(received["/grade/step_done"].data, "std_msgs/msg/Header")
+    assert (header.stamp.sec, header.stamp.nanosec, header.frame_id) == (7, 250, "step 3")
+    with pytest.raises(ValueError, match="'step 3' is not the count"):
+        node.answer(received["/grade/step_done"].data)
+    store = node.typestore
+    answer = store.types["std_msgs/msg/Header"](stamp=store.types["builtin_interfaces/msg/Time"](sec=7, nanosec=250),
+                                                frame_id="12")
+    assert node.answer(bytes(store.serialize_cdr(answer, "std_msgs/msg/Header"))) == (7_000_000_250, 12)
 
 
 @requires_extra("cyclonedds")
@@ -351,6 +363,18 @@ def test_missing_binding_names_the_extra(monkeypatch):
     from simulation.live import dds
 
     monkeypatch.setitem(sys.modules, "cyclonedds", None)  # import cyclonedds now raises ImportError
-    for make in (lambda: dds.DdsPublisher(0), lambda: dds.DdsCommands([], 0)):
+    for make in (lambda: dds.DdsPublisher(0), lambda: dds.DdsSubscriber(0), lambda: dds.Ros2Node(0)):
         with pytest.raises(GradeError, match=r"pip install 'grade\[live\]'"):
             make()
+
+
+def test_external_control_needs_a_middleware_and_ros2_takes_lockstep():
+    from core.config_io import load_experiment
+    from tests.conftest import CONFIGS
+
+    with pytest.raises(ConfigError, match=r"exploration.planner .external. \(robot\).*set live.middleware"):
+        load_experiment(CONFIGS / "demo-tiago.yaml", ["exploration.planner=external"])
+    for middleware in ("ros1", "ros2"):
+        config = load_experiment(CONFIGS / "demo-tiago.yaml",
+                                 ["exploration.planner=external", f"live.middleware={middleware}"])
+        assert (config.live.middleware, config.live.pacing) == (middleware, "lockstep")

@@ -153,13 +153,13 @@ def test_commands_are_decoded_and_refused_by_rosbags():
     store = m.ros1_typestore()
     Twist, Vector3 = store.types[TWIST], store.types["geometry_msgs/msg/Vector3"]
     twist = Twist(linear=Vector3(x=0.3, y=-0.1, z=0.0), angular=Vector3(x=0.0, y=0.0, z=0.5))
-    command = decode(TWIST, bytes(store.serialize_ros1(twist, TWIST)), store)
+    command = decode(TWIST, bytes(store.serialize_ros1(twist, TWIST)), store.deserialize_ros1)
     assert np.allclose(command.linear, [0.3, -0.1]) and command.yaw_rate == 0.5
     nan = Twist(linear=Vector3(x=float("nan"), y=0.0, z=0.0), angular=Vector3(x=0.0, y=0.0, z=0.0))
     with pytest.raises(Refused, match="linear is not finite"):
-        decode(TWIST, bytes(store.serialize_ros1(nan, TWIST)), store)
+        decode(TWIST, bytes(store.serialize_ros1(nan, TWIST)), store.deserialize_ros1)
     with pytest.raises(Refused, match="malformed"):
-        decode(POSE_STAMPED, b"\x01\x02", store)
+        decode(POSE_STAMPED, b"\x01\x02", store.deserialize_ros1)
     trajectory = Trajectory([(0.0, "a"), (1.0, "b"), (2.0, "c")])
     assert [trajectory.at(t) for t in (0.0, 0.99, 1.0, 5.0)] == ["a", "a", "b", "c"]
 

@@ -185,7 +185,8 @@ class ExperimentConfig(Strict):
     @model_validator(mode="after")
     def _external_needs_live(self) -> ExperimentConfig:
         external = [key for _, key, _, exploration in self.robot_entries() if exploration.planner == "external"]
-        if external and self.live.middleware != "ros1":
+        if external and self.live.middleware == "none":
             raise ValueError(f"exploration.planner 'external' ({', '.join(external)}) takes its commands from your "
-                             "own ROS 1 node: set live.middleware: ros1 (or run `grade generate CONFIG --live ros1`)")
+                             "own ROS node: set live.middleware (ros1 or ros2), or run `grade generate CONFIG --live "
+                             "ros1`")
         return self

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from core.config.base import PositiveFloat, Strict
 
@@ -18,8 +18,8 @@ MAX_LIVE_TIMEOUT_S = 86_400.0
 class LiveConfig(Strict):
     middleware: Literal["none", "ros1", "ros2"] = Field(
         "none", description="none: record only; ros1: also publish every recorded topic to a ROS 1 master "
-                            "(ROS_MASTER_URI) and take commands there; ros2: publish them on DDS as ROS 2 topics "
-                            "(domain ROS_DOMAIN_ID; the live extra), realtime pacing, no commands yet")
+                            "(ROS_MASTER_URI) and take commands there; ros2: the same as ROS 2 topics on DDS "
+                            "(domain ROS_DOMAIN_ID; the live extra)")
     pacing: Literal["lockstep", "realtime"] = Field(
         "lockstep", description="lockstep: simulated time advances one control period only after your node has "
                                 "answered it on /grade/step_done (same node, same seed: the same run); realtime: "
@@ -35,9 +35,3 @@ class LiveConfig(Strict):
     ros_python: Path = Field(Path("/usr/bin/python3"), description="the Python that has rospy (Debian's "
                                                                    "python3-rospy, a ROS distribution's)")
 
-    @model_validator(mode="after")
-    def _ros2_publishes_only(self) -> LiveConfig:
-        if self.middleware == "ros2" and self.pacing == "lockstep":
-            raise ValueError("live.middleware 'ros2' publishes only (its lockstep handshake is not built yet): set "
-                             "live.pacing: realtime, or use ros1")
-        return self

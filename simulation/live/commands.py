@@ -1,5 +1,5 @@
-"""The commands a live run takes (ROS conventions), decoded from the bytes the bridge received with rosbags' ROS 1
-deserialiser, and refused when they cannot be applied:
+"""The commands a live run takes (ROS conventions), decoded from the bytes the node received (with rosbags' ROS 1 or
+ROS 2 deserialiser: the node's), and refused when they cannot be applied:
 
     ground base   <ns>/cmd_vel               geometry_msgs/Twist: linear.x, linear.y (m/s), angular.z (rad/s),
                                              base frame; holds until the next one
@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from rosbags.typesys.store import Typestore
 
 from core.formats.bags.topics import WORLD_FRAME, BagTopics
 
@@ -100,11 +101,11 @@ def _world_frame(frame_id: str, what: str) -> None:
         raise Refused(f"{what} is in frame {frame_id!r}; give it in {WORLD_FRAME!r}")
 
 
-def decode(msgtype: str, data: bytes, typestore: Typestore) -> Command:
-    """The command in ROS 1 bytes of `msgtype` (read with the ROS 1 `typestore`); Refused when it cannot be
+def decode(msgtype: str, data: bytes, deserialize: Callable[[bytes, str], Any]) -> Command:
+    """The command in `data` of `msgtype` (read with the node's `deserialize`); Refused when it cannot be
     applied."""
     try:
-        message = typestore.deserialize_ros1(data, msgtype)
+        message = deserialize(data, msgtype)
     except Exception as exc:  # noqa: BLE001 - rosbags raises several types on malformed bytes
         raise Refused(f"malformed {msgtype} ({exc})") from None
     if msgtype == TWIST:  # every field finite, the unused ones too: a NaN anywhere means the sender is broken

@@ -9,8 +9,8 @@ this with Cyclone's own tools, not against a ROS 2 install):
   `rt/camera/rgb/image_raw`), with ROS 2's type name (`sensor_msgs/msg/Image` -> `sensor_msgs::msg::dds_::Image_`)
   and QoS. The payload is rosbags' own CDR (`Typestore.serialize_cdr`), the bytes a ROS 2 bag of the same
   recording stores, handed to Cyclone as they are.
-- `DdsCommands` subscribes to command topics (`/cmd_vel`, `/command/pose`, ...) and hands over what arrives,
-  deserialised by rosbags.
+- `DdsSubscriber` reads command topics (`/cmd_vel`, `/command/pose`, ...) and the lockstep answers and hands over
+  what arrives; `Ros2Node` is the two together, the live run's node (simulation.live.node).
 
 How the raw bytes go through: Cyclone's Python binding writes and reads samples of `IdlStruct` classes, whose
 `DataWriter.write(sample)` serialises the sample (XCDR1, with its 4-byte encapsulation header) and passes the bytes
@@ -33,14 +33,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self
 
 from rosbags.typesys.base import Nodetype
 
 from core.errors import GradeError, InputError
-from core.formats.bags.messages import ros2_typestore
+from core.formats.bags.messages import HEADER, ros2_typestore
 from core.formats.bags.writer import MessageSerializer
+from simulation.live.node import Received
 
 if TYPE_CHECKING:
     from rosbags.typesys.store import Typestore
@@ -58,10 +59,6 @@ MAX_BLOCKING_MS = 100
 CDR_HEADER = 4  # the encapsulation header: representation id (2 bytes) and options (2 bytes, big endian)
 CDR_ALIGN = 4  # a serialized payload's length is a multiple of 4 (the low 2 option bits count the padding)
 TAKE_BATCH = 64  # samples taken from a reader per call of its data-available listener (it loops until empty)
-
-# One received command: (ROS topic, ROS 2 message type, the rosbags message object).
-Received = tuple[str, str, Any]
-
 
 def cyclonedds_module() -> Any:
     """Cyclone DDS's Python binding, or a GradeError that names the extra to install."""
@@ -260,42 +257,43 @@ class DdsPublisher:
         self.close()
 
 
-class DdsCommands:
-    """Subscribes to ROS 2 command topics on DDS and collects what arrives, deserialised by rosbags.
+class DdsSubscriber:
+    """Reads ROS 2 topics on DDS and keeps what arrives raw (rosbags' CDR, `Received.type` "": the topic fixes the
+    type), in arrival order, until `take_received` hands it over. Every topic is read with rclcpp's default QoS
+    (reliable, volatile, keep last 10), XCDR1; messages arrive on Cyclone's listener thread."""
 
-    `topics`: (ROS topic, ROS 2 message type) pairs, e.g. ("/cmd_vel", "geometry_msgs/msg/Twist"). Every topic is
-    read with rclcpp's default QoS (reliable, volatile, keep last 10), XCDR1. Messages arrive on Cyclone's listener
-    thread and wait, in arrival order, until `take` hands them over."""
-
-    def __init__(self, topics: Sequence[tuple[str, str]], domain_id: int = 0):
+    def __init__(self, domain_id: int = 0):
         self._dds = dds = cyclonedds_module()
         self.domain_id = domain_id
         self.typestore = ros2_typestore()
         self.types = IdlTypes(self.typestore)
         self._cond = threading.Condition()
         self._pending: list[Received] = []
+        self._count = 0  # every message received
         self._errors: list[str] = []
-        self._readers: dict[str, tuple[str, Any]] = {}
+        self._readers: dict[str, Any] = {}
         self._mask = dds.core.SampleState.Any | dds.core.ViewState.Any | dds.core.InstanceState.Any
         self._participant: Any = dds.domain.DomainParticipant(domain_id)
-        for topic, msgtype in topics:
-            if topic in self._readers:
-                raise InputError(f"{topic}: listed twice")
-            dds_topic = dds.topic.Topic(self._participant, dds_topic_name(topic), self.types[msgtype])
-            listener = dds.core.Listener(on_data_available=lambda _reader, t=topic: self._drain(t))
-            reader = dds.sub.DataReader(self._participant, dds_topic, qos=_qos(dds, False), listener=listener)
-            self._readers[topic] = (msgtype, reader)
-            self._drain(topic)  # what arrived before the reader was registered here, if anything
+
+    def subscribe(self, topic: str, msgtype: str) -> None:
+        if topic in self._readers:
+            raise ValueError(f"{topic}: subscribed already")
+        dds = self._dds
+        dds_topic = dds.topic.Topic(self._participant, dds_topic_name(topic), self.types[msgtype])
+        listener = dds.core.Listener(on_data_available=lambda _reader, t=topic: self._drain(t))
+        reader = dds.sub.DataReader(self._participant, dds_topic, qos=_qos(dds, False), listener=listener)
+        with self._cond:
+            self._readers[topic] = reader
+        self._drain(topic)  # what arrived before the reader was registered here, if anything
 
     def _drain(self, topic: str) -> None:
         """Take everything `topic`'s reader holds (called on Cyclone's listener thread)."""
         from cyclonedds._clayer import ddspy_take
 
         with self._cond:
-            known = self._readers.get(topic)
-            if known is None:  # data arrived while the reader was being created: drained right after
+            reader = self._readers.get(topic)
+            if reader is None:  # data arrived while the reader was being created: drained right after
                 return
-            msgtype, reader = known
             received = 0
             while True:
                 samples = ddspy_take(reader._ref, self._mask, TAKE_BATCH)
@@ -303,15 +301,10 @@ class DdsCommands:
                     self._errors.append(f"{topic}: taking samples failed with DDS return code {samples}")
                     break
                 for data, info in samples:
-                    if not info.valid_data:  # an instance state change (writer gone), no data
-                        continue
-                    try:
-                        message = self.typestore.deserialize_cdr(data, msgtype)
-                    except Exception as exc:  # noqa: BLE001 - a malformed sample is reported by take()
-                        self._errors.append(f"{topic}: cannot deserialise a {msgtype}: {exc}")
-                        continue
-                    self._pending.append((topic, msgtype, message))
-                    received += 1
+                    if info.valid_data:  # not an instance state change (writer gone), which has no data
+                        self._pending.append(Received(self._count, topic, "", bytes(data)))
+                        self._count += 1
+                        received += 1
                 if len(samples) < TAKE_BATCH:
                     break
             if received or self._errors:
@@ -320,27 +313,28 @@ class DdsCommands:
     def _raise_errors(self) -> None:
         if self._errors:
             errors, self._errors = self._errors, []
-            raise InputError("; ".join(errors))
+            raise GradeError("; ".join(errors))
 
-    def take(self) -> list[Received]:
-        """The messages received since the last take, in arrival order: (ROS topic, msgtype, message).
-        Raises InputError for samples that could not be deserialised (the others stay pending)."""
+    def take_received(self) -> list[Received]:
+        """The messages received since the last take, in arrival order."""
         with self._cond:
             self._raise_errors()
             taken, self._pending = self._pending, []
             return taken
 
-    def wait(self, predicate: Callable[[list[Received]], bool], timeout_s: float) -> bool:
-        """Block until `predicate(pending)` holds for the messages received and not yet taken (a copy of the list,
-        evaluated now and at each arrival), or `timeout_s` passes; returns the predicate's last value. Does not take
-        them. Raises InputError for samples that could not be deserialised."""
+    def wait_received(self, predicate: Callable[[list[Received]], bool], timeout: float) -> bool:
+        """Block until `predicate(the messages received and not taken)` holds, asked again as each one arrives;
+        False after `timeout` s."""
         with self._cond:
-            ok = self._cond.wait_for(lambda: bool(self._errors) or predicate(list(self._pending)), timeout_s)
+            ok = self._cond.wait_for(lambda: bool(self._errors) or predicate(self._pending), timeout)
             self._raise_errors()
             return bool(ok)
 
+    def deserialize(self, data: bytes, msgtype: str) -> Any:
+        return self.typestore.deserialize_cdr(data, msgtype)
+
     def close(self) -> None:
-        """Delete the participant and its readers; what was received and not taken stays for `take`."""
+        """Delete the participant and its readers; what was received and not taken stays for `take_received`."""
         if self._participant is not None:
             participant, self._participant = self._participant, None
             with self._cond:
@@ -352,6 +346,44 @@ class DdsCommands:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+class Ros2Node:
+    """A live run's node on ROS 2 (simulation.live.node.Node): the recording's publisher, whose writers also carry
+    the lockstep requests, and a subscriber for the commands and answers."""
+
+    def __init__(self, domain_id: int = 0):
+        self.publisher = DdsPublisher(domain_id)
+        try:
+            self.subscriber = DdsSubscriber(domain_id)
+        except BaseException:
+            self.publisher.close()
+            raise
+        self.typestore = self.subscriber.typestore
+        self.serializer = MessageSerializer(self.typestore, False)  # not the tap's: each keeps its own seq count
+        self.subscribe = self.subscriber.subscribe
+        self.take_received = self.subscriber.take_received
+        self.wait_received = self.subscriber.wait_received
+        self.deserialize = self.subscriber.deserialize
+
+    def publish(self, topic: str, msgtype: str, data: bytes, latched: bool = False) -> None:
+        self.publisher.advertise(topic, msgtype, latched)
+        self.publisher.publish_cdr(topic, data)
+
+    def wait_subscriber(self, topic: str, timeout: float) -> bool:
+        return self.publisher.wait_for_subscribers(topic, 1, timeout)
+
+    def answer(self, data: bytes) -> tuple[int, int]:
+        """ROS 2's Header has no seq: the count is its frame_id, in decimal."""
+        header = self.typestore.deserialize_cdr(data, HEADER)
+        if not (header.frame_id.isascii() and header.frame_id.isdecimal()):
+            raise ValueError(f"frame_id {header.frame_id[:40]!r} is not the count of command messages published "
+                             "(a decimal number)")
+        return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec, int(header.frame_id)
+
+    def close(self) -> None:
+        self.subscriber.close()
+        self.publisher.close()
 
 
 def _delete(entity: Any) -> None:

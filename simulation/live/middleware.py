@@ -1,6 +1,6 @@
 """The live middlewares (`live.middleware`), one entry each: what a middleware needs, checked before a run writes
-anything, and what it opens for the run: the tap that publishes the recorder's messages and, where it takes
-commands (ROS 1), the node they come from."""
+anything, and what it opens for the run: the tap that publishes the recorder's messages and the node that takes
+commands and paces the run (simulation.live.node)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from core.config import LiveConfig
 from core.formats.bags.writer import MessageTap
-from simulation.live.dds import DdsPublisher, cyclonedds_module, ros_domain_id
+from simulation.live.dds import Ros2Node, cyclonedds_module, ros_domain_id
+from simulation.live.node import Node
 from simulation.live.ros1 import Ros1Node, Ros1Tap, check_master, check_ros_python, master_uri
 
 
@@ -18,7 +19,7 @@ class Link:
     """A run's connection to its middleware."""
 
     tap: MessageTap
-    node: Ros1Node | None  # where commands and lockstep answers come from; None: publishing only
+    node: Node  # where commands and lockstep answers come from
     close: Callable[[], None]
 
 
@@ -38,8 +39,8 @@ def _check_ros2(live: LiveConfig) -> None:
 
 
 def _open_ros2(live: LiveConfig) -> Link:
-    publisher = DdsPublisher(ros_domain_id())
-    return Link(publisher, None, publisher.close)
+    node = Ros2Node(ros_domain_id())
+    return Link(node.publisher, node, node.close)
 
 
 MIDDLEWARES: dict[str, tuple[Callable[[LiveConfig], None], Callable[[LiveConfig], Link]]] = {

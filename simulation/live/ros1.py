@@ -15,8 +15,8 @@ import tempfile
 import threading
 import xmlrpc.client
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.errors import InputError
 from core.formats.bags import messages as m
@@ -24,6 +24,7 @@ from core.formats.bags.ros1_definitions import canonical_definition, ros1_name
 from core.formats.bags.writer import MessageFactory, MessageSerializer
 from core.progress import get_logger
 from simulation.live import ros1_bridge
+from simulation.live.node import Received
 from simulation.live.ros1_bridge import read_frame, write_frame
 
 log = get_logger("live")
@@ -31,17 +32,6 @@ log = get_logger("live")
 DEFAULT_MASTER_URI = "http://localhost:11311"
 MASTER_CHECK_TIMEOUT_S = 3.0
 ROS1_PACKAGES = "ros-core python3-rospy (Debian/Ubuntu: apt install ros-core python3-rospy; or a ROS 1 distribution)"
-
-
-@dataclass(frozen=True)
-class Received:
-    """A message the bridge received: its topic, ROS 1 type and serialised bytes; `index` counts every message
-    received in the run, in arrival order."""
-
-    index: int
-    topic: str
-    type: str
-    data: bytes
 
 
 class _Timeout(xmlrpc.client.Transport):
@@ -86,6 +76,7 @@ class Ros1Node:
         uri = master_uri()  # check_ros_python and check_master said it can start (simulation.live.middleware)
         self.timeout = timeout
         self.typestore = m.ros1_typestore()
+        self.serializer = MessageSerializer(self.typestore, True)
         self._received: list[Received] = []  # since the last take_received
         self._count = 0  # every message received
         self._advertised: set[str] = set()
@@ -154,7 +145,9 @@ class Ros1Node:
             self._advertised.add(topic)
         self._send(header, data)
 
-    def subscribe(self, topic: str) -> None:
+    def subscribe(self, topic: str, msgtype: str) -> None:
+        """The bridge subscribes with AnyMsg: any type is received, and the sender's type comes with each message
+        (`msgtype` is what the session expects and checks)."""
         self._send({"op": "subscribe", "topic": topic})
 
     def wait_subscriber(self, topic: str, timeout: float) -> bool:
@@ -173,6 +166,14 @@ class Ros1Node:
         """Block until `predicate(the messages received and not taken)` holds, asked again as each one arrives;
         False after `timeout` s or if the bridge stopped."""
         return self._wait(lambda: predicate(self._received), timeout)
+
+    def deserialize(self, data: bytes, msgtype: str) -> Any:
+        return self.typestore.deserialize_ros1(data, msgtype)
+
+    def answer(self, data: bytes) -> tuple[int, int]:
+        """ROS 1's Header has a seq: the count is there."""
+        header = self.typestore.deserialize_ros1(data, m.HEADER)
+        return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec, header.seq
 
     def close(self) -> None:
         """Stop the bridge (it unregisters from the master)."""
@@ -197,7 +198,7 @@ class Ros1Tap:
 
     def __init__(self, node: Ros1Node):
         self.node = node
-        self.serializer = MessageSerializer(node.typestore, True)
+        self.serializer = MessageSerializer(node.typestore, True)  # not the node's: each keeps its own seq count
 
     def write(self, topic: str, msgtype: str, stamp_ns: int, factory: MessageFactory, latched: bool) -> None:
         data = self.serializer.serialize(topic, msgtype, factory)

@@ -3,8 +3,9 @@
 Every control period (`live.control_hz`), at time t, the simulator
 
 - lockstep: publishes t on the latched `/grade/step_request` (rosgraph_msgs/Clock) and waits for the answer on
-  `/grade/step_done` (std_msgs/Header): `stamp` = t, `seq` = how many command messages the node has published in
-  all so far. ROS 1 keeps order per topic but not across topics, so the count tells the simulator which commands
+  `/grade/step_done` (std_msgs/Header): `stamp` = t, and how many command messages the node has published in all
+  so far: in `seq` on ROS 1, in `frame_id` as a decimal number on ROS 2 (whose Header has no seq). Neither ROS 1
+  nor DDS keeps order across topics, so the count tells the simulator which commands
   the answer covers: it waits until it has received that many, then applies every command received, in a fixed
   order (topic by topic in config order, each topic in its publisher's order), at t. The same node and seed give
   the same run. The recorder publishes on its writer thread, so the request can come before the observations
@@ -33,13 +34,12 @@ from core.config import ExperimentConfig
 from core.errors import InputError
 from core.formats.bags import messages as m
 from core.formats.bags.topics import BagTopics
-from core.formats.bags.writer import MessageSerializer
 from core.formats.commands import CommandEntry, CommandLog, write_command_log
 from core.progress import get_logger
 from core.robot_catalogue import robot_body
 from simulation.backend import World
 from simulation.live.commands import Command, Refused, command_topics, decode
-from simulation.live.ros1 import Received, Ros1Node
+from simulation.live.node import Node, Received
 
 log = get_logger("live")
 
@@ -47,7 +47,6 @@ STEP_REQUEST = "/grade/step_request"
 STEP_DONE = "/grade/step_done"
 FINISHED = "/grade/finished"
 FINISH_WAIT_S = 5.0  # s of wall clock for the node to connect to /grade/finished before the bridge goes
-HEADER = "std_msgs/msg/Header"
 
 
 @dataclass
@@ -77,11 +76,10 @@ class LiveReport:
 
 
 class LiveSession:
-    """The pacing and the command routes of one live run on ROS 1 `node` (None: publishing on ROS 2, realtime and
-    without commands, config.live checks it); `drain` waits until everything recorded so far is published (at the
-    end, before /grade/finished)."""
+    """The pacing and the command routes of one live run on its middleware's `node`; `drain` waits until
+    everything recorded so far is published (at the end, before /grade/finished)."""
 
-    def __init__(self, config: ExperimentConfig, world: World, node: Ros1Node | None, drain: Callable[[], None]):
+    def __init__(self, config: ExperimentConfig, world: World, node: Node, drain: Callable[[], None]):
         self.config, self.node, self.drain = config, node, drain
         live = config.live
         self.every = round(config.simulation.physics_hz / live.control_hz)
@@ -90,17 +88,17 @@ class LiveSession:
         self.dt = world.timestep
         self.routes: dict[str, _Route] = {}
         multi = config.multi_robot
-        for name in config.robot_names if node is not None else ():
+        for name in config.robot_names:
             alone = config.for_robot(name)
             topics = BagTopics(alone.recording.namespace)
             for topic, msgtype in command_topics(topics, robot_body(alone.robot).flies).items():
                 self.routes[topic] = _Route(name if multi else None, name, msgtype, len(self.routes))
         self._external = {name for name in config.robot_names
                           if config.for_robot(name).exploration.planner == "external"}
-        for topic in self.routes:
-            node.subscribe(topic)
-        if self.lockstep:  # ROS 1 only
-            node.subscribe(STEP_DONE)
+        for topic, route in self.routes.items():
+            node.subscribe(topic, route.msgtype)
+        if self.lockstep:
+            node.subscribe(STEP_DONE, m.HEADER)
         self.log = CommandLog(middleware=live.middleware, pacing=live.pacing, control_hz=live.control_hz)
         self.report = LiveReport(live.pacing)
         self._inboxes: dict[str, list[tuple[Command | None, CommandEntry]]] = {name: [] for name in config.robot_names}
@@ -110,7 +108,7 @@ class LiveSession:
         self._answers: dict[int, int] = {}
         self._counted = 0
         self._wall_start: float | None = None
-        self._serializer = MessageSerializer(node.typestore, True) if node is not None else None
+        self._malformed_answers = 0
 
     # ------------------------------------------------------------ pacing
 
@@ -141,8 +139,7 @@ class LiveSession:
                 wallclock.sleep(due - now)
             self.report.late_ms.append((wallclock.monotonic() - due) * 1000.0)
         self.report.control_periods += 1
-        if self.node is not None:
-            self._route(t)
+        self._route(t)
         return True
 
     def finish(self, world: World) -> None:
@@ -155,27 +152,30 @@ class LiveSession:
                     entry.status, entry.reason = "ignored", "after the robot's external control ended"
             items.clear()
         self.drain()
-        if self.node is None:
-            return
         self._publish_clock(FINISHED, m.stamp_from_seconds(world.time, FINISHED))
         if self.lockstep:  # the node gets the latched message once connected: wait for that before going
             self.node.wait_subscriber(FINISHED, min(self.timeout, FINISH_WAIT_S))
 
     def save(self, folder: Path) -> None:
-        """commands.json into the run `folder`, where the run takes commands (ROS 1)."""
-        if self.node is not None:
-            write_command_log(folder, self.log)
+        """commands.json into the run `folder`."""
+        write_command_log(folder, self.log)
 
     def _publish_clock(self, topic: str, stamp: int) -> None:
-        self.node.publish(topic, m.CLOCK, self._serializer.serialize(topic, m.CLOCK, lambda b, _: b.clock(stamp)),
-                          latched=True)
+        data = self.node.serializer.serialize(topic, m.CLOCK, lambda b, _: b.clock(stamp))
+        self.node.publish(topic, m.CLOCK, data, latched=True)
 
     def _count(self, received: list[Received]) -> None:
         """Count the messages not yet counted: commands, and the answers with their counts by stamp."""
         for message in received[self._counted:]:
             if message.topic == STEP_DONE:
-                header = self.node.typestore.deserialize_ros1(message.data, HEADER)
-                self._answers[header.stamp.sec * 1_000_000_000 + header.stamp.nanosec] = header.seq
+                try:
+                    stamp, count = self.node.answer(message.data)
+                except Exception as exc:  # noqa: BLE001 - rosbags raises several types on malformed bytes
+                    self._malformed_answers += 1
+                    if self._malformed_answers == 1:  # once: a broken node sends them at every period
+                        log.warning("an answer on %s is ignored: %s", STEP_DONE, exc)
+                    continue
+                self._answers[stamp] = count
             elif message.topic in self.routes:
                 self._commands_received += 1
         self._counted = len(received)
@@ -206,7 +206,7 @@ class LiveSession:
                 entry.status, entry.reason = "ignored", "the robot's planner is not external"
             else:
                 try:
-                    command = decode(route.msgtype, message.data, self.node.typestore)
+                    command = decode(route.msgtype, message.data, self.node.deserialize)
                 except Refused as exc:
                     entry.status, entry.reason = "refused", str(exc)
                     log.warning("%s at t = %.4f s refused: %s", message.topic, t, exc)

@@ -29,6 +29,7 @@ IMAGE = "sensor_msgs/msg/Image"
 CAMERA_INFO = "sensor_msgs/msg/CameraInfo"
 POINT_CLOUD2 = "sensor_msgs/msg/PointCloud2"
 STRING = "std_msgs/msg/String"
+HEADER = "std_msgs/msg/Header"
 
 ROS1_STORE = Stores.ROS1_NOETIC
 # Jazzy matches the rosbag2 metadata version rosbags writes (9); the hashes of every type written here
