@@ -267,3 +267,20 @@ def test_without_a_master_or_rospy_the_run_is_refused(master, tmp_path):
     assert_refused(subprocess.CompletedProcess([], grade.returncode, "", err), "cannot import rospy",
                    "live.ros_python")
     assert not (tmp_path / "no-master").exists() and not (tmp_path / "no-rospy").exists()
+
+
+def test_uav_flies_a_trajectory_point_by_point(master, asset_cache, tmp_path):
+    """One MultiDOFJointTrajectory (RotorS' convention) of three points 1 s apart: the UAV flies to each point from
+    its time_from_start on (to the first at once)."""
+    waypoints = ["0.6,0", "0.6,0.6", "0,0.6"]
+    run = tmp_path / "run"
+    out = drive(master, "demo.yaml", run, UAV, ["--base", "flying", "--tolerance", "0.15", "--trajectory", "1",
+                                                  *waypoints], asset_cache)
+    assert out.count("reached") == 3, out
+    assert_reached(run, waypoints)
+    [command] = read_command_log(run).commands
+    assert (command.topic, command.status) == ("/command/trajectory", "applied")
+    assert [point["t"] for point in command.values] == [1.0, 2.0, 3.0]
+    # The second and third waypoints are reached only after their points' times have come.
+    reached = [float(line.split()[4]) for line in out.splitlines() if line.startswith("reached")]
+    assert reached[1] > command.time + 2.0 and reached[2] > command.time + 3.0, (command.time, reached)

@@ -6,7 +6,8 @@
 
 Waypoints are x,y (m) in the robot's start frame (x forward, y left; a UAV keeps its start altitude, or give
 x,y,z). A ground base gets a P-controlled twist on <ns>/cmd_vel; a flying base gets each waypoint once on
-<ns>/command/pose (its own position controller flies there). A waypoint counts as reached within --tolerance m;
+<ns>/command/pose (its own position controller flies there) or, with --trajectory T, all of them at once as one
+trajectory on <ns>/command/trajectory, waypoint i due (i + 1) * T s after it takes effect. A waypoint counts as reached within --tolerance m;
 the node prints `reached i x y t` per waypoint (simulation time) and `done` after the last.
 """
 
@@ -15,9 +16,10 @@ import math
 import sys
 
 import rospy
-from geometry_msgs.msg import PoseStamped, Twist
+from geometry_msgs.msg import PoseStamped, Transform, Twist
 from grade_lockstep import Lockstep
 from nav_msgs.msg import Odometry
+from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
 
 GAIN = 1.2  # 1/s: speed per metre to go
 MAX_SPEED = 0.4  # m/s
@@ -36,6 +38,8 @@ class Waypoints:
         self.lockstep = Lockstep(self.on_step, observe=[(self.odom_topic, Odometry)])
         if args.base == "ground":
             self.command = self.lockstep.publisher(ns + "/cmd_vel", Twist)
+        elif args.trajectory:
+            self.command = self.lockstep.publisher(ns + "/command/trajectory", MultiDOFJointTrajectory)
         else:
             self.command = self.lockstep.publisher(ns + "/command/pose", PoseStamped)
         self.sent_goal = None
@@ -58,6 +62,8 @@ class Waypoints:
                     print("done", flush=True)
         if self.args.base == "ground":
             self.drive(p, yaw)
+        elif self.args.trajectory:
+            self.fly_trajectory()
         else:
             self.fly()
 
@@ -72,6 +78,21 @@ class Waypoints:
             c, s = math.cos(yaw), math.sin(yaw)
             twist.linear.x, twist.linear.y = c * vx + s * vy, -s * vx + c * vy
         self.lockstep.publish(self.command, twist)
+
+    def fly_trajectory(self):
+        if self.sent_goal is not None:
+            return
+        trajectory = MultiDOFJointTrajectory()
+        trajectory.header.frame_id = "world"
+        for i, (x, y, z) in enumerate(self.goals):
+            transform = Transform()
+            transform.translation.x, transform.translation.y, transform.translation.z = x, y, z
+            transform.rotation.z, transform.rotation.w = math.sin(self.heading / 2), math.cos(self.heading / 2)
+            point = MultiDOFJointTrajectoryPoint(transforms=[transform])
+            point.time_from_start = rospy.Duration.from_sec((i + 1) * self.args.trajectory)
+            trajectory.points.append(point)
+        self.lockstep.publish(self.command, trajectory)
+        self.sent_goal = self.goals
 
     def fly(self):
         goal = self.goals[min(self.index, len(self.goals) - 1)]
@@ -92,6 +113,8 @@ def main():
     parser.add_argument("--base", choices=("ground", "flying"), default="ground")
     parser.add_argument("--namespace", default="", help="the run's recording.namespace")
     parser.add_argument("--tolerance", type=float, default=0.1, help="m")
+    parser.add_argument("--trajectory", type=float, default=0.0, metavar="T",
+                        help="flying base: send the waypoints as one trajectory, one every T s")
     args = parser.parse_args(rospy.myargv(sys.argv)[1:])
     rospy.init_node("grade_waypoints")
     Waypoints(args)
