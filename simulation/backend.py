@@ -14,6 +14,7 @@ LiDAR points are in their sensor's own frame (the mount's x forward, y left, z u
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -23,6 +24,7 @@ import numpy as np
 if TYPE_CHECKING:
     from simulation.render import DepthImage, Frame
     from simulation.robots.mjcf import LinkEdge
+    from simulation.robots.spec import JointLimits
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,18 @@ class Robot(Protocol):
 
     def command(self) -> np.ndarray:
         """The command last set (zeros before any), applied by the next steps."""
+
+    def commandable_joints(self) -> dict[str, JointLimits]:
+        """The joints `set_joint_positions` moves, by name, with their limits: position range (rad or m) and the
+        speed they move at (rad/s or m/s). The TIAGo's torso_lift_joint, head_1_joint (pan) and head_2_joint
+        (tilt; positive looks up), with the real TIAGo++'s limits; none for the UAV and description robots."""
+
+    def set_joint_positions(self, targets: Mapping[str, float]) -> None:
+        """Send commandable joints to position targets (the others keep theirs): from the next step on, each moves
+        straight to its target at its speed limit, reaching it after distance / speed, rounded up to whole physics
+        steps, and holds it. The targets are part of the state (logged, replayed). ValueError, and nothing set,
+        for an unknown joint name or a target that is not finite or not within the joint's range: the caller
+        clips."""
 
     def pose(self) -> np.ndarray:
         """World <- base_link 4x4 transform."""

@@ -6,6 +6,7 @@ A robot renders and scans through its world, which holds the scene, the render t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -23,7 +24,7 @@ from simulation.render import DepthImage, Frame
 from simulation.robots import robot_model
 from simulation.robots.mjcf import LinkEdge
 from simulation.robots.s_curve import SCurveFollower, follower_for
-from simulation.robots.spec import RobotModel
+from simulation.robots.spec import JointLimits, RobotModel
 
 PROFILE_PREFIX = "velocity_profile."
 
@@ -95,6 +96,12 @@ class EmbeddedRobot:
 
     def command(self) -> np.ndarray:
         return self._command.copy()
+
+    def commandable_joints(self) -> dict[str, JointLimits]:
+        return self.handle.position_limits()
+
+    def set_joint_positions(self, targets: Mapping[str, float]) -> None:
+        self.handle.set_joint_targets(targets)
 
     def pose(self) -> np.ndarray:
         return self.handle.base_pose()

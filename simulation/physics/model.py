@@ -98,7 +98,7 @@ def build_fleet_mjcf(robots: list[PlacedRobot], environment: EnvironmentCollisio
     element("option", root, timestep=timestep, integrator="implicitfast", **SOLVER)
     if defaults:
         element("default", root).extend(defaults)
-    userdata = sum(placed.model.userdata_size for placed in robots)
+    userdata = sum(placed.model.userdata_length for placed in robots)
     if userdata:
         element("size", root, nuserdata=userdata)
     asset = element("asset", root)
@@ -165,10 +165,11 @@ class PhysicsWorld:
             if model.sensor(i).type == mujoco.mjtSensor.mjSENS_GYRO
         )
         self._mocap = mocap_indices(model)
-        offsets = np.cumsum([0] + [placed.model.userdata_size for placed in robots])
+        offsets = np.cumsum([0] + [placed.model.userdata_length for placed in robots])
         self.handles = [RobotHandle(self, placed.model, placed.prefix, int(offset))
                         for placed, offset in zip(robots, offsets, strict=False)]
         self._planar = [handle for handle in self.handles if handle.robot.drive == "planar_velocity"]
+        self._jointed = [handle for handle in self.handles if handle.robot.position_joints]
         self._first = self.handles[0]
         self.robot = self._first.robot
         for handle, placed in zip(self.handles, robots, strict=True):
@@ -200,8 +201,12 @@ class PhysicsWorld:
         for _ in range(n):
             for handle in self._planar:
                 handle.write_planar_velocity()
+            for handle in self._jointed:
+                handle.start_joint_step()
             self._sensor_time = float(self.data.time)
             mujoco.mj_step(self.model, self.data)
+            for handle in self._jointed:
+                handle.finish_joint_step()
         self._kinematics_stale = n > 0 or self._kinematics_stale
 
     @property
@@ -268,6 +273,8 @@ class PhysicsWorld:
         if applied is not None:
             for handle in self._planar:
                 handle.write_planar_velocity()
+            for handle in self._jointed:
+                handle.start_joint_step()
             self._sensor_time = time
             mujoco.mj_forward(self.model, self.data)
             self._kinematics_stale = False

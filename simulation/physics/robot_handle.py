@@ -1,6 +1,12 @@
 """One robot of a compiled world: where its joints, actuators, bodies and sensors sit in the MuJoCo model, and
 the calls that command and read it.
 
+Position joints (`RobotModel.position_joints`: the TIAGo's torso lift and head) are kinematic: before each step
+a joint's velocity is set to cover the way to its target at no more than its speed limit, and after the step
+its position is set to exactly where that velocity takes it, so it reaches a target in distance / speed limit,
+rounded up to whole steps, whatever the solver did to it within the step. The targets live in MuJoCo's
+userdata, so the state (and a replay) carries them.
+
 A world holds one robot or several (a multi-robot run). Each robot's MJCF names carry its prefix
 ("<robot name>/", empty for a world's only robot), so its links, joints, sensor sites and IMUs are found by
 the robot's own names here and several robots of one kind never clash.
@@ -8,6 +14,8 @@ the robot's own names here and several robots of one kind never clash.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -16,7 +24,7 @@ import numpy as np
 
 from simulation.physics.sensors import body_pose, read_imu, site_name, site_pose
 from simulation.robots.mecanum import ik_matrix
-from simulation.robots.spec import RobotModel
+from simulation.robots.spec import JointLimits, RobotModel
 
 ROLLER_PREFIX = "roller_"
 
@@ -52,6 +60,14 @@ class RobotHandle:
         self._wheels = _index([model.actuator(prefix + a).id for a in robot.wheel_actuators])
         self._actuators = _index([model.actuator(prefix + a.get("name")).id for a in robot.actuators])
         self._userdata = slice(userdata, userdata + robot.userdata_size)
+        self._targets = slice(userdata + robot.userdata_size, userdata + robot.userdata_length)
+        self._position_joints = {joint.name: (index, joint) for index, joint in enumerate(robot.position_joints)}
+        position_ids = [model.joint(prefix + joint.name).id for joint in robot.position_joints]
+        self._position_qpos = model.jnt_qposadr[position_ids]
+        self._position_dof = model.jnt_dofadr[position_ids]
+        self._max_step = np.array([joint.limits.max_velocity for joint in robot.position_joints]) * model.opt.timestep
+        # Where the step under way takes the position joints, and at what velocity.
+        self._step_end, self._step_velocity = np.zeros(len(position_ids)), np.zeros(len(position_ids))
         self._ik = ik_matrix()
         self._wheel_dofs = [model.jnt_dofadr[model.joint(prefix + w.joint).id] for w in robot.wheels]
         self._wheel_gains = np.array([[w.sign / w.radius, -w.sign * w.y / w.radius] for w in robot.wheels])
@@ -86,6 +102,44 @@ class RobotHandle:
             raise ValueError(f"a flying base takes 6 finite joint velocities, got {velocities}")
         self.world.data.ctrl[self._actuators] = velocities
 
+    def position_limits(self) -> dict[str, JointLimits]:
+        """The limits of each position joint, by name (none for most robots)."""
+        return {name: joint.limits for name, (_, joint) in self._position_joints.items()}
+
+    def set_joint_targets(self, targets: Mapping[str, float]) -> None:
+        """Send position joints to targets (rad or m); the others keep theirs. ValueError, and nothing set, for an
+        unknown joint or a target that is not a finite number within the joint's limits."""
+        checked = {}
+        for name, target in targets.items():
+            if name not in self._position_joints:
+                raise ValueError(f"{name!r} is not a commandable joint of this robot ({self.robot.kind}); commandable: "
+                                 f"{list(self._position_joints) or 'none'}")
+            index, joint = self._position_joints[name]
+            value = float(target)
+            if not math.isfinite(value) or not joint.limits.lower <= value <= joint.limits.upper:
+                raise ValueError(f"target {target} of {name!r} is not within its limits "
+                                 f"[{joint.limits.lower}, {joint.limits.upper}]")
+            checked[index] = value
+        for index, value in checked.items():
+            self.world.data.userdata[self._targets.start + index] = value
+
+    def start_joint_step(self) -> None:
+        """Before a step: each position joint's velocity toward its target, at most its speed limit."""
+        data, dt = self.world.data, self.world.model.opt.timestep
+        position, target = data.qpos[self._position_qpos], data.userdata[self._targets]
+        remaining = target - position
+        reached = np.abs(remaining) <= self._max_step
+        # The last step lands on the target itself (position + remaining need not round to it).
+        self._step_end = np.where(reached, target, position + np.copysign(self._max_step, remaining))
+        self._step_velocity = np.where(reached, remaining, np.copysign(self._max_step, remaining)) / dt
+        data.qvel[self._position_dof] = self._step_velocity
+
+    def finish_joint_step(self) -> None:
+        """After a step: the position joints exactly where `start_joint_step` sent them, at the velocity it set."""
+        data = self.world.data
+        data.qpos[self._position_qpos] = self._step_end
+        data.qvel[self._position_dof] = self._step_velocity
+
     def write_planar_velocity(self) -> None:
         """A planar base (the lightweight TIAGo, a description robot on the ground): the commanded twist
         (userdata) as world-frame velocities of its planar joints, without vy unless it is holonomic; its wheels
@@ -101,6 +155,8 @@ class RobotHandle:
             data.qvel[self._wheel_dofs] = self._wheel_gains @ (vx, wz)
 
     def place(self, start: StartPose) -> None:
+        """Put the base at `start`, and the position joints' targets where the joints start."""
+        self.world.data.userdata[self._targets] = [joint.start for joint in self.robot.position_joints]
         qpos = self.world.data.qpos
         if self.robot.drive == "joint_velocity":
             qpos[self._base_qpos] = (start.x, start.y, start.z, 0.0, 0.0, start.yaw)

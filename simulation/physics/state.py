@@ -4,7 +4,7 @@ Besides positions, velocities, actuator activations, controls and mocap poses, t
 solver's warm start (`qacc_warmstart`), without which a restored run would take different solver
 iterations and drift from the original in the last bits; with it, get -> step n -> set -> step n
 reproduces the first run exactly. `userdata` carries commands kept outside ctrl (the lightweight
-TIAGo's base twist).
+TIAGo's base twist, the TIAGo's joint targets).
 """
 
 from __future__ import annotations

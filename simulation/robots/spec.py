@@ -13,6 +13,25 @@ from simulation.robots.mjcf import LinkEdge, link_tree
 Drive = Literal["joint_velocity", "wheels", "planar_velocity"]
 
 
+@dataclass(frozen=True)
+class JointLimits:
+    """The range a commandable joint may be sent to (rad or m) and the speed it moves at (rad/s or m/s)."""
+
+    lower: float
+    upper: float
+    max_velocity: float
+
+
+@dataclass(frozen=True)
+class PositionJoint:
+    """A joint that follows position targets (the TIAGo's torso lift and head): its name, limits and the position
+    the robot starts at, which is also its first target."""
+
+    name: str
+    limits: JointLimits
+    start: float
+
+
 @dataclass
 class RobotModel:
     """One robot as MJCF fragments plus the names the world needs to drive and read it.
@@ -25,6 +44,9 @@ class RobotModel:
       - "planar_velocity": the base twist is written into qvel of (x, y, yaw) before every step
         (TIAGo lightweight, description robots on the ground); the command is kept in MuJoCo's userdata so it
         is part of the state. A base that is not `holonomic` drops the twist's vy; `wheels` turn with the base.
+    `position_joints` move kinematically toward their targets at no more than their speed limit
+    (simulation.physics.robot_handle); their targets follow the drive's `userdata_size` entries in userdata, so
+    they too are part of the state.
     `assets` go under <asset> (a description's meshes) and `defaults` (its <default> classes) under <default>.
     """
 
@@ -45,6 +67,7 @@ class RobotModel:
     wheels: tuple[Wheel, ...] = ()
     assets: tuple[ET.Element, ...] = ()
     defaults: tuple[ET.Element, ...] = ()
+    position_joints: tuple[PositionJoint, ...] = ()
     # What the other robots' cameras see of it (simulation.embedded.robot_meshes): its physics shapes or its visual
     # geoms; and the label its instances carry in the ground truth (resolved through the class map).
     looks: Literal["shapes", "visuals"] = "shapes"
@@ -57,6 +80,11 @@ class RobotModel:
 
     def __post_init__(self) -> None:
         self.label = self.label or self.kind
+
+    @property
+    def userdata_length(self) -> int:
+        """MuJoCo userdata entries the robot keeps: the drive's command, then each position joint's target."""
+        return self.userdata_size + len(self.position_joints)
 
     def link_edges(self) -> list[LinkEdge]:
         """(parent, child, fixed) of every link but base_link, from the MJCF body tree: the TF tree of the links."""

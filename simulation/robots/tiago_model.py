@@ -2,11 +2,19 @@
 
 Both share the links sensors mount on and their geometry. The links carry the real TIAGo++ URDF's names
 and chain: base_link -> torso_lift_link -> head_1_link (pan) -> head_2_link (tilt), and base_link ->
-base_laser_link; the arms are left out and the torso lift and head joints are fixed at a mid pose (nothing
-in GRADE moves them), so these edges are fixed transforms (/tf_static). Unlike the URDF, whose head_2_link
-is rolled -90 deg so that its z is the tilt axis, every link keeps base_link's axes at this pose (x forward,
-y left, z up), so a sensor mount's roll/pitch/yaw reads in the robot's own axes. base_link's origin is the
-centre of the four wheel axles, r above the floor when standing.
+base_laser_link; the arms are left out. The torso lift and head joints carry the URDF's names, limits and
+signs (`POSITION_JOINTS`) and follow position targets (`RobotModel.position_joints`); they start at the mid
+pose: torso at half its travel, head level and straight ahead. Unlike the URDF, whose head_2_link is rolled
++90 deg so that its z is the tilt axis, every link keeps base_link's axes at this pose (x forward, y left, z
+up), so a sensor mount's roll/pitch/yaw reads in the robot's own axes; the tilt axis is therefore head_2_link's
+-y, which keeps the URDF's sign (positive tilt looks up). base_link's origin is the centre of the four wheel
+axles, r above the floor when standing.
+
+The joints are kinematic: a joint's position is set each step, not driven by a force, so the moving links
+carry no mass of their own (the torso's and head's mass rides on base_link) and a commanded head turn never
+pushes the base. MuJoCo needs some inertia on every moving body: each gets the least it accepts
+(`FRAME_MASS`), and its joint an armature that keeps a contact on the head or shoulders pushing the base
+rather than the joint within a step.
 
 Physical model: base_link on a free joint; four wheels on hinge joints (axis +y, so a positive speed
 rolls forward) driven by velocity actuators; each wheel carries 15 free rollers at 45 deg whose
@@ -21,6 +29,7 @@ velocities are set directly from the commanded twist; no wheels.
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -29,7 +38,7 @@ from core.config import RobotConfig
 from core.robot_catalogue import TIAGO_CHASSIS_HALF_XY, robot_body
 from simulation.robots.mecanum import ROLLER_HANDEDNESS, WHEEL_NAMES, WHEEL_POSITIONS, WHEEL_RADIUS
 from simulation.robots.mjcf import COLLISION, element, frame_quat
-from simulation.robots.spec import RobotModel
+from simulation.robots.spec import JointLimits, PositionJoint, RobotModel
 
 TIAGO = robot_body(RobotConfig(kind="tiago_omni"))  # its links, camera link and default IMUs
 
@@ -44,6 +53,18 @@ TORSO_LIFT_POS = (-0.062, 0.0, 0.72)  # torso_lift_link in base_link (lift at mi
 HEAD_1_POS = (0.177, 0.0, 0.302)  # head_1_link in torso_lift_link
 HEAD_2_POS = (0.005, 0.0, 0.098)  # head_2_link in head_1_link
 LASER_POS = (0.25, 0.0, 0.02)  # base_laser_link in base_link
+
+# The real TIAGo++'s limits: torso_lift_joint from PAL Robotics' tiago_dual_description (torso_dual.urdf.xacro),
+# the head joints from tiago_description (head.urdf.xacro), which the TIAGo++ shares.
+TORSO_LIFT = PositionJoint("torso_lift_joint", JointLimits(0.0, 0.35, 0.07), 0.175)  # m, m/s; starts mid travel
+HEAD_PAN = PositionJoint("head_1_joint", JointLimits(math.radians(-75.0), math.radians(75.0), 3.0), 0.0)
+HEAD_TILT = PositionJoint("head_2_joint", JointLimits(math.radians(-60.0), math.radians(45.0), 3.0), 0.0)
+POSITION_JOINTS = (TORSO_LIFT, HEAD_PAN, HEAD_TILT)
+# kg, and kg m^2 on each axis: MuJoCo's least for a moving body (mjMINVAL). The three together are below half a
+# unit in the last place of the robot's mass, which keeps its value; they show only in the last bits of the IMUs'
+# accelerations (about 1e-17 m/s^2).
+FRAME_MASS = 1e-15
+JOINT_ARMATURE = 1000.0  # kg (lift), kg m^2 (pan, tilt)
 
 # Masses (kg) and inertias (kg m^2); base COM kept low as on the real robot.
 BASE_MASS, BASE_COM, BASE_INERTIA = 47.0, (0.0, 0.0, 0.03), (1.51, 1.99, 2.93)
@@ -86,6 +107,7 @@ def physical() -> RobotModel:
         kind="tiago_omni", variant="physical", body=base, actuators=actuators, links=TIAGO.links,
         base_joints=("base_free",), drive="wheels", camera_link=TIAGO.camera_link, base_height=WHEEL_RADIUS,
         wheel_actuators=tuple(a.get("name") for a in actuators), default_imus=TIAGO.default_imus,
+        position_joints=POSITION_JOINTS,
     )
 
 
@@ -102,37 +124,36 @@ def lightweight() -> RobotModel:
     return RobotModel(
         kind="tiago_omni", variant="lightweight", body=base, actuators=[], links=TIAGO.links,
         base_joints=("base_x", "base_y", "base_yaw"), drive="planar_velocity", camera_link=TIAGO.camera_link,
-        base_height=WHEEL_RADIUS, userdata_size=3, default_imus=TIAGO.default_imus,
+        base_height=WHEEL_RADIUS, userdata_size=3, default_imus=TIAGO.default_imus, position_joints=POSITION_JOINTS,
     )
 
 
 def _base_body(lumped: bool) -> ET.Element:
-    """base_link with chassis, torso column and the fixed upper links (no joints yet).
+    """base_link with chassis, torso column and the upper links on their joints.
 
-    With `lumped`, base_link carries the mass of all four links, centred on its z axis, and the
-    upper links are massless.
+    base_link carries the torso's and the head's mass (see the module notes); with `lumped`, the laser's too,
+    all centred on its z axis.
     """
     base = element("body", name="base_link")
     if lumped:
         mass, com, inertia = _lumped_inertia()
         element("inertial", base, pos=com, mass=mass, diaginertia=inertia)
     else:
-        element("inertial", base, pos=BASE_COM, mass=BASE_MASS, diaginertia=BASE_INERTIA)
+        mass, com, full = _rigid_inertia(_mass_parts()[:3])
+        element("inertial", base, pos=com, mass=mass, fullinertia=full)
     bottom, top = GROUND_CLEARANCE - WHEEL_RADIUS, CHASSIS_TOP - WHEEL_RADIUS
     element("geom", base, name="chassis", type="box", pos=(0, 0, (bottom + top) / 2),
             size=(*CHASSIS_HALF_XY, (top - bottom) / 2), mass=0, rgba=(0.9, 0.9, 0.9, 1), **COLLISION["chassis"])
     element("geom", base, name="torso_column", type="box", mass=0, rgba=(0.9, 0.9, 0.9, 1), **TORSO_COLUMN,
             **COLLISION["chassis"])
     torso = element("body", base, name="torso_lift_link", pos=TORSO_LIFT_POS)
-    if not lumped:
-        element("inertial", torso, pos=TORSO_COM, mass=TORSO_MASS, diaginertia=TORSO_INERTIA)
+    _position_joint(torso, TORSO_LIFT, "slide", (0, 0, 1))
     element("geom", torso, name="torso_shoulders", type="box", pos=(0, 0, 0.12), size=(0.13, 0.22, 0.12), mass=0,
             rgba=(0.3, 0.3, 0.3, 1), **COLLISION["chassis"])
-    # head_1_link is a frame only: the head's mass is head_2_link's.
     pan = element("body", torso, name="head_1_link", pos=HEAD_1_POS)
+    _position_joint(pan, HEAD_PAN, "hinge", (0, 0, 1))
     head = element("body", pan, name="head_2_link", pos=HEAD_2_POS)
-    if not lumped:
-        element("inertial", head, pos=(0, 0, 0), mass=HEAD_MASS, diaginertia=HEAD_INERTIA)
+    _position_joint(head, HEAD_TILT, "hinge", (0, -1, 0))
     element("geom", head, name="head", type="sphere", size=0.1, mass=0, rgba=(0.9, 0.9, 0.9, 1),
             **COLLISION["chassis"])
     laser = element("body", base, name="base_laser_link", pos=LASER_POS)
@@ -141,15 +162,29 @@ def _base_body(lumped: bool) -> ET.Element:
     return base
 
 
-def _lumped_inertia() -> tuple[float, tuple[float, float, float], tuple[float, float, float]]:
-    """Mass, centre (moved onto the z axis) and diagonal inertia of base, torso, head and laser (head_1_link is
-    massless)."""
+def _position_joint(body: ET.Element, joint: PositionJoint, kind: str, axis: tuple[float, float, float]) -> None:
+    """`joint` moving `body` along or about `axis`, the body where it is now at the joint's start (`ref`).
+
+    MuJoCo's own limits stay off: the targets are checked against the joint's limits before they are set."""
+    element("joint", body, name=joint.name, type=kind, axis=axis, ref=joint.start, armature=JOINT_ARMATURE,
+            limited=False)
+    element("inertial", body, pos=(0, 0, 0), mass=FRAME_MASS, diaginertia=(FRAME_MASS,) * 3)
+
+
+def _mass_parts() -> list[tuple[float, np.ndarray, tuple[float, float, float]]]:
+    """(mass, centre in base_link, diagonal inertia about its own centre) of base, torso, head and laser, with the
+    torso and head at the start pose (head_1_link is massless)."""
     torso_com = np.add(TORSO_LIFT_POS, TORSO_COM)
-    parts = [  # (mass, centre in base_link, diagonal inertia about own centre)
+    return [
         (BASE_MASS, np.array(BASE_COM), BASE_INERTIA), (TORSO_MASS, torso_com, TORSO_INERTIA),
         (HEAD_MASS, torso_com - TORSO_COM + np.add(HEAD_1_POS, HEAD_2_POS), HEAD_INERTIA),
         (LASER_MASS, np.array(LASER_POS), LASER_INERTIA),
     ]
+
+
+def _lumped_inertia() -> tuple[float, tuple[float, float, float], tuple[float, float, float]]:
+    """Mass, centre (moved onto the z axis) and diagonal inertia of base, torso, head and laser."""
+    parts = _mass_parts()
     mass = sum(m for m, _, _ in parts)
     centre = np.array([0.0, 0.0, sum(m * c[2] for m, c, _ in parts) / mass])
     inertia = np.zeros(3)
@@ -157,6 +192,19 @@ def _lumped_inertia() -> tuple[float, tuple[float, float, float], tuple[float, f
         d = c - centre
         inertia += np.asarray(own) + m * (d @ d - d**2)  # parallel axis theorem, diagonal terms
     return mass, tuple(centre), tuple(inertia)
+
+
+def _rigid_inertia(parts: list[tuple[float, np.ndarray, tuple[float, float, float]]]) -> tuple[
+        float, tuple[float, ...], tuple[float, ...]]:
+    """Mass, centre and full inertia (MJCF's fullinertia: ixx iyy izz ixy ixz iyz) of `parts` as one rigid body."""
+    mass = sum(m for m, _, _ in parts)
+    centre = sum(m * c for m, c, _ in parts) / mass
+    inertia = np.zeros((3, 3))
+    for m, c, own in parts:
+        d = c - centre
+        inertia += np.diag(own) + m * ((d @ d) * np.eye(3) - np.outer(d, d))  # parallel axis theorem
+    return mass, tuple(centre), (inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[0, 2],
+                                 inertia[1, 2])
 
 
 def roller_layout(handedness: float) -> list[tuple[np.ndarray, np.ndarray]]:
