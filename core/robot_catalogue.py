@@ -37,7 +37,7 @@ UAV_FRAME_HALF_SIZE = (0.235, 0.235, 0.055)
 # point and cuts corners by about a decimetre, and a person's collision capsule reaches a little beyond the body
 # the camera sees. A ground base's disc around its corners leaves room off its front and sides already.
 FLYING_CLEARANCE = 0.15
-# The TIAGo++ Omni's chassis half extents; the head tops out below TIAGO_HEIGHT with the torso at mid lift.
+# The TIAGo++ Omni's chassis half extents; the head tops out below TIAGO_HEIGHT even with the torso fully raised.
 TIAGO_CHASSIS_HALF_XY = (0.33, 0.28)
 TIAGO_HEIGHT = 1.5
 TIAGO_WHEEL_RADIUS = 0.0762  # base_link's origin is the centre of its wheel axles

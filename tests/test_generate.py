@@ -355,9 +355,12 @@ def test_tiago_demo_variant_records_lidar_and_its_tf_chain_under_a_namespace(ass
     assert {topics.imu("imu_base"), topics.imu("imu_head"), topics.odometry, topics.joint_states,
             topics.camera_pose("head_camera"), topics.depth("head_camera"), topics.camera_info("head_camera")} <= set(
         summary)
-    # The real TIAGo++ chain on /tf_static, the mount (25 deg tilt) and optical rotation as configured.
+    # The real TIAGo++ chain: the torso and head joints' links on /tf, the laser's on /tf_static with the mount
+    # (25 deg tilt) and optical rotation as configured.
     tf = _bag_tf(bag)
-    static = tf[0]
+    static, moving = tf[0], {child for _, _, child, _ in tf[2]}
+    joints = {f"my_robot_0/{link}" for link in ("torso_lift_link", "head_1_link", "head_2_link")}
+    assert joints <= moving and not joints & set(static) and "my_robot_0/base_laser_link" in static
     mount = recording.camera_config("head_camera").mount
     np.testing.assert_allclose(static["my_robot_0/head_camera"][1], _mount(mount), atol=1e-9)
     np.testing.assert_allclose(static["my_robot_0/head_camera_optical_frame"][1], BODY_FROM_OPTICAL, atol=1e-12)

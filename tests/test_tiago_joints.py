@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from core.robot_catalogue import TIAGO_HEIGHT
 from simulation.physics import SensorMount, StartPose, build_world
 from simulation.robots.tiago_model import HEAD_PAN, HEAD_TILT, TORSO_LIFT, lightweight, physical
 from simulation.robots.uav_model import uav
@@ -185,3 +186,17 @@ def test_teleport_repeats_the_logged_joints_and_head_imu():
         np.testing.assert_array_equal(np.concatenate(replay.imu("imu_camera")), readings[step - 1])
         replay.teleport(step * DT, log[step])
         np.testing.assert_array_equal(replay.sensor_pose("head_camera"), poses[step - 1])
+
+
+def test_the_head_stays_below_the_height_the_planners_keep_clear_with_the_torso_fully_raised():
+    world = tiago_world("lightweight")
+    head = world.model.geom("head").id
+
+    def top() -> float:
+        world.update_kinematics()
+        return float(world.data.geom_xpos[head][2] + world.model.geom_size[head][0])
+
+    mid = top()
+    world.handles[0].set_joint_targets({"torso_lift_joint": 0.35})
+    world.step(round(0.175 / 0.07 / DT) + 1)
+    assert top() - mid == pytest.approx(0.175, abs=1e-12) and top() < TIAGO_HEIGHT
