@@ -8,8 +8,9 @@ Every sensor sample lands on a physics step (sensor rates divide the physics rat
 logged steps is needed.
 
 physics: the checkpoint at or before the window's start is restored (states.npz `checkpoint.*`) and the
-logged commands are applied again step by step through the physics engine; unchanged surroundings repeat
-the run bit for bit, changed ones (hidden humans the robot touched) make it drift, which the report shows.
+logged commands and joint targets are applied again step by step through the physics engine; unchanged
+surroundings repeat the run bit for bit, changed ones (hidden humans the robot touched) make it drift, which the
+report shows.
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ def _commands(world: World, states: dict[str, np.ndarray]) -> list[tuple[Robot, 
     if names is None:
         return [(world.robot(), states["command"])]
     return [(world.robot(name), states[robot_key("command", name)]) for name in names]
+
+
+def _joint_targets(world: World, states: dict[str, np.ndarray]) -> list[tuple[Robot, list[str], np.ndarray]]:
+    """Each robot whose log holds joint targets, with the joints' names and the targets (N, T)."""
+    names = robot_names(states) or [None]
+    return [(world.robot(name), [str(joint) for joint in states[robot_key("joint_target_names", name)]],
+             states[robot_key("joint_targets", name)]) for name in names if robot_key("joint_targets", name) in states]
 
 
 def _lights(states: dict[str, np.ndarray], step: int, change: LightOverride | None) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +114,7 @@ def replay_physics(world: World, recorder: Recorder, states: dict[str, np.ndarra
         raise InputError(f"no checkpoint at or before step {window.first}", source, "checkpoint_steps")
     world.set_state({key[len(CHECKPOINT_PREFIX):]: value[index] for key, value in states.items()
                        if key.startswith(CHECKPOINT_PREFIX)}, source)
-    commands = _commands(world, states)
+    commands, targets = _commands(world, states), _joint_targets(world, states)
     step = int(steps[index])
     if lights is not None:
         world.set_lights(*_lights(states, step, lights))
@@ -117,6 +125,8 @@ def replay_physics(world: World, recorder: Recorder, states: dict[str, np.ndarra
         step += 1
         for robot, logged in commands:
             robot.set_command(logged[step])  # the command the step ran with (setting it again is a no-op)
+        for robot, joints, logged in targets:
+            robot.set_joint_positions(dict(zip(joints, logged[step], strict=True)))
         world.step()
         if lights is not None:
             world.set_lights(*_lights(states, step, lights))

@@ -123,6 +123,10 @@ class Robot(Protocol):
         for an unknown joint name or a target that is not finite or not within the joint's range: the caller
         clips."""
 
+    def joint_targets(self) -> dict[str, float]:
+        """The commandable joints' targets, by name: the positions they move to or hold (where they start before
+        any `set_joint_positions`)."""
+
     def pose(self) -> np.ndarray:
         """World <- base_link 4x4 transform."""
 

@@ -7,10 +7,16 @@ import math
 
 import numpy as np
 import pytest
+from conftest import CONFIGS
 from scipy.spatial.transform import Rotation
 
+from core.config_io import load_experiment
 from core.robot_catalogue import TIAGO_HEIGHT
+from pipeline.prepare import prepare
+from replay.driver import Window, replay_physics
+from simulation.backends import load_world
 from simulation.physics import SensorMount, StartPose, build_world
+from simulation.recording.states import StateLog
 from simulation.robots.tiago_model import HEAD_PAN, HEAD_TILT, TORSO_LIFT, lightweight, physical
 from simulation.robots.uav_model import uav
 
@@ -200,3 +206,34 @@ def test_the_head_stays_below_the_height_the_planners_keep_clear_with_the_torso_
     world.handles[0].set_joint_targets({"torso_lift_joint": 0.35})
     world.step(round(0.175 / 0.07 / DT) + 1)
     assert top() - mid == pytest.approx(0.175, abs=1e-12) and top() < TIAGO_HEIGHT
+
+
+class JointStates:
+    """The replay's recorder, reduced to the joint states it samples."""
+
+    def __init__(self) -> None:
+        self.samples: list[dict[str, tuple[float, float]]] = []
+
+    def sample(self, world) -> None:
+        self.samples.append(world.robot().joint_states())
+
+
+def test_a_physics_replay_applies_the_logged_joint_targets_again(tmp_path, asset_cache):
+    config = load_experiment(CONFIGS / "demo-tiago.yaml", ["robot.sensors.cameras.0.width=32",
+                                                            "robot.sensors.cameras.0.height=24"])
+    scene = prepare(config, tmp_path / "tiago", cache=asset_cache).scene
+    world = load_world(config, scene)
+    robot, log, recorded = world.robot(), StateLog(world, checkpoint_every=20), []
+    assert list(robot.commandable_joints()) == list(JOINTS) and robot.joint_targets()["torso_lift_joint"] == 0.175
+    log.record(world, 0)
+    for step in range(1, 61):
+        if step == 30:  # after the checkpoint the replay starts from
+            robot.set_joint_positions({"head_1_joint": 0.3, "torso_lift_joint": 0.2})
+        world.step()
+        log.record(world, step)
+        recorded.append(robot.joint_states())
+    states = log.arrays()
+    assert list(states["joint_target_names"]) == list(JOINTS) and states["joint_targets"][30][:2].tolist() == [0.2, 0.3]
+    replayed = JointStates()
+    replay_physics(load_world(config, scene), replayed, states, Window(25, 60), None, "states.npz", lambda _: None)
+    assert replayed.samples == recorded[24:]

@@ -10,6 +10,9 @@ Arrays (N physics steps, state i at time i * dt; written compressed):
     joint_positions        (N, J)        float64  rad or m
     joint_velocities       (N, J)        float64
     command                (N, C)        float64  applied during the step that led to state i (row 0: zeros)
+    joint_target_names     (T,)          str      the commandable joints (the TIAGo's torso and head); absent for
+                                                  robots without
+    joint_targets          (N, T)        float64  their position targets during the step that led to state i
     human_names            (H,)          str
     human_animation_time   (N, H)        float64  each human's animation clip time, s
     object_names           (O,)          str
@@ -24,15 +27,15 @@ Arrays (N physics steps, state i at time i * dt; written compressed):
     checkpoint.<key>       (K, ...)               the backend's complete state (World.get_state) there
 
 A run with several robots (config `robots:`) holds the per-robot arrays (robot_position, robot_quat_wxyz,
-joint_names, joint_positions, joint_velocities, command) once per robot under `robots/<name>/` (e.g.
-`robots/my_robot_0/robot_position`) instead, listed by
+joint_names, joint_positions, joint_velocities, command; joint_target_names and joint_targets where the robot has
+them) once per robot under `robots/<name>/` (e.g. `robots/my_robot_0/robot_position`) instead, listed by
 
     robot_names            (R,)          str      the robots in config order
 
 `step.*` and `checkpoint.*` (the simulator's whole state) and the rest are shared.
 
-Physics replay restores a checkpoint and re-applies the logged commands, reproducing the run bit for bit;
-teleport replay puts the scene in each step's logged state.
+Physics replay restores a checkpoint and re-applies the logged commands and joint targets, reproducing the run
+bit for bit; teleport replay puts the scene in each step's logged state.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ STATES_SCHEMA = schema_tag(STATES_KIND, STATES_MAJOR)
 STATES_FILE = "states.npz"
 ROBOT_ARRAYS = ("robot_position", "robot_quat_wxyz", "joint_names", "joint_positions", "joint_velocities", "command")
 SHARED_REQUIRED = ("schema", "time", "checkpoint_steps")
-PER_STEP = ("robot_position", "robot_quat_wxyz", "joint_positions", "command")
+PER_STEP = ("robot_position", "robot_quat_wxyz", "joint_positions", "command", "joint_targets")
 PATH_ARRAYS = ("robot_position", "robot_quat_wxyz")
 STEP_PREFIX = "step."
 CHECKPOINT_PREFIX = "checkpoint."

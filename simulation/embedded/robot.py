@@ -103,6 +103,9 @@ class EmbeddedRobot:
     def set_joint_positions(self, targets: Mapping[str, float]) -> None:
         self.handle.set_joint_targets(targets)
 
+    def joint_targets(self) -> dict[str, float]:
+        return self.handle.joint_targets()
+
     def pose(self) -> np.ndarray:
         return self.handle.base_pose()
 

@@ -123,6 +123,11 @@ class RobotHandle:
         for index, value in checked.items():
             self.world.data.userdata[self._targets.start + index] = value
 
+    def joint_targets(self) -> dict[str, float]:
+        """Each position joint's target, by name."""
+        targets = self.world.data.userdata[self._targets]
+        return {name: float(targets[index]) for name, (index, _) in self._position_joints.items()}
+
     def start_joint_step(self) -> None:
         """Before a step: each position joint's velocity toward its target, at most its speed limit."""
         data, dt = self.world.data, self.world.model.opt.timestep

@@ -22,6 +22,9 @@ class StateLog:
         self.robots = robots
         self._robots = {name: world.robot(name) for name in robots or [None]}
         self.joint_names = {name: list(robot.joint_states()) for name, robot in self._robots.items()}
+        # Robots with commandable joints log their targets, which physics replay applies again.
+        self.target_names = {name: list(robot.commandable_joints()) for name, robot in self._robots.items()
+                             if robot.commandable_joints()}
         actors = world.actor_states()
         self.human_names, self.object_names = list(actors.human_names), list(actors.object_names)
         self._rows: dict[str, list[np.ndarray]] = {}
@@ -44,6 +47,9 @@ class StateLog:
             self._add(robot_key("joint_positions", name), [joints[n][0] for n in self.joint_names[name]])
             self._add(robot_key("joint_velocities", name), [joints[n][1] for n in self.joint_names[name]])
             self._add(robot_key("command", name), command if step else np.zeros_like(command))
+            if name in self.target_names:
+                targets = robot.joint_targets()
+                self._add(robot_key("joint_targets", name), [targets[n] for n in self.target_names[name]])
         self._add("human_animation_time", actors.animation_time)
         self._add("object_position", actors.object_position)
         self._add("object_quat_wxyz", actors.object_quat_wxyz)
@@ -66,6 +72,8 @@ class StateLog:
         arrays["schema"] = np.array(STATES_SCHEMA)
         for name, joints in self.joint_names.items():
             arrays[robot_key("joint_names", name)] = np.array(joints, dtype=str)
+        for name, joints in self.target_names.items():
+            arrays[robot_key("joint_target_names", name)] = np.array(joints, dtype=str)
         arrays |= {"human_names": np.array(self.human_names, dtype=str),
                    "object_names": np.array(self.object_names, dtype=str),
                    "checkpoint_steps": np.array(self._checkpoint_steps, dtype=np.int64)}
