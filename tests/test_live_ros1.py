@@ -284,3 +284,40 @@ def test_uav_flies_a_trajectory_point_by_point(master, asset_cache, tmp_path):
     # The second and third waypoints are reached only after their points' times have come.
     reached = [float(line.split()[4]) for line in out.splitlines() if line.startswith("reached")]
     assert reached[1] > command.time + 2.0 and reached[2] > command.time + 3.0, (command.time, reached)
+
+
+def test_rviz_loads_the_shipped_config_and_subscribes_to_the_live_topics(master, tmp_path):
+    """Debian's RViz, headless under Xvfb, opens examples/ros1/grade.rviz: every display subscribes to its topic
+    (the UAV demo's camera `camera`, a LiDAR `lidar`, the humans) with the type GRADE publishes there."""
+    from core.formats.bags import messages as m
+    from core.formats.bags.ros1_definitions import ros1_name
+    from core.formats.bags.topics import TF, TF_STATIC, BagTopics
+    from simulation.live.session import HUMANS
+
+    topics = BagTopics("")
+    expected = {TF: ros1_name(m.TF), TF_STATIC: ros1_name(m.TF), topics.rgb("camera"): ros1_name(m.IMAGE),
+                topics.depth("camera"): ros1_name(m.IMAGE), topics.points("lidar"): ros1_name(m.POINT_CLOUD2),
+                topics.odometry: ros1_name(m.ODOMETRY), HUMANS: ros1_name(m.POINT_CLOUD2)}
+    missing = [tool for tool in ("rviz", "xvfb-run") if shutil.which(tool) is None]
+    if missing:
+        reason = f"{' and '.join(missing)} not installed (on Debian: apt-get install rviz xvfb xauth)"
+        if REQUIRE_ROS1:
+            pytest.fail(f"{reason}; GRADE_REQUIRE_ROS1=1 requires it", pytrace=False)
+        pytest.skip(reason)
+    rviz = subprocess.Popen(["xvfb-run", "-a", "rviz", "-d", str(EXAMPLES / "grade.rviz")], env=master,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    subscribed: dict[str, str] = {}
+    try:
+        for _ in range(1200):  # RViz's start-up, bounded; nothing is timed
+            listing = subprocess.run(["rostopic", "list", "-v"], env=master, capture_output=True, text=True,
+                                     check=False).stdout
+            section = listing.partition("Subscribed topics:")[2]
+            subscribed = dict(re.findall(r"\* (\S+) \[(\S+)\]", section))
+            if set(expected) <= set(subscribed):
+                break
+            assert rviz.poll() is None, rviz.stderr.read()
+            time.sleep(0.1)
+    finally:
+        os.killpg(rviz.pid, signal.SIGTERM)
+        rviz.communicate(timeout=30)
+    assert {topic: subscribed.get(topic) for topic in expected} == expected

@@ -18,7 +18,9 @@ from rosbags.highlevel import AnyReader
 
 from core.config_io import load_experiment
 from core.formats.bags import messages as m
+from core.formats.bags.messages import POINT_DTYPE
 from core.formats.commands import read_command_log
+from core.formats.humans import HUMANS_DIR, read_humans_document, read_humans_frame, sample_files
 from core.formats.run_info import read_run_info
 from pipeline.generate import generate
 from simulation.live.commands import TWIST
@@ -29,6 +31,7 @@ from tests.test_live_ros1 import TIAGO, WAYPOINTS, assert_reached
 pytestmark = [pytest.mark.slow, requires_extra("cyclonedds")]
 
 ODOM = "/odom"
+HUMANS = "/grade/humans"
 
 
 def hashes(run: Path) -> dict[str, str]:
@@ -51,6 +54,7 @@ def test_a_ros2_live_run_publishes_its_bag_and_records_the_same_bytes(asset_cach
         args += ["--set", override]
     with DdsSubscriber(domain_id=domain) as reader:
         reader.subscribe(ODOM, m.ODOMETRY)
+        reader.subscribe(HUMANS, m.POINT_CLOUD2)
         result = subprocess.run(args, cwd=ROOT, env={**os.environ, "ROS_DOMAIN_ID": str(domain)},
                                 capture_output=True, text=True, timeout=600, check=False)
         assert result.returncode == 0, result.stderr
@@ -62,8 +66,28 @@ def test_a_ros2_live_run_publishes_its_bag_and_records_the_same_bytes(asset_cach
     with AnyReader([next(p for p in (live / "bags").iterdir() if p.is_dir())]) as bag:
         connections = [c for c in bag.connections if c.topic == ODOM]
         recorded = {t: bytes(data) for _, t, data in bag.messages(connections=connections)}
-    assert len(received) >= 10, len(received)
     store = m.ros2_typestore()
+    clouds = [store.deserialize_cdr(r.data, m.POINT_CLOUD2) for r in received if r.topic == HUMANS]
+    received = [r for r in received if r.topic == ODOM]
+    assert len(received) >= 10, len(received)
+    # The humans, published live only: each cloud is every human's joints at its time, as the run's humans/ folder
+    # records them (float32 there and in the cloud), intensity the human's index and ring the joint's.
+    document = read_humans_document(live / HUMANS_DIR)
+    recorded_humans = {round(frame.time * 1e9): frame for frame in
+                       (read_humans_frame(path, document) for path in sample_files(live / HUMANS_DIR))}
+    assert len(document.humans) == 1 and len(clouds) >= 5
+    compared = 0
+    for cloud in clouds:
+        assert cloud.header.frame_id == "world"
+        points = np.frombuffer(cloud.data.tobytes(), POINT_DTYPE)
+        frame = recorded_humans.get(cloud.header.stamp.sec * 1_000_000_000 + cloud.header.stamp.nanosec)
+        if frame is None:
+            continue
+        joints = frame.joints[document.humans[0].name]
+        assert np.array_equal(np.stack([points["x"], points["y"], points["z"]], axis=1), joints)
+        assert np.all(points["intensity"] == 0) and np.array_equal(points["ring"], np.arange(len(joints)))
+        compared += 1
+    assert compared >= 5, compared
     for message in received:
         odometry = store.deserialize_cdr(message.data, m.ODOMETRY)
         stamp = odometry.header.stamp.sec * 1_000_000_000 + odometry.header.stamp.nanosec

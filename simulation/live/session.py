@@ -17,6 +17,11 @@ Every control period (`live.control_hz`), at time t, the simulator
 
 At the end the simulator publishes the end time on the latched `/grade/finished` (rosgraph_msgs/Clock).
 
+The humans, which the bags do not carry (their joints are in the run's humans/ folder), are published live only: at
+every control period, every human's joints in `world` on `/grade/humans` (sensor_msgs/PointCloud2, the LiDAR's
+point layout: intensity = the human's index in the run, ring = the joint's index in its skeleton), for RViz and for
+a navigation stack's obstacle layer.
+
 Commands that come before a robot is under external control (the bootstrap) take effect, in order, when it begins;
 commands on a robot whose planner is not `external` are logged as ignored.
 """
@@ -33,7 +38,7 @@ import numpy as np
 from core.config import ExperimentConfig
 from core.errors import InputError
 from core.formats.bags import messages as m
-from core.formats.bags.topics import BagTopics
+from core.formats.bags.topics import WORLD_FRAME, BagTopics
 from core.formats.commands import CommandEntry, CommandLog, write_command_log
 from core.progress import get_logger
 from core.robot_catalogue import robot_body
@@ -46,6 +51,7 @@ log = get_logger("live")
 STEP_REQUEST = "/grade/step_request"
 STEP_DONE = "/grade/step_done"
 FINISHED = "/grade/finished"
+HUMANS = "/grade/humans"
 FINISH_WAIT_S = 5.0  # s of wall clock for the node to connect to /grade/finished before the bridge goes
 
 
@@ -120,6 +126,7 @@ class LiveSession:
             return True
         t = step * self.dt
         stamp = m.stamp_from_seconds(t, STEP_REQUEST)
+        self._publish_humans(world, stamp)
         if self.lockstep:
             self._publish_clock(STEP_REQUEST, stamp)
             if self.report.control_periods == 0 and not self.node.wait_subscriber(STEP_REQUEST, self.timeout):
@@ -163,6 +170,17 @@ class LiveSession:
     def _publish_clock(self, topic: str, stamp: int) -> None:
         data = self.node.serializer.serialize(topic, m.CLOCK, lambda b, _: b.clock(stamp))
         self.node.publish(topic, m.CLOCK, data, latched=True)
+
+    def _publish_humans(self, world: World, stamp: int) -> None:
+        joints = list(world.human_joints().values())
+        if not joints:
+            return
+        records = m.point_records(np.concatenate(joints),
+                                  np.concatenate([np.full(len(j), i, np.float64) for i, j in enumerate(joints)]),
+                                  np.concatenate([np.arange(len(j), dtype=np.uint16) for j in joints]), HUMANS)
+        data = self.node.serializer.serialize(
+            HUMANS, m.POINT_CLOUD2, lambda b, seq: b.point_cloud(b.header(stamp, WORLD_FRAME, seq), records))
+        self.node.publish(HUMANS, m.POINT_CLOUD2, data)
 
     def _count(self, received: list[Received]) -> None:
         """Count the messages not yet counted: commands, and the answers with their counts by stamp."""
