@@ -321,3 +321,76 @@ def test_rviz_loads_the_shipped_config_and_subscribes_to_the_live_topics(master,
         os.killpg(rviz.pid, signal.SIGTERM)
         rviz.communicate(timeout=30)
     assert {topic: subscribed.get(topic) for topic in expected} == expected
+
+
+# A rospy node commanding two robots of a multi-robot run, paced by the wall clock (no handshake): the TIAGo a
+# constant twist on /tiago/cmd_vel at 20 Hz, the UAV once, on its first odometry, to a point 0.5 m ahead of where it
+# starts (world x), on /uav/command/pose. It prints the UAV's goal and stops on /grade/finished.
+TWO_ROBOTS_NODE = """
+import rospy
+from geometry_msgs.msg import PoseStamped, Twist
+from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Clock
+
+rospy.init_node("two_robots")
+drive = rospy.Publisher("/tiago/cmd_vel", Twist, queue_size=10)
+fly = rospy.Publisher("/uav/command/pose", PoseStamped, queue_size=10)
+sent = []
+
+def on_uav(odom):
+    if sent:
+        return
+    goal = PoseStamped()
+    goal.header.frame_id = "world"
+    goal.pose.position = odom.pose.pose.position
+    goal.pose.position.x += 0.5
+    goal.pose.orientation = odom.pose.pose.orientation
+    while fly.get_num_connections() == 0 and not rospy.is_shutdown():
+        rospy.sleep(0.01)
+    fly.publish(goal)
+    sent.append(goal)
+    print("goal", goal.pose.position.x, goal.pose.position.y, goal.pose.position.z, flush=True)
+
+rospy.Subscriber("/uav/odom", Odometry, on_uav)
+rospy.Subscriber("/grade/finished", Clock, lambda _: rospy.signal_shutdown("finished"))
+twist = Twist()
+twist.linear.x = 0.3
+rate = rospy.Rate(20)
+while not rospy.is_shutdown():
+    drive.publish(twist)
+    rate.sleep()
+"""
+
+
+def test_realtime_pacing_routes_each_robots_commands_in_a_multi_robot_run(master, asset_cache, tmp_path):
+    run = tmp_path / "run"
+    small = [f"robots.{i}.sensors.cameras.0.{key}={value}" for i in (0, 1)
+             for key, value in (("width", 64), ("height", 48))]
+    overrides = ["humans.count={min: 0, max: 0}", "flying_objects.count={min: 0, max: 0}", *small,
+                 "robots.0.exploration.planner=external", "robots.1.exploration.planner=external",
+                 "simulation.bootstrap=0.25", "simulation.duration=5", "live.pacing=realtime",
+                 "live.rate_factor=0.5", f"assets_dir={asset_cache}"]
+    node = subprocess.Popen([SYSTEM_PYTHON, "-c", TWO_ROBOTS_NODE], env=master, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    grade = _generate(master, "multi-robot.yaml", run, overrides)
+    _, err = grade.communicate(timeout=600)
+    assert grade.returncode == 0, err
+    node_out, node_err = node.communicate(timeout=60)
+    assert node.returncode == 0, node_err
+    goal = np.array([float(v) for v in node_out.split()[1:4]])
+
+    log = read_command_log(run)
+    assert (log.pacing, log.timeouts) == ("realtime", [])
+    by_robot = {name: [c for c in log.commands if c.robot == name] for name in ("tiago", "uav")}
+    assert {c.topic for c in by_robot["tiago"]} == {"/tiago/cmd_vel"} and len(by_robot["tiago"]) > 20
+    assert [c.topic for c in by_robot["uav"]] == ["/uav/command/pose"]
+    assert all(c.status == "applied" for c in log.commands)
+    later = np.array([c.time for c in log.commands if c.time > 0.25 + 1e-9])
+    assert np.allclose(later * 30, np.round(later * 30))  # each at a control period
+    recording = Recording.open(run)
+    tiago = recording.robot("tiago").robot_path().position
+    assert np.linalg.norm(tiago[-1, :2] - tiago[0, :2]) > 0.5  # 0.3 m/s for most of 5 s
+    uav = recording.robot("uav").robot_path().position
+    assert np.linalg.norm(uav[-1] - goal) < 0.1, (uav[-1], goal)
+    info = read_run_info(run)
+    assert info.live["pacing"] == "realtime" and set(info.live["clock_jitter_ms"]) == {"mean", "p99", "max"}

@@ -365,6 +365,7 @@ class Ros2Node:
         self.take_received = self.subscriber.take_received
         self.wait_received = self.subscriber.wait_received
         self.deserialize = self.subscriber.deserialize
+        self.advertise = self.publisher.advertise
 
     def publish(self, topic: str, msgtype: str, data: bytes, latched: bool = False) -> None:
         self.publisher.advertise(topic, msgtype, latched)

@@ -29,6 +29,9 @@ class Node(Protocol):
     typestore: Typestore
     serializer: MessageSerializer  # builds the messages the session publishes, in the node's wire format
 
+    def advertise(self, topic: str, msgtype: str, latched: bool = False) -> None:
+        """Offer `topic` now, so that subscribers connect before its first message."""
+
     def publish(self, topic: str, msgtype: str, data: bytes, latched: bool = False) -> None:
         """Publish serialised `data` of `msgtype` (rosbags' name) on `topic`."""
 

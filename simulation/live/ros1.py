@@ -135,15 +135,22 @@ class Ros1Node:
 
     # ------------------------------------------------------------ the node's interface
 
+    def advertise(self, topic: str, msgtype: str, latched: bool = False) -> None:
+        """Advertise `topic` now, so that subscribers connect before its first message."""
+        self._send(self._announce({"op": "advertise", "topic": topic}, msgtype, latched))
+
     def publish(self, topic: str, msgtype: str, data: bytes, latched: bool = False) -> None:
         """Publish ROS 1 bytes of `msgtype` (rosbags' name, e.g. sensor_msgs/msg/Image) on `topic`; its type,
         MD5 and definition go to the bridge with the topic's first message, which advertises it."""
-        header: dict = {"op": "publish", "topic": topic}
-        if topic not in self._advertised:
+        self._send(self._announce({"op": "publish", "topic": topic}, msgtype, latched), data)
+
+    def _announce(self, header: dict, msgtype: str, latched: bool) -> dict:
+        """`header` with the topic's type, MD5 and definition the first time the topic is named to the bridge."""
+        if header["topic"] not in self._advertised:
             definition, md5 = canonical_definition(msgtype, self.typestore)
             header |= {"type": ros1_name(msgtype), "md5": md5, "definition": definition, "latched": latched}
-            self._advertised.add(topic)
-        self._send(header, data)
+            self._advertised.add(header["topic"])
+        return header
 
     def subscribe(self, topic: str, msgtype: str) -> None:
         """The bridge subscribes with AnyMsg: any type is received, and the sender's type comes with each message

@@ -85,17 +85,19 @@ def main():
             break
         header, payload = frame
         op = header.get("op")
-        if op == "publish":
+        if op in ("advertise", "publish") and header["topic"] not in publishers:
             topic = header["topic"]
-            if topic not in publishers:
-                classes[topic] = raw_class(header["type"], header["md5"], header["definition"])
-                # queue_size None: publish writes to each subscriber before returning, so nothing is dropped and
-                # the simulator's order is kept on each topic.
-                publishers[topic] = rospy.Publisher(topic, classes[topic], latch=bool(header.get("latched")),
-                                                    queue_size=None)
-            message = classes[topic]()
+            classes[topic] = raw_class(header["type"], header["md5"], header["definition"])
+            # queue_size None: publish writes to each subscriber before returning, so nothing is dropped and
+            # the simulator's order is kept on each topic.
+            publishers[topic] = rospy.Publisher(topic, classes[topic], latch=bool(header.get("latched")),
+                                                queue_size=None)
+        if op == "advertise":
+            pass
+        elif op == "publish":
+            message = classes[header["topic"]]()
             message._buff = payload
-            publishers[topic].publish(message)
+            publishers[header["topic"]].publish(message)
         elif op == "subscribe":
             topic = header["topic"]
             subscribers.append(rospy.Subscriber(topic, AnyMsg, received, callback_args=topic))

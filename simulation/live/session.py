@@ -105,6 +105,8 @@ class LiveSession:
             node.subscribe(topic, route.msgtype)
         if self.lockstep:
             node.subscribe(STEP_DONE, m.HEADER)
+        # Offered from the start, so that a node has connected by the end, when the run publishes it and goes.
+        node.advertise(FINISHED, m.CLOCK, latched=True)
         self.log = CommandLog(middleware=live.middleware, pacing=live.pacing, control_hz=live.control_hz)
         self.report = LiveReport(live.pacing)
         self._inboxes: dict[str, list[tuple[Command | None, CommandEntry]]] = {name: [] for name in config.robot_names}
