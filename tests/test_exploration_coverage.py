@@ -23,6 +23,7 @@ from simulation.exploration.explorer import blocked_by_people
 from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN
 from simulation.exploration.planner import CostMap, cost_map, search
+from simulation.exploration.tour_explorer import with_narrow_passages
 from simulation.exploration.viewpoints import TRIES, FrontierInfo, ViewpointParams, give_up, seen_from
 from tests.conftest import ROOT
 
@@ -180,3 +181,38 @@ def test_frontier_hidden_behind_furniture_from_its_viewpoint_is_clustered_again_
     for _ in range(TRIES - 1):
         give_up(info, holder, np.zeros((0, 2), dtype=np.int64), tries, exhausted)
     assert exhausted[hidden[:, 0], hidden[:, 1]].all()  # never circled for ever
+
+
+def disc_room(cells: np.ndarray, occupied: np.ndarray) -> np.ndarray:
+    """Exact distance (m) from each cell centre to the nearest occupied cell's square, by brute force."""
+    i, j = np.nonzero(occupied)
+    dx = np.maximum(np.abs(cells[:, None, 0] - i[None]) - 0.5, 0.0)
+    dy = np.maximum(np.abs(cells[:, None, 1] - j[None]) - 0.5, 0.0)
+    return np.hypot(dx, dy).min(axis=1) * RES
+
+
+def test_a_doorway_the_disc_fits_but_not_its_clearance_is_passed_only_where_there_is_no_way_round():
+    """The UAV's disc (0.424 m) and hard clearance (0.15 m) need 1.15 m; a 1.0 m doorway (a 1.1 m door mapped a cell
+    narrower) passes the disc alone. Its cells are traversable at TIGHT_WEIGHT, so a path takes them only where
+    there is no way round, and never comes closer to a wall than the disc's radius."""
+    radius, clearance = 0.424, 0.15
+    start, goal = (10, 20), (50, 20)
+
+    def paths(state: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        occupied, free = state == OCCUPIED, state == FREE
+        hard = cost_map(occupied, free, RES, radius + clearance, MARGIN)
+        soft = with_narrow_passages(hard, free, radius)
+        return search(hard, start).path_to(goal), search(soft, start).path_to(goal)
+
+    narrow = two_rooms(((15, 25),))
+    hard, soft = paths(narrow)
+    assert hard is None and soft is not None  # the clearance shut the doorway; the disc passes
+    assert disc_room(soft, narrow == OCCUPIED).min() >= radius
+    in_door = soft[soft[:, 0] == 30]
+    assert len(in_door) and (disc_room(in_door, narrow == OCCUPIED) < radius + clearance).all()
+    # With a 1.6 m doorway beside it, the path goes through that one, keeping the clearance all the way.
+    both = two_rooms(((5, 15), (21, 37)))
+    hard, soft = paths(both)
+    assert hard is not None and np.array_equal(hard, soft)
+    assert soft[soft[:, 0] == 30, 1].min() >= 21
+    assert disc_room(soft, both == OCCUPIED).min() >= radius + clearance

@@ -12,11 +12,13 @@ import pytest
 from conftest import CONFIGS
 from scipy.sparse.csgraph import dijkstra
 
-from core.config import RobotConfig
+from core.config import RobotConfig, UavLimits
 from core.config_io import load_experiment
 from core.geometry import yaw_of
 from core.robot_catalogue import robot_body
 from pipeline.prepare import prepare
+from simulation.control import UavController, UavState
+from simulation.control.uav_controller import VELOCITY_TIME_CONSTANT
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import ExplorationArea, ExplorerParams
 from simulation.exploration.frontiers import frontier_mask
@@ -29,13 +31,21 @@ from simulation.exploration.metrics import (
     rooms,
     rooms_visited,
 )
-from simulation.exploration.motion_plan import MotionLimits, plan_motion
+from simulation.exploration.motion_plan import MotionLimits, Reference, plan_motion
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN
 from simulation.exploration.planner import cost_map, grid_graph, search
 from simulation.exploration.tour import cost_matrix, refine, solve_tour, travel_time
-from simulation.exploration.tour_explorer import TourExplorer
+from simulation.exploration.tour_explorer import (
+    BRAKE_FRACTION,
+    CORNER_CHANGE,
+    CORNER_FRACTION,
+    CORNER_WINDOW,
+    TourExplorer,
+)
 from simulation.exploration.viewpoints import FrontierInfo, ViewpointParams, line_of_sight, seen_from
 from simulation.mission import run_mission
+from simulation.physics import StartPose, build_world
+from simulation.robots.uav_model import uav
 
 RES = 0.1
 
@@ -173,6 +183,98 @@ def test_trajectory_moves_and_turns_within_the_limits(points, yaw0, yaw1, speed0
     if trajectory.length > 0 and turn > 0:
         _, middle_yaw = trajectory.at(trajectory.duration / 2)
         assert 0 < abs(math.remainder(middle_yaw - yaw0, 2 * math.pi)) < turn
+
+
+def distance_to_polyline(points: np.ndarray, path: np.ndarray) -> np.ndarray:
+    a, b = path[:-1], path[1:]
+    t = np.clip(np.einsum("pkj,kj->pk", points[:, None] - a[None], b - a) / np.sum((b - a) ** 2, axis=1), 0.0, 1.0)
+    return np.linalg.norm(a[None] + t[..., None] * (b - a)[None] - points[:, None], axis=2).min(axis=1)
+
+
+DEMO_UAV = RobotConfig(uav=UavLimits(max_speed=1.1, yaw_rate_deg=90, yaw_acceleration_deg=180))
+DEMO_UAV_LIMITS = MotionLimits(1.1, UavController.from_config(DEMO_UAV).max_acceleration, math.radians(90),
+                               math.radians(180), 4.0)
+
+
+def fly_reference(path: np.ndarray, wanted, seconds: float) -> tuple[np.ndarray, Reference]:
+    """The MuJoCo UAV (the demo's limits) flying the tour's reference along `path` as the tour explorer does: the
+    reference's point as the set point, its velocity a velocity time constant ahead fed forward, the rate
+    `wanted(reference)` each physics step. The UAV's positions (N, 2) and the reference at the end."""
+    world, dt = build_world(uav(), StartPose(0.0, 0.0, 1.0, 0.0)), 1.0 / 240.0
+    controller = UavController.from_config(DEMO_UAV)
+    limits = DEMO_UAV_LIMITS
+    reference = Reference(plan_motion(path, 0.0, 0.0, limits), BRAKE_FRACTION * limits.acceleration / limits.speed)
+    trail = []
+    for _ in range(round(seconds / dt)):
+        state = UavState.from_joint_states(world.joint_states())
+        reference.advance(dt, wanted(reference))
+        point, velocity = reference.point(), reference.velocity(VELOCITY_TIME_CONSTANT)
+        controller.set_position_target(np.array([*point, 1.0]), 0.0, np.array([*velocity, 0.0]))
+        world.set_joint_velocities(controller.command(state, dt))
+        world.step()
+        trail.append(UavState.from_joint_states(world.joint_states()).position[:2].copy())
+    return np.array(trail), reference
+
+
+def test_a_stop_brakes_along_the_path_and_the_uav_rests_where_the_reference_does():
+    """Told to stop at full speed (1.1 m/s), the tour's reference slows to a stop along the path within
+    BRAKE_FRACTION of the acceleration limit, and the UAV comes to rest where it stopped, a few centimetres past
+    at most. A set point snapped to where the UAV was (the former hold and turn first) has it overshoot by its
+    stopping distance and fly back over 0.4 m."""
+    path = np.array([[0.0, 0.0], [6.0, 0.0]])
+    told = {}
+
+    def wanted(reference: Reference) -> float:
+        if not told and reference.along() >= 2.0:
+            told["at"] = reference.along()
+        return 0.0 if told else 1.0
+
+    trail, reference = fly_reference(path, wanted, 6.0)
+    assert distance_to_polyline(trail, path).max() < 1e-3
+    assert reference.rate == 0.0 and trail[-1] == pytest.approx(reference.point(), abs=0.01)
+    assert trail[:, 0].max() - trail[-1, 0] < 0.1
+    assert reference.along() - told["at"] <= 1.1**2 / (2 * BRAKE_FRACTION * DEMO_UAV_LIMITS.acceleration) + 1e-6
+    # The former way: the set point where the UAV is when told.
+    world, dt = build_world(uav(), StartPose(0.0, 0.0, 1.0, 0.0)), 1.0 / 240.0
+    controller = UavController.from_config(DEMO_UAV)
+    controller.set_velocity_target(np.array([1.1, 0.0, 0.0]))
+    x = []
+    for step in range(round(6.0 / dt)):
+        state = UavState.from_joint_states(world.joint_states())
+        if step == round(3.0 / dt):
+            controller.set_position_target(state.position, 0.0)
+        world.set_joint_velocities(controller.command(state, dt))
+        world.step()
+        x.append(UavState.from_joint_states(world.joint_states()).position[0])
+    assert max(x) - x[-1] > 0.4
+
+
+def test_the_uav_slows_for_its_paths_corners_and_stays_on_them():
+    """Along an L (a 90 degree corner) and a 45 degree bend at the demo's 1.1 m/s, the UAV cuts the corner by
+    decimetres (its velocity turns within its acceleration and jerk limits); with the reference's rate kept to
+    the corner rate it stays within 5 cm of the path. A grid path's staircase (steps of one cell straight, one
+    diagonal) is no corner: the rate stays 1 along it."""
+    for turn in (math.pi / 2, math.pi / 4):
+        path = np.array([[0.0, 0.0], [3.0, 0.0], [3.0 + 3.0 * math.cos(turn), 3.0 * math.sin(turn)]])
+        deviation = {}
+        for corners in (False, True):
+            def wanted(reference: Reference, corners=corners) -> float:
+                if not corners:
+                    return 1.0
+                return min(1.0, reference.corner_rate(CORNER_FRACTION * DEMO_UAV_LIMITS.acceleration,
+                                                      CORNER_CHANGE, CORNER_WINDOW))
+
+            trail, _ = fly_reference(path, wanted, 8.0)
+            deviation[corners] = distance_to_polyline(trail, path).max()
+        assert deviation[False] > 0.1 and deviation[True] < 0.05
+    stairs = np.cumsum(np.vstack([[0.0, 0.0], np.tile([[0.1, 0.0], [0.1, 0.1]], (15, 1))]), axis=0)
+    reference = Reference(plan_motion(stairs, 0.0, 0.0, DEMO_UAV_LIMITS), 1.0)
+    rates = []
+    while reference.along() < 2.0:
+        rates.append(reference.corner_rate(CORNER_FRACTION * DEMO_UAV_LIMITS.acceleration, CORNER_CHANGE,
+                                           CORNER_WINDOW))
+        reference.advance(0.05, 1.0)
+    assert min(rates) >= 1.0
 
 
 # ---------------------------------------------------------------- frontier clusters and viewpoints

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from core.config import PidGains, RobotConfig, UavLimits
+from core.robot_catalogue import robot_body
 from simulation.control import Pid, PlanarController, PlanarLimits, UavController, UavState, wrap_angle
+from simulation.exploration.drivers import UavDriver
 from simulation.physics import StartPose, build_world
 from simulation.robots.uav_model import uav
 
@@ -199,6 +201,56 @@ def test_velocity_setpoints_are_followed_and_limited():
     log = flight(controller, 2.0)
     check_limits(log)
     np.testing.assert_allclose(log["velocity"][-1], [0.3, 0.4, 0.0], atol=0.003)
+
+
+class PhysicsRobot:
+    """The bare MuJoCo UAV as the drivers see a robot: its pose, joint states and commands."""
+
+    def __init__(self, world):
+        self.world, world.timestep = world, DT
+
+    def pose(self) -> np.ndarray:
+        pose = np.eye(4)
+        pose[:3, 3] = UavState.from_joint_states(self.world.joint_states()).position
+        return pose
+
+    def joint_states(self) -> dict[str, tuple[float, float]]:
+        return self.world.joint_states()
+
+    def set_command(self, command: np.ndarray) -> None:
+        self.world.set_joint_velocities(command)
+
+
+def test_a_hold_from_full_speed_stops_where_braking_ends_without_flying_back():
+    """The UAV cruising at the demo's 1.1 m/s is told to hold. A set point where it was when told (the former hold)
+    has it overshoot by its stopping distance and fly back: over half a metre past a place the planner chose. The
+    driver's hold is where braking ends (UavController.stopping_offset), measured independently as where the UAV
+    comes to rest when its velocity set point drops to zero: it stops there, no further and without coming back."""
+    config = RobotConfig(uav=UavLimits(max_speed=1.1, yaw_rate_deg=90, yaw_acceleration_deg=180))
+
+    def cruise_then(stop) -> np.ndarray:
+        robot = PhysicsRobot(build_world(uav(), START))
+        driver = UavDriver(robot, config, robot_body(config))
+        driver.controller.set_velocity_target(np.array([1.1, 0.0, 0.0]))
+        for _ in range(round(3.0 / DT)):
+            driver.update()
+            robot.world.step()
+        stop(driver, robot)
+        x = []
+        for _ in range(round(4.0 / DT)):
+            driver.update()
+            robot.world.step()
+            x.append(robot.pose()[0, 3])
+        return np.array(x)
+
+    braked = cruise_then(lambda driver, robot: driver.controller.set_velocity_target(np.zeros(3)))
+    held = cruise_then(lambda driver, robot: driver.hold())
+    former = cruise_then(lambda driver, robot: driver.controller.set_position_target(robot.pose()[:3, 3], 0.0))
+    rest = braked[-1]
+    assert braked.max() - rest < 1e-3 and rest - braked[0] > 0.5  # a stop from 1.1 m/s takes over half a metre
+    assert held[-1] == pytest.approx(rest, abs=0.01)
+    assert held.max() - rest < 0.03
+    assert former.max() - former[-1] > 0.5  # the cause: past the hold point by the stopping distance, then back
 
 
 def test_climbing_at_the_top_of_the_band_stops_at_its_edge():

@@ -140,6 +140,26 @@ class UavController:
         self._mode, self._velocity_target, self._yaw_rate_target = "velocity", velocity, float(yaw_rate)
         self._yaw_target = None
 
+    def stopping_offset(self, dt: float) -> np.ndarray:
+        """Where (world offset, m) the commanded motion comes to rest if its velocity set point drops to zero
+        now: the reference velocity run on through the acceleration and jerk limits (`_shaped_acceleration`) at
+        `dt` s a step until it stops. Zero before the first command."""
+        if self._velocity is None:
+            return np.zeros(3)
+        velocity, acceleration, offset = self._velocity.copy(), self._acceleration.copy(), np.zeros(3)
+        saved = self._acceleration
+        try:
+            for _ in range(round(10.0 / dt)):  # a stop from any speed within the limits takes less
+                self._acceleration = acceleration
+                acceleration = self._shaped_acceleration(-velocity, dt)
+                velocity = velocity + acceleration * dt
+                offset += velocity * dt
+                if np.linalg.norm(velocity) < 1e-4 and np.linalg.norm(acceleration) < 1e-3:
+                    break
+        finally:
+            self._acceleration = saved
+        return offset
+
     @property
     def position_target(self) -> np.ndarray | None:
         return None if self._position_target is None else self._position_target.copy()

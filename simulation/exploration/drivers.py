@@ -53,9 +53,10 @@ class UavDriver:
         self._send()
 
     def hold(self) -> None:
-        """Hover where the UAV was when holding began."""
+        """Hover where the UAV comes to rest braking from the motion it had when holding began (a set point where
+        it was would make it overshoot by its stopping distance and fly back)."""
         if self._hold is None:
-            self._hold = self.robot.pose()[:3, 3].copy()
+            self._hold = self.robot.pose()[:3, 3] + self.controller.stopping_offset(self.dt)
         self.controller.set_position_target(self._hold, None)
         self._send()
 

@@ -9,8 +9,9 @@
 - `flight_map`: the 2D map as a UAV flying in a slab sees it: a cell is occupied where the ground-truth surface
   voxels (occupancy.npz `voxels`) have anything in the slab, so furniture below it does not block the UAV.
 - `robot_contacts`: current MuJoCo contacts of the robot's chassis with the environment, people, objects
-  (those a person or object caused, walking or flying into it, apart); `MoverVelocities`: how fast people and
-  objects (MuJoCo mocap bodies, which have no velocity of their own) moved over the last step.
+  (those a person or object caused, walking or flying into it or pressing it against the environment, apart);
+  `MoverVelocities`: how fast people and objects (MuJoCo mocap bodies, which have no velocity of their own) moved
+  over the last step.
 - `box_overlap`: ground-truth occupied cells or voxels inside the robot's body box (shrunk by a cell,
   for the maps' discretisation).
 - `rooms` / `rooms_visited`: the floor split into rooms at its doorways (the free cells left by a morphological
@@ -146,13 +147,14 @@ def robot_contacts(world: PhysicsWorld, approaching: tuple[np.ndarray, np.ndarra
     """Current contacts of the robot's chassis / frame, by what it touches: "environment" (static
     geoms; the floor plane excluded), "human" and "object" (kinematic bodies named human/..., object/...).
 
-    With `approaching` = (robot position, world velocity), a contact with a moving (kinematic) body counts
-    only while the robot moves towards the contact point faster than the body moves towards the robot there
-    (`movers`: each mocap body's world velocity (nmocap, 3), `MoverVelocities`; default: at rest): a person
-    walking into a hovering robot, or into one that is pushed back towards them by its position hold, is not a
-    collision the robot caused."""
-    counts = {"environment": 0, "human": 0, "object": 0}
+    With `approaching` = (robot position, world velocity), only the contacts the robot caused count: one with a
+    moving (kinematic) body only while the robot moves towards the contact point faster than the body moves
+    towards the robot there (`movers`: each mocap body's world velocity (nmocap, 3), `MoverVelocities`; default:
+    at rest): a person walking into a hovering robot, or into one that is pushed back towards them by its
+    position hold, is not a collision the robot caused. Nor is a contact with the environment while such a body
+    is pushing the robot: a person who walks into the robot presses it against what stands behind it."""
     model, data = world.model, world.data
+    touching = []  # (what it touches: "environment" | "human" | "object", whether that pushed the robot)
     for index in range(data.ncon):
         pair = data.contact.geom[index]
         types = model.geom_contype[pair]
@@ -162,17 +164,22 @@ def robot_contacts(world: PhysicsWorld, approaching: tuple[np.ndarray, np.ndarra
         kind = model.geom_contype[other]
         body = int(model.geom_bodyid[other])
         if kind & STATIC_BIT:
-            counts["environment"] += 1
+            touching.append(("environment", False))
         elif kind & KINEMATIC_BIT:
+            pushed = False
             if approaching is not None:
                 position, velocity = approaching
                 towards = data.contact.pos[index] - position
                 towards /= max(float(np.linalg.norm(towards)), 1e-9)
                 own = float(np.dot(velocity, towards))
                 theirs = 0.0 if movers is None else -float(np.dot(movers[model.body_mocapid[body]], towards))
-                if own <= max(theirs, 0.0):
-                    continue
-            counts["human" if model.body(body).name.startswith("human/") else "object"] += 1
+                pushed = own <= max(theirs, 0.0)
+            touching.append(("human" if model.body(body).name.startswith("human/") else "object", pushed))
+    pressed = any(pushed and kind != "environment" and approaching is not None for kind, pushed in touching)
+    counts = {"environment": 0, "human": 0, "object": 0}
+    for kind, pushed in touching:
+        if not pushed and not (kind == "environment" and pressed):
+            counts[kind] += 1
     return counts
 
 

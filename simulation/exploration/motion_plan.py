@@ -12,6 +12,12 @@ from v_a to v_b is a half cosine, v_a + (v_b - v_a)(1 - cos(pi t / T)) / 2, whos
 pi |dv| / 2T and peak jerk pi^2 |dv| / 2T^2; T is the shortest that keeps both within the limits. The
 cruise value is the largest (up to the limit) whose two ramps fit in the distance; a start too fast to
 stop in the distance ramps straight down and the position stays at the end.
+
+A `Reference` runs a plan in simulation time at a rate: 1 as planned, less to slow down, 0 to stop, changed by
+at most a braking rate per second, so that a robot told to stop (to let a person pass, to turn first) brakes
+along its path within its limits and stays on it, rather than towards a set point it overshoots. The plan's
+speed does not slow for the path's corners; `corner_speed` is how fast the reference may go so that, braking at a
+given deceleration, it takes each corner ahead slowly enough for the robot to turn with it.
 """
 
 from __future__ import annotations
@@ -172,3 +178,80 @@ def plan_motion(points: np.ndarray, yaw0: float, yaw1: float, limits: MotionLimi
     gone = up.distance + down.distance
     cruise = (1.0 - gone) / up.end if up.end > 0 and gone < 1.0 else 0.0
     return MotionPlan(points, yaw0, turn, up, cruise, down, arc)
+
+
+@dataclass
+class Reference:
+    """Where along `plan` the robot should be: its time runs with simulation time times `rate`, which moves
+    towards the rate wanted by at most `brake` per second (module notes)."""
+
+    plan: MotionPlan
+    brake: float  # 1/s: the most the rate changes per second
+    time: float = 0.0  # s along the plan
+    rate: float = 1.0
+    wanted: float = 1.0  # the rate it moves towards
+
+    def advance(self, step: float, wanted: float, reach: float = math.inf) -> bool:
+        """`step` s on with the rate moved towards `wanted` (in [0, 1]); the time stays while the plan would
+        then be further than `reach` m along the path. Whether it advanced."""
+        self.wanted = wanted
+        self.rate = self._rate_in(step)
+        if self.plan.progress(self.time + step * self.rate)[0] * self.plan.length > reach:
+            return False
+        self.time += step * self.rate
+        return True
+
+    def point(self, lead: float = 0.0, reach: float = math.inf) -> np.ndarray:
+        """The path point `lead` s of the plan ahead (at the current rate), at most `reach` m along the path."""
+        u = self.plan.progress(self.time + lead * self.rate)[0]
+        return self.plan.point_at(min(u * self.plan.length, reach))
+
+    def velocity(self, lead: float = 0.0) -> np.ndarray:
+        """The reference's velocity (2,) m/s `lead` s ahead, its rate then on its way to the rate wanted (what a
+        controller that lags by `lead` is fed forward: braking, it brakes as early)."""
+        rate = self._rate_in(lead)
+        return rate * self.plan.velocity_at(self.time + lead * (self.rate + rate) / 2)
+
+    def _rate_in(self, seconds: float) -> float:
+        return float(np.clip(self.wanted, self.rate - self.brake * seconds, self.rate + self.brake * seconds))
+
+    def speed(self) -> float:
+        """The plan's speed (m/s) at the reference's time (the reference moves at `rate` times it)."""
+        return self.plan.progress(self.time)[1] * self.plan.length
+
+    def corner_rate(self, deceleration: float, change: float, window: float) -> float:
+        """The rate at which the reference takes the corners ahead within the braking distance at `deceleration`
+        slowly enough (`corner_speed`); inf where the plan stands still."""
+        planned = self.speed()
+        if planned <= 0:
+            return math.inf
+        horizon = planned**2 / (2 * deceleration) + window
+        return corner_speed(self.plan, self.along(), deceleration, change, window, horizon) / planned
+
+    def yaw(self, lead: float = 0.0) -> float:
+        return self.plan.at(self.time + lead * self.rate)[1]
+
+    def along(self, lead: float = 0.0) -> float:
+        """m along the path `lead` s ahead."""
+        return self.plan.progress(self.time + lead * self.rate)[0] * self.plan.length
+
+
+def corner_speed(plan: MotionPlan, along: float, deceleration: float, change: float, window: float,
+                 horizon: float) -> float:
+    """The speed (m/s) from which a reference `along` m along `plan`'s path, braking at `deceleration`, turns each
+    corner within `horizon` m ahead with its velocity changing by at most `change` m/s: the path's direction
+    over `window` m before a point against that over `window` m after it (a grid path's staircase is no corner)
+    gives the turn there, θ, and the speed there at most change / (2 sin(θ / 2))."""
+    length = plan.length
+    if length <= 0:
+        return math.inf
+    steps = max(2, math.ceil(horizon / (window / 3)) + 1)
+    s = np.clip(along + np.linspace(0.0, horizon, steps), 0.0, length)
+    here = np.array([plan.point_at(v) for v in s])
+    before = here - np.array([plan.point_at(v - window) for v in s])
+    after = np.array([plan.point_at(v + window) for v in s]) - here
+    norms = np.linalg.norm(before, axis=1) * np.linalg.norm(after, axis=1)
+    cosine = np.where(norms > 1e-12, np.einsum("ij,ij->i", before, after) / np.maximum(norms, 1e-12), 1.0)
+    half = np.sqrt(np.clip((1.0 - cosine) / 2.0, 0.0, 1.0))  # sin(θ / 2)
+    allowed = np.where(half > 1e-9, change / (2.0 * np.maximum(half, 1e-9)), math.inf)
+    return float(np.min(np.sqrt(allowed**2 + 2.0 * deceleration * (s - along))))

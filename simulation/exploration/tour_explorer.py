@@ -67,13 +67,13 @@ from simulation.control import wrap_angle
 from simulation.control.planar import POSITION_GAIN, YAW_GAIN
 from simulation.control.uav_controller import VELOCITY_TIME_CONSTANT
 from simulation.exploration.drivers import BaseDriver, UavDriver
-from simulation.exploration.explorer import GOAL_TIME_FACTOR, GOAL_TIME_SLACK, Explorer
+from simulation.exploration.explorer import BLIND_MARGIN, GOAL_TIME_FACTOR, GOAL_TIME_SLACK, Explorer
 from simulation.exploration.follower import PathFollower
 from simulation.exploration.frontiers import frontier_mask
-from simulation.exploration.motion_plan import MotionLimits, MotionPlan, plan_motion
-from simulation.exploration.occupancy import OCCUPIED, UNKNOWN
+from simulation.exploration.motion_plan import MotionLimits, MotionPlan, Reference, plan_motion
+from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN, Grid2D
 from simulation.exploration.params import ExplorationArea, ExplorerParams
-from simulation.exploration.planner import SearchTree, grid_graph
+from simulation.exploration.planner import SAFETY_WEIGHT, CostMap, SearchTree, grid_graph
 from simulation.exploration.tour import cost_matrix, refine, solve_tour, travel_time
 from simulation.exploration.viewpoints import (
     Cluster,
@@ -95,6 +95,15 @@ YIELD_DISTANCE = 0.2  # m beyond the robot's disc, clearance and safety margin w
 YIELD_CONE = math.radians(45.0)  # off the way ahead
 YIELD_PATIENCE = 2.0  # s the robot waits for it; then it goes on (the map blocks a person standing in the way)
 LOOK_FRACTION = 0.8  # of the camera's half field of view: how far the heading may be off the way the robot goes
+BRAKE_FRACTION = 0.5  # of the acceleration limit: how fast the trajectory's reference slows down and speeds up again
+CREEP_SPEED = 0.3  # m/s through narrow places (less than the disc plus its clearance from anything known)
+TIGHT_WEIGHT = 2 * SAFETY_WEIGHT  # extra cost per metre through such places
+CORNER_CHANGE = 0.4  # m/s: the most the UAV's velocity changes at a corner of its path (it then cuts it by < 5 cm)
+CORNER_FRACTION = 0.25  # of the acceleration limit: the UAV slows for a corner gently, so that it keeps up
+CORNER_WINDOW = 0.3  # m of path before and after a point whose directions give the turn there
+SWERVE = math.radians(45.0)  # a new path further off the way the robot moves waits until the robot has braked
+SWERVE_SPEED = 0.3  # m/s: slower than this the robot turns onto a new path at once (it drifts a few cm)
+MOVING = 0.1  # m/s: slower than this the robot counts as stopped
 
 
 def motion_limits(config: RobotConfig, driver: UavDriver | BaseDriver) -> MotionLimits:
@@ -126,7 +135,8 @@ class TourExplorer(Explorer):
             self.lead, self.velocity_lead, self.yaw_lead = 1.0 / POSITION_GAIN, None, 1.0 / YAW_GAIN
         self.trajectory: MotionPlan | None = None
         self.target: tuple[Cluster, Viewpoint] | None = None
-        self._reference = 0.0  # s along the trajectory
+        self.reference: Reference | None = None  # where along the trajectory the robot should be
+        self._swerve = False  # a new path waits for the robot to brake to a stop on the current one
         self._arrived: float | None = None  # when the robot reached the current viewpoint
         self._yielding: float | None = None  # since when something moving has been close ahead
         self._rows: dict[tuple[int, int], np.ndarray] = {}  # path lengths from a viewpoint cell to every cell
@@ -141,13 +151,31 @@ class TourExplorer(Explorer):
         known = self.grid.state != UNKNOWN
         self.seen[known] = self.grid.state[known]
 
+    def _cost_map(self, grid: Grid2D) -> CostMap:
+        """The explorer's cost map (the disc plus its hard clearance), and besides, where the robot has its disc's
+        room but not the clearance (a doorway a cell narrower on the map than it is), cells at `TIGHT_WEIGHT`:
+        the robot goes through them only where there is no way round, slowly and facing the way it goes
+        (`_track`), and never stops there to look (no viewpoints)."""
+        costs = super()._cost_map(grid)
+        radius = self.driver.radius
+        if self.driver.clearance <= 0:
+            return costs
+        position, _ = self._pose()
+        x, y = grid.centers()
+        near = np.hypot(x - position[0], y - position[1]) <= radius + BLIND_MARGIN
+        return with_narrow_passages(costs, (grid.state == FREE) | ((grid.state == UNKNOWN) & near), radius)
+
+    def _tight(self) -> np.ndarray:
+        """Cells with the disc's room but not its clearance (`_cost_map`)."""
+        return self.costs.clearance < self.driver.radius + self.driver.clearance
+
     # ------------------------------------------------------------ planning
 
     def _plan(self) -> None:
         if self.phase != "explore":
             super()._plan()
             return
-        self._replan_now = False
+        self._replan_now, self._swerve = False, False
         start = self._start_cell()
         if start is None:  # boxed in for now: wait
             self.follower = self.trajectory = None
@@ -160,8 +188,9 @@ class TourExplorer(Explorer):
         tree = SearchTree(start, cost.reshape(shape), predecessors)
         mask = frontier_mask(self.seen, self.region) & ~self.exhausted
         # Viewpoints only where the robot can go now, and not where people walk while there are others.
+        tight = self._tight()
         for avoid in (self.walkways, np.zeros_like(self.walkways)):
-            reach = np.where(avoid | ~self.region, np.inf, tree.cost)
+            reach = np.where(avoid | tight | ~self.region, np.inf, tree.cost)
             clusters = self.info.update(mask, self.grid.state == OCCUPIED, np.isfinite(reach))
             if self.target is not None and self.follower is not None:
                 _, viewpoint = self.target
@@ -242,15 +271,25 @@ class TourExplorer(Explorer):
         return refine(candidates, start_cost, step_cost)
 
     def _set_off(self, tree: SearchTree, cluster: Cluster, viewpoint: Viewpoint) -> None:
+        """Set off for `viewpoint` along the path to it, from the speed the robot has along it; unless the robot,
+        moving, has a trajectory and the new path leaves the way it moves by more than `SWERVE`: turning its
+        velocity within its acceleration and jerk limits, it would drift off both paths by its stopping
+        distance, into places neither was checked for. It then first brakes to a stop along its trajectory
+        (`_track`), and planning is asked for again once it has stopped."""
         position, yaw = self._pose()
         points = np.vstack([position[:2], self.grid.center_of(tree.path_to(viewpoint.cell))])
         ahead = points[min(2, len(points) - 1)] - points[0]
         velocity = self.robot.pose()[:3, :3] @ self.robot.velocity()[0]
-        norm = float(np.linalg.norm(ahead))
+        norm, speed = float(np.linalg.norm(ahead)), float(np.linalg.norm(velocity[:2]))
         speed0 = float(velocity[:2] @ ahead / norm) if norm > 0 else 0.0
+        if self.trajectory is not None and speed >= SWERVE_SPEED and speed0 < speed * math.cos(SWERVE):
+            self._swerve = True
+            return
+        self._swerve = False
         self.trajectory = plan_motion(points, yaw, viewpoint.yaw, self.limits, speed0)
         self.follower = PathFollower(points, self.params.lookahead)
-        self.target, self._reference, self._arrived = (cluster, viewpoint), 0.0, None
+        self.reference = Reference(self.trajectory, BRAKE_FRACTION * self.limits.acceleration / self.limits.speed)
+        self.target, self._arrived = (cluster, viewpoint), None
         self._goal_deadline = (self.robot.world.time + GOAL_TIME_FACTOR * self.trajectory.duration
                                + GOAL_TIME_SLACK)
 
@@ -305,51 +344,76 @@ class TourExplorer(Explorer):
             self._finish(reached=False)
             self.driver.hold()
             return
-        if not self._yield(position, follower):
+        velocity = (self.robot.pose()[:3, :3] @ self.robot.velocity()[0])[:2]
+        speed = float(np.linalg.norm(velocity))
+        stop = self._swerve  # a new path waits until the robot stopped on this one
+        if self._swerve and speed < MOVING:
+            self._replan_now = True
+        if not self._yield(position, follower, speed):
             self._yielding = None
         elif self._yielding is None or now <= self._yielding + YIELD_PATIENCE:
             self._yielding = now if self._yielding is None else self._yielding
-            self.driver.hold()
-            return
-        # The reference advances with time while it is within a lookahead of the robot's progress.
-        step = self._control_every * self.robot.world.timestep
-        reach = follower.progress + self.params.lookahead
-        u = trajectory.progress(self._reference + step)[0]
-        advancing = u * trajectory.length <= reach
-        if advancing:
-            self._reference += step
-        u = trajectory.progress(self._reference + self.lead)[0]
-        carrot = trajectory.point_at(min(u * trajectory.length, reach))
-        velocity = None
-        if self.velocity_lead is not None and advancing and u * trajectory.length <= reach:
-            velocity = trajectory.velocity_at(self._reference + self.velocity_lead)
-        heading = trajectory.at(self._reference + self.yaw_lead)[1]
-        refuge = self._refuge(position)
-        if refuge is not None:  # too close to something to turn: move off first
-            self.driver.go(refuge, yaw, self._height())
-            return
+            stop = True
+        # Narrow places within the stopping distance ahead: slowly, facing the way (module notes).
+        tight = self.driver.clearance > 0 and self._tight_ahead(follower, self._stopping_distance(speed))
+        reference = self.reference
+        heading = reference.yaw(self.yaw_lead)
         # The way the robot goes: to the path a lookahead on (the set point itself may be right by the robot).
         away = follower.point_at(follower.progress + self.params.lookahead) - position[:2]
+        slow = tight
         if np.linalg.norm(away) > self.params.goal_tolerance:  # keep the way ahead in view (module notes)
             travel = math.atan2(away[1], away[0])
             ahead = self._cells_ahead(follower, position)
-            blind = bool(np.any(self.grid.state[ahead[:, 0], ahead[:, 1]] == UNKNOWN))
+            blind = bool(np.any(self.grid.state[ahead[:, 0], ahead[:, 1]] == UNKNOWN)) or tight
             if blind or not self.flies or self.walkways[ahead[:, 0], ahead[:, 1]].any():
                 look = 0.0 if blind else self.look
                 heading = travel + float(np.clip(wrap_angle(heading - travel), -look, look))
                 if abs(float(wrap_angle(travel - yaw))) > (self.look if blind else self.half_fov):
-                    carrot, velocity = follower.point_at(follower.progress), None
-        self.driver.go(carrot, heading, self._height(), velocity)
+                    # Turn first: a ground robot (and a flying one before a narrow place) stopped on the path, a
+                    # flying one creeping along it as it turns.
+                    stop, slow = stop or tight or not self.flies, True
+        # The reference advances with time, scaled down to a stop along the path within the robot's limits, and
+        # only while it is within a lookahead of the robot's progress.
+        wanted = 0.0 if stop else (min(1.0, CREEP_SPEED / self.limits.speed) if slow else 1.0)
+        if self.flies:  # slow for the path's corners (module notes)
+            wanted = min(wanted, reference.corner_rate(CORNER_FRACTION * self.limits.acceleration, CORNER_CHANGE,
+                                                       CORNER_WINDOW))
+        step = self._control_every * self.robot.world.timestep
+        reach = follower.progress + self.params.lookahead
+        advancing = reference.advance(step, wanted, reach)
+        carrot = reference.point(self.lead, reach)
+        feedforward = None
+        if self.velocity_lead is not None and advancing and reference.along(self.lead) <= reach:
+            feedforward = reference.velocity(self.velocity_lead)
+        refuge = self._refuge(position)
+        if refuge is not None:  # too close to something to turn: move off first
+            self.driver.go(refuge, yaw, self._height())
+            return
+        self.driver.go(carrot, heading, self._height(), feedforward)
 
-    def _yield(self, position: np.ndarray, follower: PathFollower) -> bool:
-        """Whether something that moves (a person) was seen lately close ahead: the robot then waits for it to pass
-        rather than move on into its way."""
+    def _stopping_distance(self, speed: float) -> float:
+        """How far the robot goes from `speed` before it stops on its path: the reference slows at
+        `BRAKE_FRACTION` of the acceleration limit, and the robot follows it a velocity time constant behind."""
+        return speed * speed / (2 * BRAKE_FRACTION * self.limits.acceleration) + speed * VELOCITY_TIME_CONSTANT
+
+    def _tight_ahead(self, follower: PathFollower, distance: float) -> bool:
+        """Whether the path from the robot's progress to `distance` + a lookahead on crosses a narrow place."""
+        s = follower.progress + np.linspace(0.0, distance + self.params.lookahead, LOOK_SAMPLES)
+        cells = self.grid.cell_of(np.array([follower.point_at(v) for v in s])).reshape(-1, 2)
+        cells = cells[self.grid.contains(cells)]
+        return bool(self._tight()[cells[:, 0], cells[:, 1]].any())
+
+    def _yield(self, position: np.ndarray, follower: PathFollower, speed: float) -> bool:
+        """Whether something that moves (a person) was seen lately close ahead, within the distance the robot needs
+        to stop from `speed` and `YIELD_DISTANCE` beyond its disc, clearance and safety margin: the robot then
+        waits for it to pass rather than move on into its way."""
         cells = np.argwhere(self._moved >= self.robot.world.time - YIELD_MEMORY)
         if not len(cells):
             return False
         offsets = self.grid.center_of(cells) - position[:2]
         way = follower.point_at(follower.progress + self.params.lookahead) - position[:2]
-        reach = self.driver.radius + self.driver.clearance + self.params.safety_margin + YIELD_DISTANCE
+        reach = (self.driver.radius + self.driver.clearance + self.params.safety_margin + YIELD_DISTANCE
+                 + self._stopping_distance(speed))
         distance = np.linalg.norm(offsets, axis=1)
         ahead = offsets @ way >= math.cos(YIELD_CONE) * distance * np.linalg.norm(way)
         near = (distance <= reach) & ahead
@@ -370,3 +434,12 @@ class TourExplorer(Explorer):
             beyond = position[:2] + reach[:, None] * (way / length)
         cells = self.grid.cell_of(beyond).reshape(-1, 2)
         return cells[self.grid.contains(cells)]
+
+
+def with_narrow_passages(costs: CostMap, passable: np.ndarray, radius: float) -> CostMap:
+    """`costs`, made for a disc of `radius` plus a hard clearance, with the `passable` cells that have the disc's room
+    but not the clearance made traversable at `TIGHT_WEIGHT` per metre: a way through a doorway that the disc fits
+    but the clearance does not, taken where there is no way round."""
+    tight = passable & (costs.clearance >= radius) & ~costs.traversable
+    return CostMap(costs.traversable | tight, np.where(tight, TIGHT_WEIGHT, costs.penalty), costs.clearance,
+                   costs.resolution)
