@@ -63,6 +63,9 @@ class RobotBody:
     max_yaw_rate_deg: float  # deg/s
     base_height: float = 0.0  # m: base_link's origin above the floor when a ground robot stands
     s_curve: bool = False  # base commands reach the base through the TIAGo's learned S-curve
+    # (controller, its joints): the ros_control controllers a live run takes trajectory_msgs/JointTrajectory
+    # commands for, on <ns>/<controller>/command, as the real robot does (simulation.live.commands)
+    joint_controllers: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def flies(self) -> bool:
@@ -120,7 +123,9 @@ class TiagoOmni(Kind):
             "tiago_omni", "holonomic", self.LINKS, "head_2_link",
             (("imu_body", BASE_LINK), ("imu_camera", "head_2_link")), "cylinder", (0.7, 0.7, 1.2),
             math.hypot(*TIAGO_CHASSIS_HALF_XY), 0.0, TIAGO_HEIGHT, tiago.max_speed, tiago.max_yaw_rate_deg,
-            TIAGO_WHEEL_RADIUS, s_curve=tiago.velocity_profile == "s_curve")
+            TIAGO_WHEEL_RADIUS, s_curve=tiago.velocity_profile == "s_curve",
+            joint_controllers=(("head_controller", ("head_1_joint", "head_2_joint")),
+                               ("torso_controller", ("torso_lift_joint",))))
 
 
 class Custom(Kind):

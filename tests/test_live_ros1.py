@@ -31,7 +31,7 @@ from rosbags.rosbag1 import Reader
 from core.formats.commands import read_command_log
 from core.formats.run_info import read_run_info
 from core.recording import Recording
-from simulation.live.commands import POSE_STAMPED, TWIST, Refused, Trajectory, decode
+from simulation.live.commands import JOINT_TRAJECTORY, POSE_STAMPED, TWIST, Refused, Trajectory, check_joints, decode
 from tests.conftest import CONFIGS, ROOT, assert_refused
 
 pytestmark = pytest.mark.slow
@@ -162,6 +162,37 @@ def test_commands_are_decoded_and_refused_by_rosbags():
         decode(POSE_STAMPED, b"\x01\x02", store.deserialize_ros1)
     trajectory = Trajectory([(0.0, "a"), (1.0, "b"), (2.0, "c")])
     assert [trajectory.at(t) for t in (0.0, 0.99, 1.0, 5.0)] == ["a", "a", "b", "c"]
+
+    # Joint trajectories: positions per joint, times increasing; linear from where the joints were.
+    Trajectory_ = store.types[JOINT_TRAJECTORY]
+    Point, Duration = store.types["trajectory_msgs/msg/JointTrajectoryPoint"], store.types["builtin_interfaces/msg/Duration"]
+    Header = store.types["std_msgs/msg/Header"]
+
+    def joint_trajectory(names, points):
+        message = Trajectory_(header=Header(seq=0, stamp=store.types["builtin_interfaces/msg/Time"](sec=0, nanosec=0),
+                                            frame_id=""), joint_names=names,
+                              points=[Point(positions=np.array(p, float), velocities=np.zeros(0),
+                                            accelerations=np.zeros(0), effort=np.zeros(0),
+                                            time_from_start=Duration(sec=int(t), nanosec=int(t % 1 * 1e9)))
+                                      for t, p in points])
+        return decode(JOINT_TRAJECTORY, bytes(store.serialize_ros1(message, JOINT_TRAJECTORY)),
+                      store.deserialize_ros1)
+
+    look = joint_trajectory(["head_1_joint", "head_2_joint"], [(1.0, [0.5, 0.0]), (2.0, [0.5, -0.5])])
+    start = np.array([0.1, 0.2])
+    assert np.allclose(look.at(0.0, start), start) and np.allclose(look.at(0.5, start), [0.3, 0.1])
+    assert np.allclose(look.at(1.5, start), [0.5, -0.25]) and np.allclose(look.at(9.0, start), [0.5, -0.5])
+    check_joints(look, ("head_1_joint", "head_2_joint"))
+    with pytest.raises(Refused, match="head_2_joint not among this controller's joints"):
+        check_joints(look, ("head_1_joint",))
+    for names, points, reason in [([], [(1.0, [])], "names no joints"),
+                                  (["a", "a"], [(1.0, [0, 0])], "lists a joint twice"),
+                                  (["a"], [(1.0, [0, 0])], "point 0 has 2 positions for 1 joints"),
+                                  (["a"], [(1.0, [float("inf")])], "point 0 positions is not finite"),
+                                  (["a"], [(1.0, [0]), (1.0, [1])], "does not increase"),
+                                  (["a"], [], "has no points")]:
+        with pytest.raises(Refused, match=reason):
+            joint_trajectory(names, points)
 
 
 def test_tiago_follows_cmd_vel_in_lockstep_and_the_run_replays_without_ros(master, asset_cache, tmp_path):
@@ -394,3 +425,72 @@ def test_realtime_pacing_routes_each_robots_commands_in_a_multi_robot_run(master
     assert np.linalg.norm(uav[-1] - goal) < 0.1, (uav[-1], goal)
     info = read_run_info(run)
     assert info.live["pacing"] == "realtime" and set(info.live["clock_jitter_ms"]) == {"mean", "p99", "max"}
+
+
+# A rospy node sending the TIAGo's head and torso one trajectory each, once its publishers are connected (realtime
+# pacing): the head pans to 0.5 rad in 1 s and then tilts beyond its range (-2 rad, cut to -60 deg); the torso
+# lifts to 0.3 m in 1 s, faster than its 0.07 m/s allow.
+JOINTS_NODE = """
+import rospy
+from rosgraph_msgs.msg import Clock
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+rospy.init_node("joints")
+head = rospy.Publisher("/head_controller/command", JointTrajectory, queue_size=10)
+torso = rospy.Publisher("/torso_controller/command", JointTrajectory, queue_size=10)
+rospy.Subscriber("/grade/finished", Clock, lambda _: rospy.signal_shutdown("finished"))
+while (head.get_num_connections() == 0 or torso.get_num_connections() == 0) and not rospy.is_shutdown():
+    rospy.sleep(0.01)
+look = JointTrajectory(joint_names=["head_1_joint", "head_2_joint"])
+look.points = [JointTrajectoryPoint(positions=[0.5, 0.0], time_from_start=rospy.Duration(1.0)),
+               JointTrajectoryPoint(positions=[0.5, -2.0], time_from_start=rospy.Duration(2.0))]
+lift = JointTrajectory(joint_names=["torso_lift_joint"])
+lift.points = [JointTrajectoryPoint(positions=[0.3], time_from_start=rospy.Duration(1.0))]
+head.publish(look)
+torso.publish(lift)
+rospy.spin()
+"""
+
+
+def test_the_tiago_head_and_torso_follow_joint_trajectories(master, asset_cache, tmp_path):
+    run = tmp_path / "run"
+    node = subprocess.Popen([SYSTEM_PYTHON, "-c", JOINTS_NODE], env=master, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    grade = _generate(master, "demo-tiago.yaml", run, [*SMALL, "simulation.duration=4", "live.pacing=realtime",
+                                                       "live.rate_factor=0.5", f"assets_dir={asset_cache}"])
+    _, err = grade.communicate(timeout=600)
+    assert grade.returncode == 0, err
+    _, node_err = node.communicate(timeout=60)
+    assert node.returncode == 0, node_err
+
+    commands = {c.topic: c for c in read_command_log(run).commands}
+    look, lift = commands["/head_controller/command"], commands["/torso_controller/command"]
+    assert (look.status, look.clipped, lift.status) == ("clipped", ["points.1.head_2_joint"], "applied")
+    tilt_min = math.radians(-60.0)
+    assert look.values["points"][1]["positions"] == [0.5, pytest.approx(tilt_min)]
+    # The joints as the ROS 1 bag's /joint_states has them, against the time since each trajectory took effect.
+    with Reader(next((run / "bags").glob("*.bag"))) as bag:
+        from core.formats.bags import messages as m
+
+        store = m.ros1_typestore()
+        states = [store.deserialize_ros1(data, m.JOINT_STATE) for c, _, data in bag.messages()
+                  if c.topic == "/joint_states"]
+    times = np.array([s.header.stamp.sec + s.header.stamp.nanosec * 1e-9 for s in states])
+    names = list(states[0].name)
+    position = {name: np.array([s.position[names.index(name)] for s in states]) for name in
+                ("head_1_joint", "head_2_joint", "torso_lift_joint")}
+
+    def at(name: str, t: float) -> float:
+        return float(np.interp(t, times, position[name]))
+
+    period = 1.0 / 30.0  # targets change at control periods: within one period of the line
+    t0 = look.time
+    assert at("head_1_joint", t0) == pytest.approx(0.0, abs=1e-9)
+    assert at("head_1_joint", t0 + 0.5) == pytest.approx(0.25, abs=0.5 * period + 1e-6)
+    assert at("head_1_joint", t0 + 1.0 + period) == pytest.approx(0.5, abs=1e-9)
+    assert at("head_2_joint", t0 + 1.0) == pytest.approx(0.0, abs=1e-9)
+    assert position["head_2_joint"][-1] == pytest.approx(tilt_min, abs=1e-9)
+    # The torso asked for 0.125 m in 1 s moves at its 0.07 m/s, from mid travel (0.175 m), and stops at 0.3 m.
+    t0 = lift.time
+    assert at("torso_lift_joint", t0 + 1.0) == pytest.approx(0.175 + 0.07, abs=0.07 * period)
+    assert position["torso_lift_joint"][-1] == pytest.approx(0.3, abs=1e-9)

@@ -9,6 +9,12 @@ ROS 2 deserialiser: the node's), and refused when they cannot be applied:
                                              point's first transform (world) and velocity (fed forward) becomes the
                                              position controller's target at its time_from_start after the command
                                              takes effect (no interpolation between points)
+    joints        <ns>/<controller>/command  trajectory_msgs/JointTrajectory, for each of the robot's ros_control
+                                             controllers (the TIAGo's head_controller: head_1_joint, head_2_joint;
+                                             torso_controller: torso_lift_joint): positions, interpolated linearly
+                                             from where the joints are when it takes effect to each point at its
+                                             time_from_start; a new trajectory replaces the last, joints it does
+                                             not name hold
 """
 
 from __future__ import annotations
@@ -22,10 +28,12 @@ from typing import Any
 import numpy as np
 
 from core.formats.bags.topics import WORLD_FRAME, BagTopics
+from core.robot_catalogue import RobotBody
 
 TWIST = "geometry_msgs/msg/Twist"
 POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
 MULTI_DOF_TRAJECTORY = "trajectory_msgs/msg/MultiDOFJointTrajectory"
+JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 
 
 class Refused(ValueError):
@@ -70,14 +78,41 @@ class Trajectory:
         return current
 
 
-Command = Twist | Target | Trajectory
+@dataclass(frozen=True)
+class JointTrajectory:
+    joints: tuple[str, ...]
+    points: list[tuple[float, np.ndarray]]  # (s after the command takes effect, a position per joint), in time order
+
+    def values(self) -> dict:
+        return {"joints": list(self.joints),
+                "points": [{"t": t, "positions": [float(p) for p in positions]} for t, positions in self.points]}
+
+    def at(self, elapsed: float, start: np.ndarray) -> np.ndarray:
+        """The positions `elapsed` s after the command took effect, the joints having been at `start` then."""
+        times = np.array([0.0] + [t for t, _ in self.points])
+        positions = np.stack([start] + [p for _, p in self.points])
+        if elapsed >= times[-1]:
+            return positions[-1]
+        after = int(np.searchsorted(times, elapsed, side="right"))  # the first point still ahead
+        t0, t1 = times[after - 1], times[after]
+        share = (elapsed - t0) / (t1 - t0)  # t1 > t0: times[after] > elapsed >= times[after - 1]
+        return positions[after - 1] + share * (positions[after] - positions[after - 1])
 
 
-def command_topics(topics: BagTopics, flies: bool) -> dict[str, str]:
-    """The command topics of one robot (under its namespace) and their types."""
-    if flies:
-        return {topics.topic("command", "pose"): POSE_STAMPED, topics.topic("command", "trajectory"): MULTI_DOF_TRAJECTORY}
-    return {topics.topic("cmd_vel"): TWIST}
+Command = Twist | Target | Trajectory | JointTrajectory
+
+
+def command_topics(topics: BagTopics, body: RobotBody) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The command topics of one robot (under its namespace): their types and, for a joint controller's, its
+    joints."""
+    if body.flies:
+        routes = {topics.topic("command", "pose"): (POSE_STAMPED, ()),
+                  topics.topic("command", "trajectory"): (MULTI_DOF_TRAJECTORY, ())}
+    else:
+        routes = {topics.topic("cmd_vel"): (TWIST, ())}
+    for controller, joints in body.joint_controllers:
+        routes[topics.topic(controller, "command")] = (JOINT_TRAJECTORY, joints)
+    return routes
 
 
 def _finite(values: list[float], what: str) -> np.ndarray:
@@ -134,4 +169,35 @@ def decode(msgtype: str, data: bytes, deserialize: Callable[[bytes, str], Any]) 
         if any(b[0] < a[0] for a, b in itertools.pairwise(points)):
             raise Refused("the points' time_from_start goes backwards")
         return Trajectory(points)
+    if msgtype == JOINT_TRAJECTORY:
+        return _joint_trajectory(message)
     raise Refused(f"{msgtype} is not a command type")
+
+
+def _joint_trajectory(message: object) -> JointTrajectory:
+    names = tuple(message.joint_names)
+    if not names:
+        raise Refused("the trajectory names no joints")
+    if len(set(names)) != len(names):
+        raise Refused(f"joint_names lists a joint twice ({', '.join(names)})")
+    points = []
+    for index, point in enumerate(message.points):
+        if len(point.positions) != len(names):
+            raise Refused(f"point {index} has {len(point.positions)} positions for {len(names)} joints")
+        at = point.time_from_start.sec + point.time_from_start.nanosec * 1e-9
+        points.append((at, _finite(list(point.positions), f"point {index} positions")))
+    if not points:
+        raise Refused("the trajectory has no points")
+    if any(b[0] <= a[0] for a, b in itertools.pairwise(points)):
+        raise Refused("the points' time_from_start does not increase")
+    if points[0][0] < 0.0:
+        raise Refused("the first point's time_from_start is negative")
+    return JointTrajectory(names, points)
+
+
+def check_joints(command: Command, joints: tuple[str, ...]) -> None:
+    """Refused unless a joint trajectory names only `joints` (its controller's)."""
+    if isinstance(command, JointTrajectory):
+        unknown = [name for name in command.joints if name not in joints]
+        if unknown:
+            raise Refused(f"{', '.join(unknown)} not among this controller's joints ({', '.join(joints)})")

@@ -2,7 +2,9 @@
 its own limits and controllers, as the built-in planners drive it (simulation.exploration.drivers): a ground base's
 twist is cut to its speed limits (and to forward only on a differential base) and reaches the base within its
 acceleration limits; a flying base flies its position controller to each target, the fed-forward velocity cut to
-its speed limit. Commands take effect at the control period they answer; until the first, the robot holds."""
+its speed limit; a joint trajectory's positions are cut to the joints' ranges, and the joints move to each control
+period's interpolated position at no more than their speed limits. Commands take effect at the control period they
+answer; until the first, the robot holds."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from core.robot_catalogue import robot_body
 from simulation.backend import Robot
 from simulation.control.uav_controller import clip_norm
 from simulation.exploration.drivers import BaseDriver, make_driver
-from simulation.live.commands import Command, Target, Trajectory, Twist
+from simulation.live.commands import Command, JointTrajectory, Target, Trajectory, Twist
 
 
 @dataclass
@@ -53,6 +55,9 @@ class ExternalControl:
         self._step = 0
         self._twist = np.zeros(3)
         self._trajectory: tuple[float, Trajectory] | None = None  # (time it took effect, trajectory)
+        # joint -> (time its trajectory took effect, the trajectory, the joint's place in it, where the trajectory's
+        # joints were then): a new trajectory replaces the last for the joints it names
+        self._joint_plans: dict[str, tuple[float, JointTrajectory, int, np.ndarray]] = {}
 
     def tick(self) -> bool:
         """This physics step's command; False once `end` is reached."""
@@ -91,7 +96,9 @@ class ExternalControl:
         own kind's commands: the session routes the topics of its kind only (simulation.live.commands)."""
         clipped: list[str] = []
         body = self.body
-        if isinstance(command, Twist):
+        if isinstance(command, JointTrajectory):
+            self._take_joints(command, entry, clipped)
+        elif isinstance(command, Twist):
             linear = command.linear.copy()
             if not body.holonomic and linear[1] != 0.0:
                 linear[1] = 0.0
@@ -119,8 +126,28 @@ class ExternalControl:
             entry.values = trajectory.values() if isinstance(command, Trajectory) else limited[0][1].values()
         entry.status, entry.clipped = ("clipped" if clipped else "applied"), clipped
 
+    def _take_joints(self, command: JointTrajectory, entry: CommandEntry, clipped: list[str]) -> None:
+        limits = self.robot.commandable_joints()
+        lower = np.array([limits[name].lower for name in command.joints])
+        upper = np.array([limits[name].upper for name in command.joints])
+        points = []
+        for index, (t, positions) in enumerate(command.points):
+            inside = np.clip(positions, lower, upper)
+            clipped += [f"points.{index}.{command.joints[j]}" for j in np.flatnonzero(inside != positions)]
+            points.append((t, inside))
+        trajectory = JointTrajectory(command.joints, points)
+        states = self.robot.joint_states()
+        start = np.array([states[name][0] for name in command.joints])
+        for column, name in enumerate(command.joints):
+            self._joint_plans[name] = (self.robot.world.time, trajectory, column, start)
+        entry.values = trajectory.values()
+
     def _control(self, time: float) -> None:
         """This control period's command to the robot."""
+        if self._joint_plans:
+            self.robot.set_joint_positions({
+                name: float(trajectory.at(time - since, start)[column])
+                for name, (since, trajectory, column, start) in self._joint_plans.items()})
         if isinstance(self.driver, BaseDriver):
             self.robot.set_command(self.driver.controller.track(self._twist, self.period))
         elif self._trajectory is None:

@@ -43,7 +43,7 @@ from core.formats.commands import CommandEntry, CommandLog, write_command_log
 from core.progress import get_logger
 from core.robot_catalogue import robot_body
 from simulation.backend import World
-from simulation.live.commands import Command, Refused, command_topics, decode
+from simulation.live.commands import Command, Refused, check_joints, command_topics, decode
 from simulation.live.node import Node, Received
 
 log = get_logger("live")
@@ -61,6 +61,7 @@ class _Route:
     name: str  # its name in the config
     msgtype: str
     order: int  # the topic's place in the fixed order commands are applied in
+    joints: tuple[str, ...] = ()  # a joint controller's topic: its joints
 
 
 @dataclass
@@ -97,8 +98,8 @@ class LiveSession:
         for name in config.robot_names:
             alone = config.for_robot(name)
             topics = BagTopics(alone.recording.namespace)
-            for topic, msgtype in command_topics(topics, robot_body(alone.robot).flies).items():
-                self.routes[topic] = _Route(name if multi else None, name, msgtype, len(self.routes))
+            for topic, (msgtype, joints) in command_topics(topics, robot_body(alone.robot)).items():
+                self.routes[topic] = _Route(name if multi else None, name, msgtype, len(self.routes), joints)
         self._external = {name for name in config.robot_names
                           if config.for_robot(name).exploration.planner == "external"}
         for topic, route in self.routes.items():
@@ -227,6 +228,7 @@ class LiveSession:
             else:
                 try:
                     command = decode(route.msgtype, message.data, self.node.deserialize)
+                    check_joints(command, route.joints)
                 except Refused as exc:
                     entry.status, entry.reason = "refused", str(exc)
                     log.warning("%s at t = %.4f s refused: %s", message.topic, t, exc)
