@@ -400,7 +400,7 @@ def test_realtime_pacing_routes_each_robots_commands_in_a_multi_robot_run(master
     overrides = ["humans.count={min: 0, max: 0}", "flying_objects.count={min: 0, max: 0}", *small,
                  "robots.0.exploration.planner=external", "robots.1.exploration.planner=external",
                  "simulation.bootstrap=0.25", "simulation.duration=5", "live.pacing=realtime",
-                 "live.rate_factor=0.5", f"assets_dir={asset_cache}"]
+                 "live.rate_factor=2", f"assets_dir={asset_cache}"]
     node = subprocess.Popen([SYSTEM_PYTHON, "-c", TWO_ROBOTS_NODE], env=master, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     grade = _generate(master, "multi-robot.yaml", run, overrides)
@@ -457,7 +457,7 @@ def test_the_tiago_head_and_torso_follow_joint_trajectories(master, asset_cache,
     node = subprocess.Popen([SYSTEM_PYTHON, "-c", JOINTS_NODE], env=master, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     grade = _generate(master, "demo-tiago.yaml", run, [*SMALL, "simulation.duration=4", "live.pacing=realtime",
-                                                       "live.rate_factor=0.5", f"assets_dir={asset_cache}"])
+                                                       "live.rate_factor=2", f"assets_dir={asset_cache}"])
     _, err = grade.communicate(timeout=600)
     assert grade.returncode == 0, err
     _, node_err = node.communicate(timeout=60)

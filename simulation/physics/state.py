@@ -26,6 +26,12 @@ STEP_FIELDS = ("qpos", "qvel", "ctrl", "act", "qacc_warmstart", "userdata")
 APPLIED_FIELDS = ("ctrl", "userdata")  # the commands a step ran with: logged with the state it led to
 
 
+# Why a logged state no longer fits the world rebuilt from its run's config: the robot's model changed (the TIAGo's
+# torso and head became joints), or the file is not the run's.
+MODEL_CHANGED = (": the world rebuilt from the run's config has another robot model than the one that recorded it "
+                 "(a run from an older GRADE, whose robot had other joints, cannot be replayed by this one: record it "
+                 "again)")
+
 def set_step_state(data: mujoco.MjData, state: dict[str, np.ndarray], applied: dict[str, np.ndarray] | None,
                    source: str = "state") -> None:
     """Write a logged step state (STEP_FIELDS) into `data`, with `applied`'s ctrl and userdata instead of
@@ -37,7 +43,8 @@ def set_step_state(data: mujoco.MjData, state: dict[str, np.ndarray], applied: d
         if value is None:
             raise InputError("missing step state field", source, name)
         if np.shape(value) != target.shape:
-            raise InputError(f"shape {np.shape(value)} does not match this world's {target.shape}", source, name)
+            raise InputError(f"shape {np.shape(value)} does not match this world's {target.shape}{MODEL_CHANGED}",
+                             source, name)
         target[...] = value
 
 
@@ -62,7 +69,7 @@ def set_state(model: mujoco.MjModel, data: mujoco.MjData, state: dict[str, np.nd
         value = np.asarray(state[name], dtype=np.float64)
         expected = np.shape(data.time) if name == "time" else getattr(data, name).shape
         if value.shape != expected:
-            raise InputError(f"shape {value.shape} does not match this world's {expected}", source, name)
+            raise InputError(f"shape {value.shape} does not match this world's {expected}{MODEL_CHANGED}", source, name)
         if not np.isfinite(value).all():
             raise InputError("non-finite values", source, name)
         arrays[name] = value
