@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 from rosbags.rosbag1 import Reader
 
+from core.formats.bags import messages as m
 from core.formats.commands import read_command_log
 from core.formats.run_info import read_run_info
 from core.recording import Recording
@@ -148,7 +149,6 @@ def assert_reached(run: Path, waypoints: list[str]) -> None:
 
 
 def test_commands_are_decoded_and_refused_by_rosbags():
-    from core.formats.bags import messages as m
 
     store = m.ros1_typestore()
     Twist, Vector3 = store.types[TWIST], store.types["geometry_msgs/msg/Vector3"]
@@ -241,6 +241,11 @@ def test_tiago_follows_cmd_vel_in_lockstep_and_the_run_replays_without_ros(maste
         live = [(c.topic, data) for c, _, data in bag.messages()]
     odom = [data for topic, data in live if topic == "/odom"]
     assert len(odom) > 100
+    # /clock as it came over ROS: strictly increasing simulated time.
+    store = m.ros1_typestore()
+    clock = [store.deserialize_ros1(data, m.CLOCK).clock for topic, data in live if topic == "/clock"]
+    clock_ns = np.array([c.sec * 1_000_000_000 + c.nanosec for c in clock])
+    assert len(clock_ns) > 100 and np.all(np.diff(clock_ns) > 0)
     assert set(odom) <= {data for (topic, _), data in ours.items() if topic == "/odom"}
     info_out = subprocess.run(["rosbag", "info", str(recorded)], env=env, capture_output=True, text=True,
                               check=True).stdout
@@ -320,7 +325,6 @@ def test_uav_flies_a_trajectory_point_by_point(master, asset_cache, tmp_path):
 def test_rviz_loads_the_shipped_config_and_subscribes_to_the_live_topics(master, tmp_path):
     """Debian's RViz, headless under Xvfb, opens examples/ros1/grade.rviz: every display subscribes to its topic
     (the UAV demo's camera `camera`, a LiDAR `lidar`, the humans) with the type GRADE publishes there."""
-    from core.formats.bags import messages as m
     from core.formats.bags.ros1_definitions import ros1_name
     from core.formats.bags.topics import TF, TF_STATIC, BagTopics
     from simulation.live.session import HUMANS
@@ -470,8 +474,7 @@ def test_the_tiago_head_and_torso_follow_joint_trajectories(master, asset_cache,
     assert look.values["points"][1]["positions"] == [0.5, pytest.approx(tilt_min)]
     # The joints as the ROS 1 bag's /joint_states has them, against the time since each trajectory took effect.
     with Reader(next((run / "bags").glob("*.bag"))) as bag:
-        from core.formats.bags import messages as m
-
+    
         store = m.ros1_typestore()
         states = [store.deserialize_ros1(data, m.JOINT_STATE) for c, _, data in bag.messages()
                   if c.topic == "/joint_states"]
