@@ -33,8 +33,9 @@ nothing stands in the slab it flies in: it flies over tables) that the robot's o
 120 s (the last value once exploration ended). Floor: the area of that reachable floor; path: the robot's
 horizontal path length; speed: path / time explored; coll.: physics steps in a contact of the robot with the
 environment, or with a person or flying object it moved towards faster than they came on (MuJoCo;
-simulation.exploration.metrics.robot_contacts); pushed: steps in which only a person or object walked or flew
-into it; replans: planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock
+simulation.exploration.metrics.robot_contacts), but for those while a person or object pressed it against the
+environment or carried it faster than the robot can fly or drive; pushed: steps in which only a person or object
+walked or flew into it (or pressed or carried it); replans: planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock
 measure, so it varies from run to run; everything else is deterministic).
 """
 
@@ -53,6 +54,7 @@ from core.config import ExperimentConfig
 from core.config_io import load_experiment
 from core.formats.occupancy import read_occupancy
 from core.formats.states import STATES_FILE, load_robot_path
+from core.robot_catalogue import robot_body
 from pipeline.generate import generate
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
@@ -120,6 +122,7 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     end = world.time + config.simulation.bootstrap + config.simulation.duration
     mission = RobotMission(robot, config, prepared.environment, world.time + config.simulation.bootstrap, end)
     contacts, path, last = [0, 0], [0.0], [robot.pose()[:2, 3].copy()]
+    body = robot_body(config.robot)
     movers = MoverVelocities(world.physics)
     while mission.tick() and mission.result.exploration is None:
         world.step()
@@ -127,7 +130,7 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
         moving = (pose[:3, 3], pose[:3, :3] @ robot.velocity()[0])
         # Steps in contact the robot caused (the environment, or a person or object it moved towards faster than
         # they came on) and steps in which only a person or object walked or flew into it.
-        caused = robot_contacts(world.physics, moving, movers.step())
+        caused = robot_contacts(world.physics, moving, movers.step(), body.max_speed)
         if any(caused.values()):
             contacts[0] += 1
         elif any(robot_contacts(world.physics).values()):

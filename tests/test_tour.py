@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import CONFIGS
 from scipy.sparse.csgraph import dijkstra
+from test_uav_controller import PhysicsRobot
 
 from core.config import RobotConfig, UavLimits
 from core.config_io import load_experiment
@@ -21,6 +22,7 @@ from simulation.control import UavController, UavState
 from simulation.control.uav_controller import VELOCITY_TIME_CONSTANT
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import ExplorationArea, ExplorerParams
+from simulation.exploration.drivers import UavDriver
 from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.metrics import (
     MoverVelocities,
@@ -45,6 +47,8 @@ from simulation.exploration.tour_explorer import (
 from simulation.exploration.viewpoints import FrontierInfo, ViewpointParams, line_of_sight, seen_from
 from simulation.mission import run_mission
 from simulation.physics import StartPose, build_world
+from simulation.physics.environment import ConvexPiece, EnvironmentCollision
+from simulation.physics.kinematic import human_body
 from simulation.robots.uav_model import uav
 
 RES = 0.1
@@ -275,6 +279,39 @@ def test_the_uav_slows_for_its_paths_corners_and_stays_on_them():
                                            CORNER_WINDOW))
         reference.advance(0.05, 1.0)
     assert min(rates) >= 1.0
+
+
+def test_a_person_pressing_the_uav_against_a_wall_caused_that_contact_and_the_uav_flying_into_it_did():
+    """A UAV holding 10 cm from a wall; a person (a capsule) walks into it from behind at 1.5 m/s, carries it
+    faster than it can fly and stands pressing it against the wall: every step in contact, none of them the
+    robot's. The same UAV flying into the wall on its own caused its contact."""
+    wall = np.array([[x, y, z] for x in (0.335, 0.5) for y in (-1.0, 1.0) for z in (0.0, 2.0)])
+    environment = EnvironmentCollision(0.0, (ConvexPiece("/wall", None, "hull", wall),))
+    person, config = human_body("walker"), RobotConfig()
+
+    def steps(walks: bool) -> tuple[int, int]:
+        world = build_world(uav(), StartPose(0.0, 0.0, 1.0, 0.0), environment, [person])
+        robot = PhysicsRobot(world)
+        driver = UavDriver(robot, config, robot_body(config))
+        movers, dt = MoverVelocities(world), world.model.opt.timestep
+        if not walks:
+            driver.controller.set_velocity_target(np.array([0.3, 0.0, 0.0]))
+        caused = touching = 0
+        for step in range(round(1.5 / dt)):
+            x = min(-1.0 + 1.5 * step * dt, -0.36) if walks else -3.0
+            world.set_kinematic_pose(person.body_name, np.array([x, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 0.0]))
+            driver.hold() if walks and step == 0 else driver.update()
+            world.step()
+            state = UavState.from_joint_states(world.joint_states())
+            counts = robot_contacts(world, (state.position, state.velocity), movers.step(), config.uav.max_speed)
+            caused += any(counts.values())
+            touching += robot_contacts(world)["environment"] > 0
+        return caused, touching
+
+    caused, touching = steps(walks=True)
+    assert touching > 100 and caused == 0  # pressed against the wall, by the person
+    caused, touching = steps(walks=False)
+    assert touching > 100 and caused == touching
 
 
 # ---------------------------------------------------------------- frontier clusters and viewpoints

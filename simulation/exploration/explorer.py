@@ -358,8 +358,16 @@ class Explorer:
             column = self._layers(z, below=z - self.altitude + UAV_VERTICAL_MARGIN, above=0.0)
         else:
             column = self._layers(self.altitude, below=self.altitude - z + UAV_VERTICAL_MARGIN)
-        column = self._cost_map(self._project(column))
-        landing = column.traversable & np.isfinite(tree.cost)
+        # Seen free where there is such a spot: the camera never sees the column right below or above the robot,
+        # and a person standing beside it may reach into it; else the robot's own spot will do (unknown cells
+        # right around it count as passable, as everywhere).
+        grid = self._project(column)
+        state = grid.state
+        seen = cost_map(state != FREE, state == FREE, self.grid.resolution, self.driver.radius + self.driver.clearance,
+                        self.params.safety_margin)
+        landing = seen.traversable & np.isfinite(tree.cost)
+        if not landing.any():
+            landing = self._cost_map(grid).traversable & np.isfinite(tree.cost)
         if not landing.any():  # nowhere seen to change height: explore at this one
             self.altitude = z
             self._enter_explore()
@@ -400,7 +408,7 @@ class Explorer:
             if abs(position[2] - self.altitude) <= ALTITUDE_TOLERANCE:
                 self._enter_explore()
         elif self.follower is None:
-            self.driver.hold()
+            self._hold(position, yaw)
         elif self.phase == "transfer":
             self._transfer(position, yaw)
         else:
@@ -458,6 +466,15 @@ class Explorer:
         elif abs(float(wrap_angle(heading - yaw))) > TURN_FIRST:
             carrot = self.follower.point_at(self.follower.progress)
         self.driver.go(carrot, heading, self._height())
+
+    def _hold(self, position: np.ndarray, yaw: float) -> None:
+        """Hold where the robot is, unless it stands closer to an obstacle than its radius (a person pushed it
+        there, say): then it moves off first (`_refuge`) rather than hold in contact."""
+        refuge = self._refuge(position)
+        if refuge is None:
+            self.driver.hold()
+        else:
+            self.driver.go(refuge, yaw, self._height())
 
     def _height(self) -> float:
         return self._flight_z if self._flight_z is not None else self.altitude

@@ -142,18 +142,27 @@ class FloorCoverage:
         self.history.append((time, coverage(grid, self.truth, self.origin, self.resolution)))
 
 
+CARRIED = 1.25  # a robot moving faster than this times its speed limit is being carried by a push
+CREEP = 0.01  # m/s: a robot at rest up to numerical noise (pressed against a person who stands still) moves into nothing
+
+
 def robot_contacts(world: PhysicsWorld, approaching: tuple[np.ndarray, np.ndarray] | None = None,
-                   movers: np.ndarray | None = None) -> dict[str, int]:
+                   movers: np.ndarray | None = None, speed_limit: float | None = None) -> dict[str, int]:
     """Current contacts of the robot's chassis / frame, by what it touches: "environment" (static
     geoms; the floor plane excluded), "human" and "object" (kinematic bodies named human/..., object/...).
 
     With `approaching` = (robot position, world velocity), only the contacts the robot caused count: one with a
     moving (kinematic) body only while the robot moves towards the contact point faster than the body moves
-    towards the robot there (`movers`: each mocap body's world velocity (nmocap, 3), `MoverVelocities`; default:
-    at rest): a person walking into a hovering robot, or into one that is pushed back towards them by its
+    towards the robot there, by more than `CREEP` (`movers`: each mocap body's world velocity (nmocap, 3),
+    `MoverVelocities`; default: at rest): a person walking into a hovering robot, or into one that is pushed back towards them by its
     position hold, is not a collision the robot caused. Nor is a contact with the environment while such a body
-    is pushing the robot: a person who walks into the robot presses it against what stands behind it."""
+    is pushing the robot: a person who walks into the robot presses it against what stands behind it. Nor, given
+    the robot's `speed_limit` (m/s), anything it touches while it moves faster than `CARRIED` times that: it cannot
+    on its own, a person or object that ran into it is carrying it."""
     model, data = world.model, world.data
+    counts = {"environment": 0, "human": 0, "object": 0}
+    if approaching is not None and speed_limit is not None and np.linalg.norm(approaching[1]) > CARRIED * speed_limit:
+        return counts
     touching = []  # (what it touches: "environment" | "human" | "object", whether that pushed the robot)
     for index in range(data.ncon):
         pair = data.contact.geom[index]
@@ -173,10 +182,9 @@ def robot_contacts(world: PhysicsWorld, approaching: tuple[np.ndarray, np.ndarra
                 towards /= max(float(np.linalg.norm(towards)), 1e-9)
                 own = float(np.dot(velocity, towards))
                 theirs = 0.0 if movers is None else -float(np.dot(movers[model.body_mocapid[body]], towards))
-                pushed = own <= max(theirs, 0.0)
+                pushed = own <= max(theirs, 0.0) + CREEP
             touching.append(("human" if model.body(body).name.startswith("human/") else "object", pushed))
     pressed = any(pushed and kind != "environment" and approaching is not None for kind, pushed in touching)
-    counts = {"environment": 0, "human": 0, "object": 0}
     for kind, pushed in touching:
         if not pushed and not (kind == "environment" and pressed):
             counts[kind] += 1

@@ -20,25 +20,44 @@ Planning, every `replan_period` s or when the path ahead is blocked:
   the first one on a trajectory that moves and turns at once, from its current speed, within its limits
   (simulation.exploration.motion_plan).
 
-Tracking. The trajectory's reference runs in simulation time, and is held back while it is more than a
+Tracking. The trajectory's reference (motion_plan.Reference) runs in simulation time at a rate: 1 as planned,
+less to slow down, 0 to stop, changed within `BRAKE_FRACTION` of the acceleration limit, so that every stop (to
+let someone pass, to turn first, to change paths) brakes along the path, where the robot stays, instead of a set
+point snapped to where the robot is, which it overshoots by its stopping distance (half a metre at 1.1 m/s) off
+the path, into places nobody checked, and then flies back. The reference is held back while it is more than a
 `lookahead` ahead of the robot's progress along the path, so that a robot held up (a person in the way) never
 gets a set point across a corner. The UAV's set point is the reference itself with the reference's velocity fed
-forward (taken the controller's velocity time constant ahead, the lag of its velocity shaping), so it flies with
-the reference at full speed; while the reference is held back nothing is fed forward. The TIAGo's set point is
-the reference `1 / gain` s ahead (its base controller's position loop lags its set point by that). A robot closer
-to an obstacle than its radius moves off first without turning, as in the frontier explorer. While the TIAGo
-moves, its heading stays within `LOOK_FRACTION` of the camera's half field of view of the way it goes, and it
-turns on the spot first while the way it goes is outside the camera's view: its ground map holds floor seen free,
-which may lie under a table top not seen yet. The turn to the viewpoint's yaw is done along the way as far as
-that allows. The way the robot goes is towards the path a lookahead on (the UAV's set point itself may be right
-by it). The UAV's map is the slab it flies in, seen free, so it moves and turns freely, but where the path just
-ahead crosses places where people walk (the walkways) it too keeps the way ahead in view: people come through
-doorways. Where the path just ahead crosses cells not seen yet (unknown cells right around the robot count as
-passable) either robot faces the way it goes, turning on the spot first while that is more than `LOOK_FRACTION`
-of the half field of view off. While something that moves (a person, a flying object) was seen in the last
-`YIELD_MEMORY` s ahead of the robot (within `YIELD_CONE` of the way it goes), within `YIELD_DISTANCE` beyond its
-disc, clearance and safety margin, the robot holds and lets it pass, for at most `YIELD_PATIENCE` s: someone who
-stands there blocks the map's cells, and the path goes round them.
+forward (taken the controller's velocity time constant ahead, the lag of its velocity shaping, its rate on the
+way to the rate wanted), so it flies with the reference at full speed; while the reference is held back nothing
+is fed forward. The plan's speed does not slow for the path's corners, and the UAV, whose velocity turns within
+its acceleration and jerk limits, cuts a right angle by 0.3 m at 1.1 m/s: its reference slows for each corner
+ahead (`Reference.corner_rate`) so that its velocity changes there by at most `CORNER_CHANGE`, slowing at
+`CORNER_FRACTION` of the acceleration limit. The TIAGo's set point is the reference `1 / gain` s ahead (its base
+controller's position loop lags its set point by that). A new path that leaves the way the robot moves by more
+than `SWERVE` (at `SWERVE_SPEED` or more) waits until the robot has braked to a stop on its current one: turning
+its velocity, it would drift off both. A robot closer to an obstacle than its radius moves off first without
+turning, as in the frontier explorer, and holds nowhere closer (a person may have pushed it there).
+
+Heading. While the TIAGo moves, its heading stays within `LOOK_FRACTION` of the camera's half field of view of
+the way it goes, and it stops and turns on the spot first while the way it goes is outside the camera's view: its
+ground map holds floor seen free, which may lie under a table top not seen yet. The turn to the viewpoint's yaw
+is done along the way as far as that allows. The way the robot goes is towards the path a lookahead on (the
+UAV's set point itself may be right by it). The UAV's map is the slab it flies in, seen free, so it moves and
+turns freely, but where the path just ahead crosses places where people walk (the walkways) it too keeps the
+way ahead in view, creeping at `CREEP_SPEED` while it turns: people come through doorways. Where the path just
+ahead crosses cells not seen yet (unknown cells right around the robot count as passable) either robot faces
+the way it goes.
+
+Narrow places. The UAV's disc fits its frame's corners and its hard clearance covers the map's cells and its
+tracking; doorways 1.1 m wide, mapped a cell narrower, fit the disc but not the clearance. There (`TIGHT_WEIGHT`,
+`TIGHT_MARGIN`) it goes only where there is no way round, slowly (`CREEP_SPEED`, slowing for them within its
+stopping distance), facing the way it goes (its frame's side, not its corners, towards the door posts), never
+stopping there to look, and never within its clearance of people (where something moved lately).
+
+Yielding. While something that moves (a person, a flying object) was seen in the last `YIELD_MEMORY` s ahead of
+the robot (within `YIELD_CONE` of the way it goes), within its stopping distance and `YIELD_DISTANCE` beyond its
+disc, clearance and safety margin, the robot brakes to a stop on its path and lets it pass, for at most
+`YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes round them.
 
 A viewpoint is reached when the robot is within `goal_tolerance` of it facing its yaw within
 `yaw_tolerance`; the robot holds there for `DWELL_MAPS` map updates (the map takes in what the camera sees
@@ -73,7 +92,7 @@ from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.motion_plan import MotionLimits, MotionPlan, Reference, plan_motion
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN, Grid2D
 from simulation.exploration.params import ExplorationArea, ExplorerParams
-from simulation.exploration.planner import SAFETY_WEIGHT, CostMap, SearchTree, grid_graph
+from simulation.exploration.planner import SAFETY_WEIGHT, CostMap, SearchTree, clearance_map, grid_graph
 from simulation.exploration.tour import cost_matrix, refine, solve_tour, travel_time
 from simulation.exploration.viewpoints import (
     Cluster,
@@ -98,6 +117,7 @@ LOOK_FRACTION = 0.8  # of the camera's half field of view: how far the heading m
 BRAKE_FRACTION = 0.5  # of the acceleration limit: how fast the trajectory's reference slows down and speeds up again
 CREEP_SPEED = 0.3  # m/s through narrow places (less than the disc plus its clearance from anything known)
 TIGHT_WEIGHT = 2 * SAFETY_WEIGHT  # extra cost per metre through such places
+TIGHT_MARGIN = 0.08  # m kept there beyond the disc: a wall's end may lie up to a cell nearer than the map has it
 CORNER_CHANGE = 0.4  # m/s: the most the UAV's velocity changes at a corner of its path (it then cuts it by < 5 cm)
 CORNER_FRACTION = 0.25  # of the acceleration limit: the UAV slows for a corner gently, so that it keeps up
 CORNER_WINDOW = 0.3  # m of path before and after a point whose directions give the turn there
@@ -153,17 +173,19 @@ class TourExplorer(Explorer):
 
     def _cost_map(self, grid: Grid2D) -> CostMap:
         """The explorer's cost map (the disc plus its hard clearance), and besides, where the robot has its disc's
-        room but not the clearance (a doorway a cell narrower on the map than it is), cells at `TIGHT_WEIGHT`:
-        the robot goes through them only where there is no way round, slowly and facing the way it goes
-        (`_track`), and never stops there to look (no viewpoints)."""
+        room and `TIGHT_MARGIN` but not the clearance (a doorway a cell narrower on the map than it is), cells at
+        `TIGHT_WEIGHT`: the robot goes through them only where there is no way round, slowly and facing the way it
+        goes (`_track`), and never stops there to look (no viewpoints)."""
         costs = super()._cost_map(grid)
-        radius = self.driver.radius
-        if self.driver.clearance <= 0:
+        radius, clearance = self.driver.radius, self.driver.clearance
+        if clearance <= 0:
             return costs
         position, _ = self._pose()
         x, y = grid.centers()
         near = np.hypot(x - position[0], y - position[1]) <= radius + BLIND_MARGIN
-        return with_narrow_passages(costs, (grid.state == FREE) | ((grid.state == UNKNOWN) & near), radius)
+        passable = (grid.state == FREE) | ((grid.state == UNKNOWN) & near)
+        people = (grid.state == OCCUPIED) & (self._moved >= self.robot.world.time - self.params.decay)
+        return with_narrow_passages(costs, passable, radius + TIGHT_MARGIN, people, clearance - TIGHT_MARGIN)
 
     def _tight(self) -> np.ndarray:
         """Cells with the disc's room but not its clearance (`_cost_map`)."""
@@ -327,7 +349,7 @@ class TourExplorer(Explorer):
     def _track(self, position: np.ndarray, yaw: float) -> None:
         trajectory, follower = self.trajectory, self.follower
         if trajectory is None:
-            self.driver.hold()
+            self._hold(position, yaw)
             return
         follower.update(position[:2])
         goal, goal_yaw = trajectory.points[-1], trajectory.end_yaw
@@ -338,11 +360,11 @@ class TourExplorer(Explorer):
             self._arrived = now if self._arrived is None else self._arrived
             if now >= self._arrived + DWELL_MAPS / self.params.map_hz:
                 self._finish(reached=True)
-            self.driver.hold()
+            self._hold(position, yaw)
             return
         if self.robot.world.time > self._goal_deadline:
             self._finish(reached=False)
-            self.driver.hold()
+            self._hold(position, yaw)
             return
         velocity = (self.robot.pose()[:3, :3] @ self.robot.velocity()[0])[:2]
         speed = float(np.linalg.norm(velocity))
@@ -436,10 +458,14 @@ class TourExplorer(Explorer):
         return cells[self.grid.contains(cells)]
 
 
-def with_narrow_passages(costs: CostMap, passable: np.ndarray, radius: float) -> CostMap:
-    """`costs`, made for a disc of `radius` plus a hard clearance, with the `passable` cells that have the disc's room
-    but not the clearance made traversable at `TIGHT_WEIGHT` per metre: a way through a doorway that the disc fits
-    but the clearance does not, taken where there is no way round."""
+def with_narrow_passages(costs: CostMap, passable: np.ndarray, radius: float, people: np.ndarray | None = None,
+                         clearance: float = 0.0) -> CostMap:
+    """`costs`, made for a disc of `radius` plus a hard `clearance`, with the `passable` cells that have the disc's
+    room but not the clearance made traversable at `TIGHT_WEIGHT` per metre: a way through a doorway that the disc
+    fits but the clearance does not, taken where there is no way round. Never within the clearance of `people`
+    (occupied cells where something moved lately): their bodies reach beyond what the camera sees of them."""
     tight = passable & (costs.clearance >= radius) & ~costs.traversable
+    if people is not None and people.any():
+        tight &= clearance_map(people, costs.resolution) >= radius + clearance
     return CostMap(costs.traversable | tight, np.where(tight, TIGHT_WEIGHT, costs.penalty), costs.clearance,
                    costs.resolution)
