@@ -20,11 +20,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli_process import run_cli
+from tests.ros1_master import run_roscore
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -92,6 +94,12 @@ def session_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     own, side by side)."""
     base = tmp_path_factory.getbasetemp()
     return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+@pytest.fixture(scope="module")
+def roscore(tmp_path_factory) -> Iterator[dict[str, str]]:
+    """A roscore of the test module's own (tests/ros1_master.py): the environment that reaches it."""
+    yield from run_roscore(tmp_path_factory.mktemp("ros"))
 
 
 @pytest.fixture(scope="session")
