@@ -5,7 +5,7 @@ realtime pacing's jitter of /clock against the wall clock.
 Run: .venv/bin/python benchmarks/live.py [--duration S] [--out DIR] [--cache DIR] [--smoke]
 
 Starts a roscore of its own (free port, its own ROS_HOME), then records configs/demo.yaml (its 640x480 camera and
-25 s, or --duration; --smoke: 96x72, 0.5 s) three ways, each `grade generate` in a process of its own:
+25 s, or --duration; --smoke: 96x72, 0.5 s after a 0.25 s bootstrap) three ways, each `grade generate` in a process of its own:
   offline    no ROS
   lockstep   --live ros1 with examples/ros1/pace_node.py answering each period once its odometry has arrived
   realtime   --live ros1, live.pacing realtime at half the offline real-time factor (so it can keep up)
@@ -89,14 +89,16 @@ def main() -> None:
     parser.add_argument("--duration", type=float, help="simulated s after the bootstrap (default: the demo's)")
     parser.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
     parser.add_argument("--cache", type=Path, help="asset cache (default: in --out)")
-    parser.add_argument("--smoke", action="store_true", help="0.5 s, a 96x72 camera: the figures mean nothing")
+    parser.add_argument("--smoke", action="store_true",
+                        help="0.5 s after a 0.25 s bootstrap, a 96x72 camera: the figures mean nothing")
     args = parser.parse_args()
     if shutil.which("roscore") is None:
         raise SystemExit("needs ROS 1's roscore (Debian: apt install ros-core python3-rospy)")
     out = args.out or Path(tempfile.mkdtemp(prefix="grade-live-"))
     cache = args.cache or out / "assets"
     duration = 0.5 if args.smoke else args.duration
-    small = ["robot.sensors.cameras.0.width=96", "robot.sensors.cameras.0.height=72"] if args.smoke else []
+    small = (["robot.sensors.cameras.0.width=96", "robot.sensors.cameras.0.height=72", "simulation.bootstrap=0.25"]
+             if args.smoke else [])
     base = [f"assets_dir={cache}", *small, *([f"simulation.duration={duration}"] if duration else [])]
     core, env = start_master(out / "ros")
     try:
@@ -104,7 +106,7 @@ def main() -> None:
         offline, offline_wall = rtf(out / "offline")
         generate(env, "demo.yaml", out / "lockstep", base, live=True, node=["pace_node.py"])
         lockstep, lockstep_wall = rtf(out / "lockstep")
-        factor = round(offline / 2, 3)
+        factor = round(offline * (4 if args.smoke else 0.5), 3)  # smoke: as fast as it goes, the code paths only
         generate(env, "demo.yaml", out / "realtime", [*base, "live.pacing=realtime", f"live.rate_factor={factor}"],
                  live=True)
         jitter = read_run_info(out / "realtime").live["clock_jitter_ms"]
