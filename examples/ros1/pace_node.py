@@ -10,9 +10,8 @@ import argparse
 import sys
 
 import rospy
-from nav_msgs.msg import Odometry
-
 from grade_lockstep import Lockstep
+from nav_msgs.msg import Odometry
 
 
 def main():

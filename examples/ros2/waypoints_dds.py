@@ -10,17 +10,16 @@ from ROS 2's IDL, so it also shows what goes over the wire:
 The handshake, as on ROS 1 but for the count: GRADE publishes the time t it waits at on the latched
 rt/grade/step_request (rosgraph_msgs/Clock); the node answers on rt/grade/step_done (std_msgs/Header) with
 stamp = t and frame_id = how many command messages it has published in all, in decimal (ROS 2's Header has no
-seq). Waypoints are x,y (m) in the robot's start frame; a ground base gets a P-controlled twist on <ns>/cmd_vel, a
-flying base each waypoint once on <ns>/command/pose. The node prints `reached i x y t` per waypoint (simulation
-time) and `done` after the last, and exits when GRADE publishes its end time on rt/grade/finished.
+seq). A ground base gets a P-controlled twist on <ns>/cmd_vel, a flying base each waypoint once on
+<ns>/command/pose. The waypoints and what the node prints: examples/waypoints.py. It exits when GRADE publishes its
+end time on rt/grade/finished.
 """
 
-import argparse
-import math
 import os
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from cyclonedds.core import InstanceState, ReadCondition, SampleState, ViewState, WaitSet
 from cyclonedds.domain import DomainParticipant
@@ -32,8 +31,9 @@ from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
-GAIN = 1.2  # 1/s: speed per metre to go
-MAX_SPEED = 0.4  # m/s
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from waypoints import Course, namespace, parser, yaw_of
+
 CONNECT_TIMEOUT_S = 60.0
 
 
@@ -126,16 +126,13 @@ def stamp(t):
     return (t.sec, t.nanosec)
 
 
-def yaw_of(q):
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
-
-
 class Waypoints:
     def __init__(self, args, participant):
         self.args = args
-        self.goals, self.index, self.heading, self.sent_goal = None, 0, 0.0, None
+        self.course = Course(args.waypoints, args.tolerance)
+        self.sent_goal = None
         self.sent = 0  # command messages published in all: every answer says it
-        ns = "/" + args.namespace.strip("/") if args.namespace.strip("/") else ""
+        ns = namespace(args.namespace)
 
         def topic(name, kind):  # ROS 2's DDS topic of ROS topic /a/b is rt/a/b
             return Topic(participant, "rt" + name, kind)
@@ -191,56 +188,24 @@ class Waypoints:
     def on_step(self, t):
         p = self.odom.pose.pose.position
         yaw = yaw_of(self.odom.pose.pose.orientation)
-        if self.goals is None:  # the start frame: waypoints relative to where the robot begins
-            c, s = math.cos(yaw), math.sin(yaw)
-            self.goals = [(p.x + c * w[0] - s * w[1], p.y + s * w[0] + c * w[1], w[2] if len(w) > 2 else p.z)
-                          for w in self.args.waypoints]
-            self.heading = yaw
-        if self.index < len(self.goals):
-            gx, gy, _ = self.goals[self.index]
-            if math.hypot(gx - p.x, gy - p.y) < self.args.tolerance:
-                print(f"reached {self.index} {p.x:.3f} {p.y:.3f} {t.sec + t.nanosec * 1e-9:.4f}", flush=True)
-                self.index += 1
-                if self.index == len(self.goals):
-                    print("done", flush=True)
+        self.course.update(p, yaw, t.sec + t.nanosec * 1e-9)
         if self.args.base == "ground":
-            self.drive(p, yaw)
-        else:
-            self.fly()
-
-    def drive(self, p, yaw):
-        twist = Twist_()
-        if self.index < len(self.goals):
-            gx, gy, _ = self.goals[self.index]
-            vx, vy = GAIN * (gx - p.x), GAIN * (gy - p.y)
-            speed = math.hypot(vx, vy)
-            if speed > MAX_SPEED:
-                vx, vy = vx * MAX_SPEED / speed, vy * MAX_SPEED / speed
-            c, s = math.cos(yaw), math.sin(yaw)
-            twist.linear.x, twist.linear.y = c * vx + s * vy, -s * vx + c * vy
-        self.command.write(twist)
-        self.sent += 1
-
-    def fly(self):
-        goal = self.goals[min(self.index, len(self.goals) - 1)]
-        if goal == self.sent_goal:
-            return
-        pose = PoseStamped_(header=Header_(frame_id="world"))
-        pose.pose.position = Point_(*goal)
-        pose.pose.orientation = Quaternion_(0.0, 0.0, math.sin(self.heading / 2), math.cos(self.heading / 2))
-        self.command.write(pose)
-        self.sent += 1
-        self.sent_goal = goal
+            twist = Twist_()
+            twist.linear.x, twist.linear.y = self.course.twist(p, yaw)
+            self.command.write(twist)
+            self.sent += 1
+        elif self.course.goal != self.sent_goal:
+            goal = self.course.goal
+            pose = PoseStamped_(header=Header_(frame_id="world"))
+            pose.pose.position = Point_(*goal)
+            pose.pose.orientation = Quaternion_(0.0, 0.0, *self.course.orientation())
+            self.command.write(pose)
+            self.sent += 1
+            self.sent_goal = goal
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("waypoints", nargs="+", type=lambda text: [float(v) for v in text.split(",")],
-                        help="x,y or x,y,z in the start frame (m)")
-    parser.add_argument("--base", choices=("ground", "flying"), default="ground")
-    parser.add_argument("--namespace", default="", help="the run's recording.namespace")
-    parser.add_argument("--tolerance", type=float, default=0.1, help="m")
-    args = parser.parse_args()
+    args = parser(__doc__.split("\n")[0]).parse_args()
     domain = int(os.environ.get("ROS_DOMAIN_ID", "0") or 0)
     Waypoints(args, DomainParticipant(domain)).run()
 
