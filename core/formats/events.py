@@ -223,10 +223,12 @@ def read_events(path: str | Path) -> EventFile:
     for name, limit in (("x", width), ("y", height), ("p", 2)):
         if count and columns[name].max() >= limit:
             raise InputError(f"values must be < {limit}", path, f"{GROUP}/{name}")
+    if ms_to_idx.ndim != 1:
+        raise InputError(f"expected a 1D array, got shape {ms_to_idx.shape}", path, MS_TO_IDX)
     # DSEC indexes the stored times, before t_offset.
     expected = np.searchsorted(columns["t"], np.arange(len(ms_to_idx), dtype=np.int64) * US_PER_MS, side="left")
     covered = len(ms_to_idx) * US_PER_MS > (columns["t"][-1] if count else -1)
-    if ms_to_idx.ndim != 1 or not np.array_equal(ms_to_idx, expected) or not covered:
+    if not np.array_equal(ms_to_idx, expected) or not covered:
         raise InputError("does not index the events by millisecond (t[ms_to_idx[m]] >= 1000 m > "
                          "t[ms_to_idx[m] - 1], up to the last event)", path, MS_TO_IDX)
     events = np.empty(count, dtype=EVENT_DTYPE)

@@ -30,6 +30,8 @@ CAMERA_INFO = "sensor_msgs/msg/CameraInfo"
 POINT_CLOUD2 = "sensor_msgs/msg/PointCloud2"
 STRING = "std_msgs/msg/String"
 HEADER = "std_msgs/msg/Header"
+EVENT_ARRAY = "dvs_msgs/msg/EventArray"
+EVENT = "dvs_msgs/msg/Event"
 
 ROS1_STORE = Stores.ROS1_NOETIC
 # Jazzy matches the rosbag2 metadata version rosbags writes (9); the hashes of every type written here
@@ -37,12 +39,20 @@ ROS1_STORE = Stores.ROS1_NOETIC
 ROS2_STORE = Stores.ROS2_JAZZY
 # tf2_msgs is not in rosbags' noetic store; this is the noetic definition (md5 94810edda583a504dfda3829e70d7eec).
 ROS1_TF_MESSAGE_DEFINITION = "geometry_msgs/TransformStamped[] transforms"
+# dvs_msgs, the event cameras' messages of rpg_dvs_ros (uzh-rpg), in neither store: its .msg files without their
+# comments (ROS 1 MD5 of EventArray 5e8beee5a6c107e504c2e78903c224b8, Event 40d339b261445b8ce9a6fef01267cd5d). ROS 1's
+# `time` is builtin_interfaces/Time in ROS 2, as in the ROS 2 ports of the package.
+DVS_MESSAGE_DEFINITIONS = {
+    EVENT: "uint16 x\nuint16 y\ntime ts\nbool polarity",
+    EVENT_ARRAY: "Header header\nuint32 height\nuint32 width\nEvent[] events",
+}
 
 NS_PER_S = 1_000_000_000
 UINT16_MAX = np.iinfo(np.uint16).max
 ROTATION_TOLERANCE = 1e-6
 # REP 104 / ROS Imu: a -1 in the first element says "this estimate is not provided".
 COVARIANCE_UNKNOWN = -1.0
+PLUMB_BOB = "plumb_bob"  # sensor_msgs/CameraInfo.distortion_model of OpenCV's radial-tangential model
 PLUMB_BOB_COEFFICIENTS = 5
 
 DepthEncoding = Literal["32FC1", "16UC1"]
@@ -65,16 +75,26 @@ POINT_FIELD_TYPES = {"x": POINT_FIELD_FLOAT32, "y": POINT_FIELD_FLOAT32, "z": PO
 # ---------------------------------------------------------------- typestores
 
 
-def ros1_typestore() -> Typestore:
-    """The ROS 1 (noetic) typestore, with tf2_msgs/TFMessage registered when rosbags lacks it."""
-    store = get_typestore(ROS1_STORE)
-    if TF not in store.fielddefs:
-        store.register(get_types_from_msg(ROS1_TF_MESSAGE_DEFINITION, TF))
+def _register_dvs_messages(store: Typestore) -> Typestore:
+    """Adds dvs_msgs: registering a type changes no other type's definition or hash, so no other bytes."""
+    types = {}
+    for name, text in DVS_MESSAGE_DEFINITIONS.items():
+        types |= get_types_from_msg(text, name)
+    store.register(types)
     return store
 
 
+def ros1_typestore() -> Typestore:
+    """The ROS 1 (noetic) typestore, with tf2_msgs/TFMessage registered when rosbags lacks it, and dvs_msgs."""
+    store = get_typestore(ROS1_STORE)
+    if TF not in store.fielddefs:
+        store.register(get_types_from_msg(ROS1_TF_MESSAGE_DEFINITION, TF))
+    return _register_dvs_messages(store)
+
+
 def ros2_typestore() -> Typestore:
-    return get_typestore(ROS2_STORE)
+    """The ROS 2 (jazzy) typestore, with dvs_msgs."""
+    return _register_dvs_messages(get_typestore(ROS2_STORE))
 
 
 # ---------------------------------------------------------------- validation of caller data
@@ -189,6 +209,20 @@ def joint_arrays(names: Sequence[str], positions: np.ndarray, velocities: np.nda
     return joint_names, pos, vel
 
 
+def event_records(events: np.ndarray, width: int, height: int, topic: str) -> np.ndarray:
+    """Events as core.formats.events.EVENT_DTYPE records (x, y, t ns, p 0/1), checked to lie in the image."""
+    array = np.asarray(events)
+    names = ("x", "y", "t", "p")
+    if array.ndim != 1 or array.dtype.names is None or not set(names) <= set(array.dtype.names):
+        raise ValueError(f"{topic}: events must be a 1D structured array with fields {names}, got {array.dtype}")
+    if int(width) < 1 or int(height) < 1:
+        raise ValueError(f"{topic}: resolution must be positive, got {width}x{height}")
+    if len(array) and (array["x"].min() < 0 or array["x"].max() >= width or array["y"].min() < 0
+                       or array["y"].max() >= height or array["t"].min() < 0 or not np.isin(array["p"], (0, 1)).all()):
+        raise ValueError(f"{topic}: events must lie in the {width}x{height} image, at t >= 0, with polarity 0 or 1")
+    return array
+
+
 # ---------------------------------------------------------------- message construction
 
 
@@ -274,15 +308,18 @@ class MessageBuilder:
         return self._t(IMAGE)(header=header, height=height, width=width, encoding=encoding, is_bigendian=0,
                               step=data.size // height, data=data)
 
-    def camera_info(self, header: object, K: np.ndarray, width: int, height: int) -> object:
+    def camera_info(self, header: object, K: np.ndarray, width: int, height: int, distortion_model: str = PLUMB_BOB,
+                    D: np.ndarray | None = None) -> object:
+        """`D` in the order of `distortion_model` (plumb_bob: k1, k2, p1, p2, k3; equidistant: k1..k4); None: an
+        ideal pinhole's five zeros."""
         projection = np.hstack([K, np.zeros((3, 1))])
         roi = self._t("sensor_msgs/msg/RegionOfInterest")(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False)
-        matrices = {"d": np.zeros(PLUMB_BOB_COEFFICIENTS), "k": K.reshape(-1), "r": np.eye(3).reshape(-1),
-                    "p": projection.reshape(-1)}
+        d = np.zeros(PLUMB_BOB_COEFFICIENTS) if D is None else np.asarray(D, dtype=np.float64)
+        matrices = {"d": d, "k": K.reshape(-1), "r": np.eye(3).reshape(-1), "p": projection.reshape(-1)}
         if self.ros1:
             matrices = {name.upper(): value for name, value in matrices.items()}
-        return self._t(CAMERA_INFO)(header=header, height=int(height), width=int(width), distortion_model="plumb_bob",
-                                    binning_x=0, binning_y=0, roi=roi, **matrices)
+        return self._t(CAMERA_INFO)(header=header, height=int(height), width=int(width),
+                                    distortion_model=distortion_model, binning_x=0, binning_y=0, roi=roi, **matrices)
 
     def point_cloud(self, header: object, records: np.ndarray) -> object:
         field = self._t("sensor_msgs/msg/PointField")
@@ -292,6 +329,13 @@ class MessageBuilder:
         return self._t(POINT_CLOUD2)(header=header, height=1, width=records.shape[0], fields=fields,
                                      is_bigendian=False, point_step=POINT_DTYPE.itemsize, row_step=data.size,
                                      data=data, is_dense=True)
+
+    def event_array(self, header: object, records: np.ndarray, width: int, height: int) -> object:
+        event = self._t(EVENT)
+        events = [event(x=int(x), y=int(y), ts=self.time(int(t)), polarity=bool(p))
+                  for x, y, t, p in zip(records["x"].tolist(), records["y"].tolist(), records["t"].tolist(),
+                                        records["p"].tolist())]
+        return self._t(EVENT_ARRAY)(header=header, height=int(height), width=int(width), events=events)
 
     def string(self, text: str) -> object:
         return self._t(STRING)(data=text)

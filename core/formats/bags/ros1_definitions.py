@@ -12,6 +12,10 @@ with /usr/bin/python3:
     import json, importlib
     classes = {t: getattr(importlib.import_module(t.split("/")[0] + ".msg"), t.split("/")[1]) for t in TYPES}
     json.dump({t: {"md5sum": c._md5sum, "definition": c._full_text} for t, c in classes.items()}, ...)
+
+dvs_msgs (the event cameras' messages of uzh-rpg's rpg_dvs_ros, which Debian does not package) are genmsg's
+`compute_full_text` and `compute_md5` of that package's Event.msg and EventArray.msg, the texts its generated
+classes carry.
 """
 
 from __future__ import annotations

@@ -324,12 +324,15 @@ class BagWriter:
         pixels = m.encode_depth(depth, encoding, topic)
         self._write(topic, m.IMAGE, stamp, lambda b, seq: b.image(b.header(stamp, frame_id, seq), pixels, encoding))
 
-    def camera_info(self, topic: str, t: float, frame_id: str, K: np.ndarray, width: int, height: int) -> None:
-        """sensor_msgs/CameraInfo: plumb_bob with zero distortion, R = I, P = [K | 0]."""
+    def camera_info(self, topic: str, t: float, frame_id: str, K: np.ndarray, width: int, height: int,
+                    distortion_model: str = m.PLUMB_BOB, D: np.ndarray | None = None) -> None:
+        """sensor_msgs/CameraInfo, R = I, P = [K | 0]: plumb_bob with zero distortion, or the lens's model
+        (plumb_bob or equidistant, as ROS's camera_calibration names them) and coefficients `D`."""
         stamp = m.stamp_from_seconds(t, topic)
         matrix = m.intrinsics(K, width, height, topic)
         self._write(topic, m.CAMERA_INFO, stamp,
-                    lambda b, seq: b.camera_info(b.header(stamp, frame_id, seq), matrix, width, height))
+                    lambda b, seq: b.camera_info(b.header(stamp, frame_id, seq), matrix, width, height,
+                                                 distortion_model, D))
 
     def point_cloud(self, topic: str, t: float, frame_id: str, points: np.ndarray, intensity: np.ndarray,
                     ring: np.ndarray) -> None:
@@ -338,6 +341,13 @@ class BagWriter:
         records = m.point_records(points, intensity, ring, topic)
         self._write(topic, m.POINT_CLOUD2, stamp,
                     lambda b, seq: b.point_cloud(b.header(stamp, frame_id, seq), records))
+
+    def events(self, topic: str, t: float, frame_id: str, events: np.ndarray, width: int, height: int) -> None:
+        """dvs_msgs/EventArray: each event's x, y, polarity and stamp (its own t, ns); the header stamp is `t`."""
+        stamp = m.stamp_from_seconds(t, topic)
+        records = m.event_records(events, width, height, topic)
+        self._write(topic, m.EVENT_ARRAY, stamp,
+                    lambda b, seq: b.event_array(b.header(stamp, frame_id, seq), records, width, height))
 
     def marker(self, topic: str, t: float, text: str) -> None:
         """std_msgs/String (no header; the bag timestamp carries t)."""
