@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from core.config import CameraConfig, ImuConfig
-from core.errors import InputError
+from core.config.lens import Lens
+from core.errors import ConfigError, InputError
 from core.formats.euroc import (
     CAMERA,
     CAMERA_HEADER,
@@ -76,6 +77,22 @@ def _imu_config(recording: Recording, name: str) -> ImuConfig:
     return next(i for i in recording.experiment_config().robot.sensors.imus if i.name == name)
 
 
+def euroc_distortion(lens: Lens) -> dict:
+    """EuRoC's (and Kalibr's) lens fields: radial-tangential k1, k2, p1, p2 (OpenCV's k3 has no place there, so a
+    radtan lens with k3 != 0 is refused before the export) or equidistant k1..k4."""
+    if lens.model == "equidistant":
+        return {"distortion_model": "equidistant", "distortion_coefficients": list(lens.coefficients)}
+    return {"distortion_model": "radial-tangential", "distortion_coefficients": [float(c) for c in lens.D[:4]]}
+
+
+def check_lens(recording: Recording, name: str) -> None:
+    """ConfigError for a camera whose lens EuRoC's sensor.yaml cannot describe."""
+    lens = recording.camera_config(name).lens
+    if lens.model == "radtan" and lens.coefficients[4] != 0.0:
+        raise ConfigError(f"camera {name!r}'s radtan lens has k3 = {lens.coefficients[4]}; EuRoC's "
+                          "radial-tangential model has k1, k2, p1, p2 only", field="--camera")
+
+
 def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options: EurocOptions) -> tuple[int, int]:
     """One camera of one recording as an EuRoC sequence: images first (each atomic, kept on a rerun), then the
     csv and yaml files. Returns (frames, IMU samples)."""
@@ -94,7 +111,7 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
                    "optical frame (z forward, x right, y down)",
         "T_BS": t_bs(np.eye(4)), "rate_hz": config.rate_hz, "resolution": [camera[0].width, camera[0].height],
         "camera_model": "pinhole", "intrinsics": [float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2])],
-        "distortion_model": "radial-tangential", "distortion_coefficients": [0.0, 0.0, 0.0, 0.0]}))
+        **euroc_distortion(config.lens)}))
 
     poses = np.stack([frame.pose for frame in camera])
     times = np.array([frame.time for frame in camera])
@@ -134,6 +151,7 @@ def export_euroc(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None,
         for name in sequence.cameras:
             check_images(sequence.recording, sequence.recording.camera(name), ("rgb",), options.processed)
             choose_imu(sequence.recording, sequence.recording.camera_config(name), options)
+            check_lens(sequence.recording, name)
     recorded = {"cameras": list(cameras or []), "imu": options.imu, "processed": options.processed}
     with export_folder(out, "euroc", recorded, sequences) as folder:
         written = [_export_camera(folder, s, name, options) for s in sequences for name in s.cameras]

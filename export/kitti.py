@@ -24,7 +24,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from core.errors import InputError
+from core.errors import ConfigError, InputError
 from core.geometry import optical_from_imu
 from core.progress import track
 from core.recording import Recording
@@ -97,6 +97,16 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, index: i
     return len(camera)
 
 
+def check_pinhole(recording: Recording, name: str) -> None:
+    """ConfigError for a camera with a lens other than a pinhole: the KITTI odometry format has no distortion field
+    (its calib.txt holds rectified projection matrices); EuRoC's sensor.yaml describes radtan and equidistant lenses."""
+    lens = recording.camera_config(name).lens
+    if not lens.pinhole:
+        raise ConfigError(f"camera {name!r} has a {lens.model} lens, which the KITTI odometry format cannot "
+                          "describe (its calib.txt holds rectified projection matrices); export it "
+                          "with `grade export euroc`, or record a pinhole camera", field="--camera")
+
+
 def export_kitti(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None, processed: bool = False,
                  robot: str | None = None) -> dict[str, int]:
     """Export each run's cameras as KITTI odometry sequences into `out`; rerunning the same call after an
@@ -105,6 +115,7 @@ def export_kitti(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None, pr
     for sequence in sequences:  # everything checked before the export folder is touched
         for name in sequence.cameras:
             check_images(sequence.recording, sequence.recording.camera(name), ("rgb",), processed)
+            check_pinhole(sequence.recording, name)
     pairs = [(s, name) for s in sequences for name in s.cameras]
     recorded = {"cameras": list(cameras or []), "processed": processed}
     with export_folder(out, "kitti", recorded, sequences) as folder:

@@ -36,6 +36,7 @@ from core.formats.tum_rgbd import (
     stamp,
 )
 from core.progress import track
+from core.recording import Recording
 from export.common import (
     PROCESSED,
     ExportFolder,
@@ -108,6 +109,16 @@ def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options:
     return len(camera)
 
 
+def check_pinhole(recording: Recording, name: str) -> None:
+    """ConfigError for a camera with a lens other than a pinhole: the TUM RGB-D format has no distortion field
+    (its camera.yaml is a pinhole's, its depth z); EuRoC's sensor.yaml describes radtan and equidistant lenses."""
+    lens = recording.camera_config(name).lens
+    if not lens.pinhole:
+        raise ConfigError(f"camera {name!r} has a {lens.model} lens, which the TUM RGB-D format cannot "
+                          "describe (its camera.yaml is a pinhole's, its depth z); export it with "
+                          "`grade export euroc`, or record a pinhole camera", field="--camera")
+
+
 def export_tum(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None,
                options: TumOptions = TumOptions(), robot: str | None = None) -> dict[str, int]:
     """Export each run's cameras as TUM RGB-D sequences into `out`; rerunning the same call after an
@@ -117,6 +128,7 @@ def export_tum(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None,
     for sequence in sequences:
         for name in sequence.cameras:
             check_images(sequence.recording, sequence.recording.camera(name), ("rgb", "depth"), options.processed)
+            check_pinhole(sequence.recording, name)
     recorded = {"cameras": list(cameras or []), "processed": options.processed, "depth_min": options.depth_min,
                 "depth_max": options.depth_max}
     with export_folder(out, "tum", recorded, sequences) as folder:

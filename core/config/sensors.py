@@ -5,9 +5,19 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from core.config.base import FloatRange, NonNegFloat, PositiveFloat, PositiveInt, Strict, Vec3
+from core.config.lens import Lens, LensModel, check_image, focal_of_fov
+from core.errors import InputError
 
 # Most pixels a camera may render per frame (after supersampling): 8K UHD. Beyond it one frame's buffers
 # take gigabytes.
@@ -26,12 +36,17 @@ class Mount(Strict):
 
 
 class CameraConfig(Strict):
-    """A pinhole RGB-D camera. Give `fov_deg` (horizontal) or full intrinsics (fx, fy, cx, cy)."""
+    """An RGB-D camera. Give `fov_deg` (horizontal, between the outer pixel edges) or full intrinsics (fx, fy, cx,
+    cy). `model` is its lens (core/config/lens.py): pinhole, radtan (OpenCV's plumb_bob) or equidistant
+    (Kannala-Brandt, as cv2.fisheye; fields of view beyond 180 degrees)."""
 
     name: str
     mount: Mount = Field(default_factory=Mount)
     width: PositiveInt = 640
     height: PositiveInt = 480
+    model: LensModel = "pinhole"
+    distortion: tuple[float, ...] | None = Field(
+        None, description="radtan: k1, k2, p1, p2, k3; equidistant: k1, k2, k3, k4; left out: all 0")
     fov_deg: float | None = 90.0
     intrinsics: tuple[PositiveFloat, PositiveFloat, float, float] | None = Field(
         None, description="fx, fy, cx, cy in pixels; overrides fov_deg"
@@ -50,15 +65,44 @@ class CameraConfig(Strict):
 
     @field_validator("fov_deg")
     @classmethod
-    def _fov_range(cls, value: float | None) -> float | None:
-        if value is not None and not 0.0 < value < 180.0:
-            raise ValueError(f"fov_deg must be in (0, 180), got {value}")
+    def _fov_range(cls, value: float | None, info: ValidationInfo) -> float | None:
+        limit = 360 if info.data.get("model") == "equidistant" else 180
+        if value is not None and not 0.0 < value < limit:
+            raise ValueError(f"fov_deg must be in (0, {limit}) for the {info.data.get('model')} model, got {value}")
         return value
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict:
+        data = handler(self)
+        # Every camera was an ideal pinhole before lens models: left out, existing configs' run.json and record
+        # hashes stay byte for byte what they were.
+        if self.model == "pinhole":
+            del data["model"], data["distortion"]
+        return data
+
+    @property
+    def lens(self) -> Lens:
+        return Lens.of(self.model, self.distortion)
+
+    @property
+    def camera_k(self) -> tuple[float, float, float, float]:
+        """fx, fy, cx, cy: the intrinsics, or those of `fov_deg` through the lens model (camera.py's from_fov)."""
+        if self.intrinsics is not None:
+            return self.intrinsics
+        focal = focal_of_fov(self.lens, self.width, self.fov_deg)
+        return focal, focal, (self.width - 1) / 2.0, (self.height - 1) / 2.0
 
     @model_validator(mode="after")
     def _check(self) -> CameraConfig:
         if self.fov_deg is None and self.intrinsics is None:
             raise ValueError("give fov_deg or intrinsics")
+        if self.model == "pinhole" and self.distortion is not None:
+            raise ValueError("distortion: coefficients are given for a pinhole camera; set model: radtan (k1, k2, p1, "
+                             "p2, k3) or model: equidistant (k1..k4)")
+        try:
+            check_image(self.camera_k, self.lens, self.width, self.height)
+        except InputError as exc:
+            raise ValueError(f"{exc.field}: {exc.message}") from exc
         if self.near >= self.far:
             raise ValueError(f"near ({self.near}) must be < far ({self.far})")
         pixels = self.width * self.height * self.supersampling**2

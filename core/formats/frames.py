@@ -1,7 +1,10 @@
 """`gt/<camera>/frames.jsonl`: one JSON object per camera frame, appended as the frames are rendered.
 
 Fields of a line: `frame` (index), `time` (simulation s), `pose` (4x4 world <- ROS optical frame: z
-forward, x right, y down), `K` (3x3), `width`, `height`, `near`, `far` (m), `files` (output kind ->
+forward, x right, y down), `K` (3x3), `width`, `height`, `near`, `far` (m), for a camera with a lens other
+than a pinhole `distortion_model` and `D` as sensor_msgs/CameraInfo has them (`plumb_bob`: OpenCV's k1, k2, p1,
+p2, k3; `equidistant`: cv2.fisheye's k1..k4, whose depth images hold the range along each pixel's ray, not z, and
+whose near and far are spheres), `files` (output kind ->
 path relative to the camera folder, core.formats.images), and when the camera records them, as
 omni.replicator.core annotators: `boxes_2d_tight` / `boxes_2d_loose` (inclusive pixel bounds; an
 instance not in view has x_min > x_max) and `boxes_3d` (local extents and the local -> world
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -84,6 +88,8 @@ class FrameRecord(BaseModel):
     height: int
     near: float
     far: float
+    distortion_model: Literal["plumb_bob", "equidistant"] | None = None  # None (left out): an ideal pinhole
+    D: list[float] | None = None
     files: dict[str, str]
     boxes_2d_tight: list[Box2D] = []
     boxes_2d_loose: list[Box2D] = []

@@ -73,9 +73,10 @@ class CameraSensor:
             if config.intrinsics is not None:
                 fx, fy, cx, cy = config.intrinsics
                 K = np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
-                camera = Camera.from_intrinsics(K, config.width, config.height, config.near, config.far)
+                camera = Camera.from_intrinsics(K, config.width, config.height, config.near, config.far, config.lens)
             elif config.fov_deg is not None:
-                camera = Camera.from_fov(config.width, config.height, config.fov_deg, config.near, config.far)
+                camera = Camera.from_fov(config.width, config.height, config.fov_deg, config.near, config.far,
+                                         config.lens)
             else:
                 raise InputError("give fov_deg or intrinsics", field=field)
         except InputError as exc:

@@ -67,6 +67,8 @@ class CameraWriter:
         camera = frame.camera
         record = FrameRecord(frame=index, time=time, pose=camera.pose.tolist(), K=camera.K.tolist(), width=camera.width,
                              height=camera.height, near=camera.near, far=camera.far, files=files)
+        if not camera.lens.pinhole:
+            record.distortion_model, record.D = camera.lens.ros_model, list(camera.lens.coefficients)
         if "boxes2d" in self.outputs:
             record.boxes_2d_tight = boxes_2d(frame.instance_ids, frame.boxes_2d_tight)
             record.boxes_2d_loose = boxes_2d(frame.instance_ids, frame.boxes_2d_loose)

@@ -185,7 +185,8 @@ class _RobotStreams:
             if frame.rgb is not None:
                 bags.image(topics.rgb(name), t, frame_id, frame.rgb)
             bags.depth(topics.depth(name), t, frame_id, frame.depth, self.config.recording.depth_encoding)
-            bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height)
+            bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height,
+                             params.lens.ros_model, params.lens.D)
         if self.observer:
             self.observer.camera_frame(self.name, camera, t, frame)
 

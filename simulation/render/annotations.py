@@ -4,12 +4,15 @@ Pixel bounds are inclusive and refer to pixel centres (camera.py): a pixel belon
 its centre ray hits it.
 - tight: the visible pixels of the instance.
 - loose: the pixel centres inside the projection of the instance's whole mesh (clipped to the near
-  plane and the image), regardless of occluders; it always contains the tight box.
+  plane and the image), regardless of occluders; it always contains the tight box. Through a lens other
+  than a pinhole, straight edges project to curves: the box bounds the mesh's vertices (and, radtan, its
+  near-plane crossings) as the lens projects them, which may miss an edge bulging between two vertices.
 - occlusionRatio = 1 - visible pixels / pixels the instance covers when rendered alone. The alone render
   rasterises the mesh exactly over its projected box (coverage.py: the pixels its rays would hit with
   nothing else in the scene); pixels that show the instance count as covered whatever the rasteriser says,
   so the ratio is 0 for an unoccluded instance. Truncation by the image border does not count as
-  occlusion. With occlusion turned off the ratio is 0.
+  occlusion. With occlusion turned off the ratio is 0, and so it is for lens models other than pinhole,
+  whose curved edges the scanline rasteriser does not draw.
 3D boxes hold the local-frame extents of the mesh and its 4x4 local->world transform; unlike
 replicator (USD row vectors), the transform acts on column vectors like every matrix in this project.
 """
@@ -21,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.config.lens import radtan_reach
 from simulation.render import kernels
-from simulation.render.camera import Camera, world_to_camera
+from simulation.render.camera import Camera, depth_of, project, world_to_camera
 from simulation.render.coverage import coverage
 from simulation.render.scene import Layer, MeshTable, RenderScene
 
@@ -33,6 +37,7 @@ BOX_3D_DTYPE = np.dtype([("semanticId", "<u4"), ("x_min", "<f4"), ("y_min", "<f4
                          ("occlusionRatio", "<f4")])
 EMPTY_BOX = (0, 0, -1, -1)  # x_min > x_max: nothing in view
 _FAR = np.iinfo(np.int64).max  # a box corner beyond any pixel
+_FOLDED = 1e9  # pixels from the principal point: a vertex the radtan model cannot place, well outside the image
 VIEW_MARGIN = 1e-6  # pixel metres: how clearly a mesh's bounding box must lie outside the view to be skipped
 
 
@@ -62,10 +67,13 @@ def layer_view(camera: Camera, pose: np.ndarray, layer: Layer | None) -> LayerVi
     if layer is None:
         return None
     rotation, translation = pose[:3, :3], pose[:3, 3]
-    keep = _may_show(camera, pose, layer.mesh_corners)
+    keep = _may_show(camera, pose, layer.mesh_corners) if camera.lens.pinhole else np.ones(
+        len(layer.table.vertex_offsets) - 1, dtype=bool)
     points, lo, hi, clipped = kernels.project_meshes(
         layer.world_vertices, layer.table.vertex_offsets, keep, rotation.T, -rotation.T @ translation, camera.fx,
         camera.fy, camera.cx, camera.cy, camera.near)
+    if not camera.lens.pinhole:
+        lo, hi, clipped = _lens_bounds(camera, points, layer.table.vertex_offsets)
     return LayerView(layer, points, projected_boxes(camera, points, layer.table, lo, hi, clipped))
 
 
@@ -82,6 +90,39 @@ def _may_show(camera: Camera, pose: np.ndarray, corners: np.ndarray) -> np.ndarr
                camera.fx * x + right * z > VIEW_MARGIN, camera.fy * y + camera.cy * z < -VIEW_MARGIN,
                camera.fy * y + bottom * z > VIEW_MARGIN]
     return ~np.any([side.all(axis=1) for side in outside], axis=0)
+
+
+def _lens_pixels(camera: Camera, points: np.ndarray) -> np.ndarray:
+    """project() for points (3, N) in front of the camera, through a lens other than pinhole. Beyond its radial
+    part's reach the radtan model folds back into the image: such a point lies outside the image, in its own
+    direction from the principal point, and goes _FOLDED pixels that way."""
+    pixels = project(camera, points)
+    if camera.lens.model == "radtan":
+        normal = points[:2] / points[2]
+        radius = np.hypot(*normal)
+        far_away = np.array([[camera.cx], [camera.cy]]) + normal / np.where(radius > 0, radius, 1.0) * _FOLDED
+        pixels = np.where(radius >= radtan_reach(camera.lens.coefficients), far_away, pixels)
+    # The polynomial grows as r^7 far off the axis: kept within int64 for the boxes' pixel arithmetic.
+    return np.clip(pixels, -_FOLDED, _FOLDED)
+
+
+def _lens_bounds(camera: Camera, points: np.ndarray, vertex_offsets: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """kernels.project_meshes' lo, hi and clipped through the camera's lens (not pinhole), from the vertices
+    (3, V) in the optical frame. An equidistant lens sees behind itself, so only vertices within its near sphere
+    are left out and no mesh counts as clipped (the sphere's crossings are not followed)."""
+    front = depth_of(camera, points) >= camera.near
+    pixels = _lens_pixels(camera, np.where(front, points, np.array([[0.0], [0.0], [1.0]])))
+    mesh_count = len(vertex_offsets) - 1
+    owner = np.repeat(np.arange(mesh_count), np.diff(vertex_offsets))
+    lo, hi = np.full((mesh_count, 2), np.inf), np.full((mesh_count, 2), -np.inf)
+    for axis in range(2):
+        np.fmin.at(lo[:, axis], owner[front], pixels[axis, front])
+        np.fmax.at(hi[:, axis], owner[front], pixels[axis, front])
+    behind = np.zeros(mesh_count, dtype=bool)
+    if camera.lens.model == "radtan":
+        behind[owner[~front]] = True
+    return lo, hi, behind
 
 
 def projected_boxes(camera: Camera, points: np.ndarray, table: MeshTable, lo: np.ndarray, hi: np.ndarray,
@@ -115,6 +156,9 @@ def _near_plane_crossings(camera: Camera, points: np.ndarray, faces: np.ndarray,
     crossing = (a[2] < camera.near) != (b[2] < camera.near)
     a, b = a[:, crossing], b[:, crossing]
     hit = a + (b - a) * ((camera.near - a[2]) / (b[2] - a[2]))
+    if not camera.lens.pinhole:
+        hit[2] = camera.near
+        return np.repeat(face_mesh, 3)[crossing], _lens_pixels(camera, hit)
     return (np.repeat(face_mesh, 3)[crossing],
             np.stack([camera.fx * hit[0] / camera.near + camera.cx, camera.fy * hit[1] / camera.near + camera.cy]))
 

@@ -1,8 +1,11 @@
-"""Pinhole camera in the ROS optical frame (z forward, x right, y down).
+"""Camera in the ROS optical frame (z forward, x right, y down), with a lens model (core/config/lens.py).
 
 Pixel convention (OpenCV / ROS CameraInfo): pixel (u, v) covers [u - 0.5, u + 0.5] x [v - 0.5, v + 0.5]
-and its centre is at integer coordinates, so the ray of pixel (u, v) passes through K^-1 [u, v, 1].
+and its centre is at integer coordinates, so the ray of pixel (u, v) of a pinhole passes through K^-1 [u, v, 1];
+through another lens it is the model's unprojection of (u, v) (each sample's own, when supersampling).
 A camera pose is the 4x4 world<-camera transform of that optical frame (acting on column vectors).
+Depth is z in the optical frame and near/far are planes, except through an equidistant lens, whose rays reach 90
+degrees off the axis and beyond: there depth is the range along the ray and near/far are spheres.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from core.config.lens import PINHOLE, Lens, focal_of_fov, project_directions, unproject
 from core.errors import InputError
 
 DEFAULT_NEAR = 0.01  # metres
@@ -33,6 +37,7 @@ class Camera:
     cy: float
     near: float = DEFAULT_NEAR
     far: float = DEFAULT_FAR
+    lens: Lens = PINHOLE
 
     def __post_init__(self) -> None:
         if self.width < 1 or self.height < 1:
@@ -46,7 +51,7 @@ class Camera:
 
     @classmethod
     def from_intrinsics(cls, K: np.ndarray, width: int, height: int, near: float = DEFAULT_NEAR,
-                        far: float = DEFAULT_FAR) -> Camera:
+                        far: float = DEFAULT_FAR, lens: Lens = PINHOLE) -> Camera:
         """From a 3x3 intrinsic matrix (no skew)."""
         K = np.asarray(K, dtype=np.float64)
         if K.shape != (3, 3):
@@ -54,22 +59,29 @@ class Camera:
         if K[0, 1] != 0 or K[1, 0] != 0 or K[2, 0] != 0 or K[2, 1] != 0 or K[2, 2] != 1:
             raise InputError("K must be [[fx, 0, cx], [0, fy, cy], [0, 0, 1]] (no skew)", "camera", "K")
         return cls(int(width), int(height), float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2]),
-                   float(near), float(far))
+                   float(near), float(far), lens)
 
     @classmethod
     def from_fov(cls, width: int, height: int, horizontal_fov_deg: float, near: float = DEFAULT_NEAR,
-                 far: float = DEFAULT_FAR) -> Camera:
-        """Square pixels, centred principal point; the FOV spans the outer pixel edges."""
-        if not 0 < horizontal_fov_deg < 180:
-            raise InputError(f"horizontal FOV must be in (0, 180) degrees, got {horizontal_fov_deg}", "camera",
-                             "horizontal_fov")
-        focal = width / (2.0 * math.tan(math.radians(horizontal_fov_deg) / 2.0))
+                 far: float = DEFAULT_FAR, lens: Lens = PINHOLE) -> Camera:
+        """Square pixels, centred principal point; the FOV spans the outer pixel edges (through the lens)."""
+        if lens.pinhole:  # as it always was, so pinhole cameras keep their focal length to the last bit
+            if not 0 < horizontal_fov_deg < 180:
+                raise InputError(f"horizontal FOV must be in (0, 180) degrees, got {horizontal_fov_deg}", "camera",
+                                 "horizontal_fov")
+            focal = width / (2.0 * math.tan(math.radians(horizontal_fov_deg) / 2.0))
+        else:
+            focal = focal_of_fov(lens, width, horizontal_fov_deg)
         return cls(int(width), int(height), focal, focal, (width - 1) / 2.0, (height - 1) / 2.0, float(near),
-                   float(far))
+                   float(far), lens)
 
     @property
     def K(self) -> np.ndarray:
         return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+
+    @property
+    def intrinsics(self) -> tuple[float, float, float, float]:
+        return self.fx, self.fy, self.cx, self.cy
 
     @property
     def resolution(self) -> tuple[int, int]:
@@ -87,10 +99,12 @@ class CameraParams:
     pose: np.ndarray
     near: float
     far: float
+    lens: Lens = PINHOLE
 
     def as_dict(self) -> dict:
+        lens = {} if self.lens.pinhole else {"model": self.lens.model, "D": list(self.lens.coefficients)}
         return {"K": self.K.tolist(), "resolution": [self.width, self.height], "pose": self.pose.tolist(),
-                "near": self.near, "far": self.far}
+                "near": self.near, "far": self.far, **lens}
 
 
 @dataclass(frozen=True)
@@ -129,11 +143,14 @@ class RayTable:
 
 @lru_cache(maxsize=_RAY_CACHE_SIZE)
 def _camera_frame_rays(camera: Camera, samples: int) -> tuple[np.ndarray, ...]:
-    """Unit directions (3, N) in the optical frame, ordered row-major over (v, u, sub_v, sub_u), their z
-    parts, and the distances along them to the near plane and from there to the far plane."""
+    """Unit directions (3, N) in the optical frame, ordered row-major over (v, u, sub_v, sub_u), the factors
+    that turn the range along them into depth (their z parts; 1 where depth is the range), and the distances
+    along them to the near plane (sphere) and from there to the far one."""
     sub = (np.arange(samples, dtype=np.float64) + 0.5) / samples - 0.5
     u = (np.arange(camera.width, dtype=np.float64)[:, None] + sub[None, :]).reshape(-1)
     v = (np.arange(camera.height, dtype=np.float64)[:, None] + sub[None, :]).reshape(-1)
+    if not camera.lens.pinhole:
+        return _lens_rays(camera, u, v, samples)
     x = (u - camera.cx) / camera.fx
     y = (v - camera.cy) / camera.fy
     # Axes (component, v, sub_v, u, sub_u) -> (component, v, u, sub_v, sub_u): a pixel's samples are contiguous.
@@ -146,7 +163,23 @@ def _camera_frame_rays(camera: Camera, samples: int) -> tuple[np.ndarray, ...]:
     directions = (grid / norm).astype(np.float32)
     dz = (1.0 / norm).astype(np.float32)
     offset = np.float32(camera.near) / dz
-    tfar = np.float32(camera.far) / dz - offset
+    return _frozen(directions, dz, offset, np.float32(camera.far) / dz - offset)
+
+
+def _lens_rays(camera: Camera, u: np.ndarray, v: np.ndarray, samples: int) -> tuple[np.ndarray, ...]:
+    """_camera_frame_rays through a lens model: every sample position unprojected once (its own ray, not a
+    pinhole image's warped)."""
+    grid_u = np.broadcast_to(u.reshape(1, 1, camera.width, samples), (camera.height, samples, camera.width, samples))
+    grid_v = np.broadcast_to(v.reshape(camera.height, samples, 1, 1), grid_u.shape)
+    order = (0, 2, 1, 3)  # (v, sub_v, u, sub_u) -> (v, u, sub_v, sub_u): a pixel's samples are contiguous
+    directions = unproject(camera.intrinsics, camera.lens, grid_u.transpose(order).reshape(-1),
+                           grid_v.transpose(order).reshape(-1)).astype(np.float32)
+    dz = np.ones(directions.shape[1], np.float32) if camera.lens.range_depth else directions[2].copy()
+    offset = np.float32(camera.near) / dz
+    return _frozen(directions, dz, offset, np.float32(camera.far) / dz - offset)
+
+
+def _frozen(directions: np.ndarray, dz: np.ndarray, offset: np.ndarray, tfar: np.ndarray) -> tuple[np.ndarray, ...]:
     for array in (directions, dz, offset, tfar):
         array.setflags(write=False)
     return directions, dz, offset, tfar
@@ -196,9 +229,19 @@ def world_to_camera(pose: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 def project(camera: Camera, points_camera: np.ndarray) -> np.ndarray:
-    """Pixel coordinates (2, N) of optical-frame points (3, N); callers handle points with z <= 0."""
+    """Pixel coordinates (2, N) of optical-frame points (3, N) through the camera's lens; callers handle points
+    with z <= 0 (or, through an equidistant lens, nearer than `near`: `depth_of`)."""
+    if not camera.lens.pinhole:
+        return project_directions(camera.intrinsics, camera.lens, points_camera)
     return np.stack([camera.fx * points_camera[0] / points_camera[2] + camera.cx,
                      camera.fy * points_camera[1] / points_camera[2] + camera.cy])
+
+
+def depth_of(camera: Camera, points_camera: np.ndarray) -> np.ndarray:
+    """The depth (N,) of optical-frame points (3, N) as the camera measures it: z, or the range for range depth."""
+    if camera.lens.range_depth:
+        return np.sqrt((points_camera * points_camera).sum(axis=0))
+    return points_camera[2]
 
 
 def look_at(eye: np.ndarray, target: np.ndarray, up: tuple[float, float, float] = (0.0, 0.0, 1.0)) -> np.ndarray:

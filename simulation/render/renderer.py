@@ -69,7 +69,8 @@ class Frame:
     """One camera frame. Images are (H, W[, C]); box arrays follow replicator's annotator dtypes."""
 
     rgb: np.ndarray | None  # uint8 (H, W, 3) sRGB
-    depth: np.ndarray  # float32, z in the optical frame (distance to the image plane), NO_HIT_DEPTH if none
+    depth: np.ndarray  # float32, z in the optical frame (distance to the image plane), NO_HIT_DEPTH if none; the
+    # range along the ray (= distance) through an equidistant lens (camera.py)
     distance: np.ndarray  # float32, distance to the camera centre, NO_HIT_DEPTH if none
     instance: np.ndarray  # uint16, 0 = background
     semantic: np.ndarray  # uint16, 0 = background or unlabelled
@@ -169,7 +170,7 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     if next_pose is not None:
         next_pose = check_pose(next_pose, "next_pose")
     height, width = camera.height, camera.width
-    params = CameraParams(camera.K, width, height, pose, camera.near, camera.far)
+    params = CameraParams(camera.K, width, height, pose, camera.near, camera.far, camera.lens)
     dynamic = scene.set_frame(states, next_pose is not None, buffer)
     embree = scene.embree_of(buffer)
     truth = GroundTruth.empty(height * width, next_pose is not None)
@@ -194,7 +195,8 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     try:  # while the tiles trace
         geometry.set_result(scene.frame_geometry(dynamic, next_pose is not None))
         views = (layer_view(camera, pose, scene.static), layer_view(camera, pose, dynamic)) if options.boxes else None
-        alone = AloneCoverage(camera, *views) if options.boxes and options.occlusion else None
+        # The rasteriser draws straight edges only: lens models other than pinhole get ratio 0 (annotations.py).
+        alone = AloneCoverage(camera, *views) if options.boxes and options.occlusion and camera.lens.pinhole else None
         tiles = [job.result() for job in traced]
         if not depth_first:
             tiles, colours = [t for t, _ in tiles], [c for _, c in tiles]
