@@ -1,7 +1,8 @@
 """`grade view RUN`: read a recording folder and write a quick visual check of it.
 
 Outputs (default RUN/view/): one contact sheet per camera (RGB with tight 2D boxes, depth, instance,
-semantic for a few frames spread over the sequence), `trajectory.png` (the robot's path on the
+semantic for a few frames spread over the sequence), one strip of event frames per event camera (each
+gt/<camera>/events.h5: `events_<camera>.png`), `trajectory.png` (the robot's path on the
 environment's 2D occupancy map), `imu.png` and, for a robot that explored, `coverage.png` (the share of the
 floor it could reach that its map knew, over time: run.json `mission.reachable_floor_coverage`); optionally a
 Rerun `.rrd` recording.
@@ -19,6 +20,7 @@ import cv2
 import numpy as np
 
 from core.errors import GradeError, InputError
+from core.formats.events import EVENTS_FILE, read_events
 from core.formats.frames import FRAMES_FILE
 from core.formats.imu import IMU_FILE
 from core.formats.run_layout import GT_DIR, RECORD_OUTPUTS
@@ -32,6 +34,12 @@ from postprocess.backdrop import read_map_backdrop
 from postprocess.rerun_export import RobotExport
 
 VIEW_DIR = "view"
+# Event frames: the events of one 30 Hz frame's time, drawn as rpg_dvs_ros' dvs_renderer draws them (the last event
+# of a pixel wins: ON blue, OFF red) on white.
+EVENT_WINDOW_NS = 33_333_333
+EVENT_BACKGROUND = (255, 255, 255)
+EVENT_COLOURS = np.array([(255, 0, 0), (0, 0, 255)], np.uint8)  # RGB of OFF (p = 0), ON (p = 1)
+EVENT_GAP_PX = 4
 
 
 def select_frames(count: int, wanted: int) -> list[int]:
@@ -39,6 +47,31 @@ def select_frames(count: int, wanted: int) -> list[int]:
     if count <= 0 or wanted <= 0:
         return []
     return sorted(set(np.round(np.linspace(0, count - 1, min(wanted, count))).astype(int).tolist()))
+
+
+def event_frame(events: np.ndarray, width: int, height: int, start_ns: int, end_ns: int) -> np.ndarray:
+    """(H, W, 3) uint8 RGB of the events (core.formats.events.EVENT_DTYPE, sorted by time) in [start_ns, end_ns):
+    each pixel the colour of its last event's polarity, the background where it has none."""
+    frame = np.empty((height, width, 3), np.uint8)
+    frame[:] = EVENT_BACKGROUND
+    window = events[np.searchsorted(events["t"], start_ns):np.searchsorted(events["t"], end_ns)]
+    pixel = window["y"].astype(np.int64) * width + window["x"]
+    # The first of the reversed window is each pixel's last event.
+    pixels, first = np.unique(pixel[::-1], return_index=True)
+    frame.reshape(-1, 3)[pixels] = EVENT_COLOURS[window["p"][::-1][first]]
+    return frame
+
+
+def event_strip(path: Path, frames: int) -> np.ndarray:
+    """`frames` event frames spread evenly over the file's events, side by side (core.formats.events' reader
+    names the file and dataset of a malformed one)."""
+    read = read_events(path)
+    events, gap = read.events, np.full((read.height, EVENT_GAP_PX, 3), 255, np.uint8)
+    if not len(events):
+        raise InputError("no events to draw", path)
+    starts = np.linspace(events["t"][0], max(events["t"][-1] - EVENT_WINDOW_NS, events["t"][0]), frames)
+    panels = [event_frame(events, read.width, read.height, int(s), int(s) + EVENT_WINDOW_NS) for s in starts]
+    return np.hstack([part for panel in panels for part in (panel, gap)][:-1])
 
 
 # ---------------------------------------------------------------- the view
@@ -153,6 +186,10 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
         covered = robot_view.floor_coverage()
         if covered is not None and len(covered):
             pictures[out / f"coverage{tag}.png"] = plot_coverage(covered, f"{info.name}{' ' + name if multi else ''}")
+
+    for events in sorted((recording.path / GT_DIR).glob(f"*/{EVENTS_FILE}")):
+        path = out / f"events_{events.parent.name}.png"
+        pictures[path] = _png(path, event_strip(events, frames))
 
     with output_folder(out, what="view folder"):
         result.written += [atomic_write_bytes(path, data) for path, data in pictures.items()]

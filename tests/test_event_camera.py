@@ -1,6 +1,7 @@
 """The event camera (simulation.sensors.event_camera, after ESIM) against scenes whose events are known in closed
 form, no renderer: an edge moving at constant speed, pixels whose log intensity ramps linearly, a static scene with
-noise. Its config (core.config.event_camera) refuses bad values naming the field."""
+noise. Its config (core.config.event_camera) refuses bad values naming the field. `grade view` draws its event
+frames."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import math
 
 import numpy as np
 import pytest
+from PIL import Image
 from pydantic import ValidationError
 
 from core.config.event_camera import EventCameraConfig
-from core.formats.events import write_events
+from core.formats.events import EVENT_DTYPE, EVENTS_FILE, write_events
 from core.seeding import generator
+from postprocess.view import EVENT_GAP_PX, event_frame, view_run
 from simulation.sensors.event_camera import LOG_EPS, EventSimulator, log_intensity, simulate
+from tests.test_view import environment_package, write_run
 
 NS = 1e-9
 # The moving edge: a step from DARK to BRIGHT (or back) whose position is X0 + SPEED t; each pixel is the mean of
@@ -221,3 +225,35 @@ def test_steps_out_of_order_and_a_projection_too_big_are_refused_naming_the_fiel
         EventCameraConfig(name="dvs", width=20000, height=20000)
     with pytest.raises(ValidationError, match="extra"):
         EventCameraConfig(name="dvs", contrast=0.2)
+
+
+# ---------------------------------------------------------------- grade view's event frames
+
+
+def test_an_event_frame_draws_each_pixels_last_event_in_the_window():
+    events = np.zeros(5, EVENT_DTYPE)
+    events["t"] = [5, 10, 20, 30, 40]
+    events["x"], events["y"] = [2, 0, 0, 1, 2], [0, 1, 1, 1, 0]
+    events["p"] = [1, 1, 0, 1, 0]  # the first (t = 5) and the last (t = 40) fall outside [10, 40)
+    frame = event_frame(events, 3, 2, 10, 40)
+    white, blue, red = [255, 255, 255], [0, 0, 255], [255, 0, 0]
+    assert frame[1, 0].tolist() == red  # ON at 10, then OFF at 20
+    assert frame[1, 1].tolist() == blue
+    assert frame[0, 2].tolist() == white and frame[0, 0].tolist() == white
+
+
+def test_grade_view_draws_a_strip_of_event_frames_per_event_camera(tmp_path):
+    """The synthetic recording of test_view, with the moving edge's events in gt/dvs/events.h5."""
+    run = write_run(tmp_path / "run", environment_package(tmp_path / "assets" / "room"))
+    events = simulate(edge_render(DARK, BRIGHT), edge_config(), generator(1, "test/edge"), 0.0, DURATION).events
+    write_events(run / "gt" / "dvs" / EVENTS_FILE, events, WIDTH, HEIGHT, DURATION)
+    result = view_run(run, frames=3)
+    strip_path = tmp_path / "run" / "view" / "events_dvs.png"
+    assert strip_path in result.written
+    strip = np.asarray(Image.open(strip_path).convert("RGB"))
+    assert strip.shape == (HEIGHT, 3 * WIDTH + 2 * EVENT_GAP_PX, 3)
+    first = strip[:, :WIDTH]
+    # In the first 33 ms the edge sweeps columns 5 to 8 (and starts on 9): ON events, blue; nothing else.
+    drawn = np.flatnonzero((first != 255).any(axis=(0, 2)))
+    assert drawn.min() == 5 and drawn.max() <= 9
+    assert (first[:, drawn] == [0, 0, 255]).all()
