@@ -58,6 +58,7 @@ CASES = {
     "convert_front3d.py": Case(("{realdata}/front3d/0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json",), "package size",
                                realdata=True),
     "cycles_vs_raycast.py": Case(("--out", "{out}", "--cache", "{cache}"), "side by side", extra="bpy"),
+    "events.py": Case((), "CPU s per simulated s"),
     "exploration.py": Case(("--cache", "{cache}"), "flat   uav          tour"),
     "export_speed.py": Case(("--run", "{run}", "--out", "{out}", "--cache", "{cache}"),
                             "yolo segment, nyu40 categories"),
