@@ -102,7 +102,7 @@ def check_pinhole(recording: Recording, name: str) -> None:
     (its calib.txt holds rectified projection matrices); EuRoC's sensor.yaml describes radtan and equidistant lenses."""
     lens = recording.camera_config(name).lens
     if not lens.pinhole:
-        raise ConfigError(f"camera {name!r} has a {lens.model} lens, which the KITTI odometry format cannot "
+        raise ConfigError(f"camera {name!r} has lens model {lens.model}, which the KITTI odometry format cannot "
                           "describe (its calib.txt holds rectified projection matrices); export it "
                           "with `grade export euroc`, or record a pinhole camera", field="--camera")
 

@@ -114,7 +114,7 @@ def check_pinhole(recording: Recording, name: str) -> None:
     (its camera.yaml is a pinhole's, its depth z); EuRoC's sensor.yaml describes radtan and equidistant lenses."""
     lens = recording.camera_config(name).lens
     if not lens.pinhole:
-        raise ConfigError(f"camera {name!r} has a {lens.model} lens, which the TUM RGB-D format cannot "
+        raise ConfigError(f"camera {name!r} has lens model {lens.model}, which the TUM RGB-D format cannot "
                           "describe (its camera.yaml is a pinhole's, its depth z); export it with "
                           "`grade export euroc`, or record a pinhole camera", field="--camera")
 

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import cv2
@@ -310,6 +311,74 @@ def test_euroc_refuses_a_radtan_k3_and_tum_and_kitti_refuse_lenses():
         check_lens(_Recording(camera_config(model="radtan", distortion=RADTAN.coefficients)), "camera")
     check_lens(_Recording(camera_config(model="equidistant", fov_deg=180.0)), "camera")
     for check, name in ((tum_check, "TUM RGB-D"), (kitti_check, "KITTI")):
-        with pytest.raises(ConfigError, match=f"equidistant lens, which the {name}"):
+        with pytest.raises(ConfigError, match=f"has lens model equidistant, which the {name}"):
             check(_Recording(camera_config(model="equidistant", fov_deg=180.0)), "camera")
         check(_Recording(camera_config()), "camera")
+
+
+# TINY_RUN with a second camera: a 200 degree fisheye beside the pinhole the waypoint follower looks through.
+FISHEYE_RUN = ('robot.sensors.cameras=[{name: camera, mount: {link: camera_link, translation: [0.1, 0.0, 0.0]}, '
+               'width: 96, height: 72, fov_deg: 90, rate_hz: 30}, {name: fisheye, mount: {link: camera_link, '
+               'translation: [0.1, 0.0, 0.0]}, width: 96, height: 72, model: equidistant, fov_deg: 200, '
+               'distortion: [-0.01, 0.002, 0, 0], rate_hz: 30, outputs: [rgb, depth, instance, semantic, flow, '
+               'boxes2d]}]')
+
+
+@pytest.fixture(scope="module")
+def fisheye_run(tmp_path_factory, asset_cache):
+    from core.config_io import load_experiment
+    from pipeline.generate import generate
+    from tests.conftest import CONFIGS, TINY_RUN
+
+    folder = tmp_path_factory.mktemp("fisheye-run")
+    generate(load_experiment(CONFIGS / "demo.yaml", [*TINY_RUN, FISHEYE_RUN]), folder, cache=asset_cache, wait=True)
+    return folder
+
+
+def test_a_recorded_fisheye_carries_its_lens_in_the_bags_and_frames(fisheye_run):
+    from core.formats.frames import FRAMES_FILE
+
+    for bag in (fisheye_run / "bags" / "demo.bag", fisheye_run / "bags" / "demo"):
+        with AnyReader([bag]) as reader:
+            infos = {}
+            for connection, _, raw in reader.messages([c for c in reader.connections
+                                                       if c.topic.endswith("camera_info")]):
+                infos.setdefault(connection.topic, reader.deserialize(raw, connection.msgtype))
+        d = "D" if bag.suffix == ".bag" else "d"
+        assert infos["/fisheye/camera_info"].distortion_model == "equidistant"
+        assert getattr(infos["/fisheye/camera_info"], d).tolist() == list(FISHEYE.coefficients)
+        assert infos["/camera/camera_info"].distortion_model == "plumb_bob"
+        assert getattr(infos["/camera/camera_info"], d).tolist() == [0.0] * 5
+    lines = [json.loads(line) for line in (fisheye_run / "gt" / "fisheye" / FRAMES_FILE).read_text().splitlines()]
+    assert {(line["distortion_model"], tuple(line["D"])) for line in lines} == {("equidistant", FISHEYE.coefficients)}
+    pinhole = json.loads((fisheye_run / "gt" / "camera" / FRAMES_FILE).read_text().splitlines()[0])
+    assert "distortion_model" not in pinhole and "D" not in pinhole
+
+
+def test_euroc_writes_the_fisheye_and_tum_refuses_it(fisheye_run, tmp_path):
+    from export.euroc import export_euroc
+    from tests.conftest import assert_refused, run_grade
+
+    export_euroc([fisheye_run], tmp_path / "euroc", cameras=["fisheye"])
+    sensor = yaml.safe_load(next((tmp_path / "euroc").rglob("cam0/sensor.yaml")).read_text())
+    fx, fy, cx, cy = sensor["intrinsics"]
+    assert (sensor["camera_model"], sensor["distortion_model"]) == ("pinhole", "equidistant")
+    assert sensor["distortion_coefficients"] == list(FISHEYE.coefficients)
+    assert fx == pytest.approx(96 / (2 * float(theta_d(FISHEYE.coefficients, np.radians(100.0)))))
+    assert (fy, cx, cy) == (fx, 47.5, 35.5)
+    result = run_grade("export", "tum", str(fisheye_run), "--out", str(tmp_path / "tum"), "--camera", "fisheye")
+    assert_refused(result, "--camera", "fisheye", "TUM RGB-D")
+    assert not (tmp_path / "tum").exists()
+
+
+def test_replay_with_swaps_a_recorded_camera_to_a_fisheye():
+    from core.config_io import load_experiment
+    from replay.overrides import ReplayOverrides, replay_config
+    from tests.conftest import CONFIGS
+
+    recorded = load_experiment(CONFIGS / "demo.yaml").model_dump(mode="json")
+    overrides = ReplayOverrides(cameras=[camera_config(model="equidistant", fov_deg=190.0,
+                                                       distortion=FISHEYE.coefficients)])
+    replayed = replay_config(recorded, overrides, "overrides.yaml").robot.sensors.cameras[0]
+    assert (replayed.name, replayed.model, replayed.distortion, replayed.fov_deg) == (
+        "camera", "equidistant", FISHEYE.coefficients, 190.0)
