@@ -468,9 +468,9 @@ class Explorer:
         self.driver.go(carrot, heading, self._height())
 
     def _hold(self, position: np.ndarray, yaw: float) -> None:
-        """Hold where the robot is, unless it stands closer to an obstacle than its radius (a person pushed it
-        there, say): then it moves off first (`_refuge`) rather than hold in contact."""
-        refuge = self._refuge(position)
+        """Hold where the robot is, unless a flying robot stands closer to an obstacle than its radius (a person
+        pushed it there, say): then it moves off first (`_refuge`) rather than hold in contact."""
+        refuge = self._refuge(position) if self.flies else None
         if refuge is None:
             self.driver.hold()
         else:

@@ -191,9 +191,12 @@ class Reference:
     rate: float = 1.0
     wanted: float = 1.0  # the rate it moves towards
 
-    def advance(self, step: float, wanted: float, reach: float = math.inf) -> bool:
-        """`step` s on with the rate moved towards `wanted` (in [0, 1]); the time stays while the plan would
-        then be further than `reach` m along the path. Whether it advanced."""
+    def advance(self, step: float, wanted: float, reach: float = math.inf, brake: float | None = None) -> bool:
+        """`step` s on with the rate moved towards `wanted` (in [0, 1]), by at most `brake` per second (default the
+        reference's own); the time stays while the plan would then be further than `reach` m along the path.
+        Whether it advanced."""
+        if brake is not None:
+            self.brake = brake
         self.wanted = wanted
         self.rate = self._rate_in(step)
         if self.plan.progress(self.time + step * self.rate)[0] * self.plan.length > reach:

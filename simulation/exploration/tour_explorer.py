@@ -21,10 +21,11 @@ Planning, every `replan_period` s or when the path ahead is blocked:
   (simulation.exploration.motion_plan).
 
 Tracking. The trajectory's reference (motion_plan.Reference) runs in simulation time at a rate: 1 as planned,
-less to slow down, 0 to stop, changed within `BRAKE_FRACTION` of the acceleration limit, so that every stop (to
-let someone pass, to turn first, to change paths) brakes along the path, where the robot stays, instead of a set
-point snapped to where the robot is, which it overshoots by its stopping distance (half a metre at 1.1 m/s) off
-the path, into places nobody checked, and then flies back. The reference is held back while it is more than a
+and for a flying robot less to slow down, 0 to stop, changed within `BRAKE_FRACTION` of the acceleration limit,
+so that the UAV's every stop (to let someone pass, to turn first, to change paths) brakes along the path, where
+it stays, instead of towards a set point snapped to where it is, which it overshoots by its stopping distance
+(0.6 m from 1.1 m/s) off the path, into places nobody checked, and then flies back. (A ground base brakes in
+place within its own limits, without overshoot.) The reference is held back while it is more than a
 `lookahead` ahead of the robot's progress along the path, so that a robot held up (a person in the way) never
 gets a set point across a corner. The UAV's set point is the reference itself with the reference's velocity fed
 forward (taken the controller's velocity time constant ahead, the lag of its velocity shaping, its rate on the
@@ -34,9 +35,9 @@ its acceleration and jerk limits, cuts a right angle by 0.3 m at 1.1 m/s: its re
 ahead (`Reference.corner_rate`) so that its velocity changes there by at most `CORNER_CHANGE`, slowing at
 `CORNER_FRACTION` of the acceleration limit. The TIAGo's set point is the reference `1 / gain` s ahead (its base
 controller's position loop lags its set point by that). A new path that leaves the way the robot moves by more
-than `SWERVE` (at `SWERVE_SPEED` or more) waits until the robot has braked to a stop on its current one: turning
+than `SWERVE` (at `SWERVE_SPEED` or more) waits until the UAV has braked to a stop on its current one: turning
 its velocity, it would drift off both. A robot closer to an obstacle than its radius moves off first without
-turning, as in the frontier explorer, and holds nowhere closer (a person may have pushed it there).
+turning, as in the frontier explorer, and the UAV holds nowhere closer (a person may have pushed it there).
 
 Heading. While the TIAGo moves, its heading stays within `LOOK_FRACTION` of the camera's half field of view of
 the way it goes, and it stops and turns on the spot first while the way it goes is outside the camera's view: its
@@ -51,13 +52,15 @@ the way it goes.
 Narrow places. The UAV's disc fits its frame's corners and its hard clearance covers the map's cells and its
 tracking; doorways 1.1 m wide, mapped a cell narrower, fit the disc but not the clearance. There (`TIGHT_WEIGHT`,
 `TIGHT_MARGIN`) it goes only where there is no way round, slowly (`CREEP_SPEED`, slowing for them within its
-stopping distance), facing the way it goes (its frame's side, not its corners, towards the door posts), never
-stopping there to look, and never within its clearance of people (where something moved lately).
+stopping distance), facing the way it goes (its frame's side, not its corners, towards the door posts), and
+never stopping there to look.
 
 Yielding. While something that moves (a person, a flying object) was seen in the last `YIELD_MEMORY` s ahead of
-the robot (within `YIELD_CONE` of the way it goes), within its stopping distance and `YIELD_DISTANCE` beyond its
-disc, clearance and safety margin, the robot brakes to a stop on its path and lets it pass, for at most
-`YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes round them.
+the robot (within `YIELD_CONE` of the way it goes), within `YIELD_DISTANCE` beyond its disc, clearance and safety
+margin, the robot brakes to a stop (the UAV on its path, at `YIELD_BRAKE_FRACTION` of its acceleration limit) and
+lets it pass, for at most `YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes
+round them. (Waiting for everything moving within the UAV's stopping distance as well kept it from the doorways
+people use.)
 
 A viewpoint is reached when the robot is within `goal_tolerance` of it facing its yaw within
 `yaw_tolerance`; the robot holds there for `DWELL_MAPS` map updates (the map takes in what the camera sees
@@ -92,7 +95,7 @@ from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.motion_plan import MotionLimits, MotionPlan, Reference, plan_motion
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN, Grid2D
 from simulation.exploration.params import ExplorationArea, ExplorerParams
-from simulation.exploration.planner import SAFETY_WEIGHT, CostMap, SearchTree, clearance_map, grid_graph
+from simulation.exploration.planner import SAFETY_WEIGHT, CostMap, SearchTree, grid_graph
 from simulation.exploration.tour import cost_matrix, refine, solve_tour, travel_time
 from simulation.exploration.viewpoints import (
     Cluster,
@@ -115,6 +118,7 @@ YIELD_CONE = math.radians(45.0)  # off the way ahead
 YIELD_PATIENCE = 2.0  # s the robot waits for it; then it goes on (the map blocks a person standing in the way)
 LOOK_FRACTION = 0.8  # of the camera's half field of view: how far the heading may be off the way the robot goes
 BRAKE_FRACTION = 0.5  # of the acceleration limit: how fast the trajectory's reference slows down and speeds up again
+YIELD_BRAKE_FRACTION = 1.0  # ... and how fast it stops for something moving close ahead
 CREEP_SPEED = 0.3  # m/s through narrow places (less than the disc plus its clearance from anything known)
 TIGHT_WEIGHT = 2 * SAFETY_WEIGHT  # extra cost per metre through such places
 TIGHT_MARGIN = 0.08  # m kept there beyond the disc: a wall's end may lie up to a cell nearer than the map has it
@@ -184,8 +188,7 @@ class TourExplorer(Explorer):
         x, y = grid.centers()
         near = np.hypot(x - position[0], y - position[1]) <= radius + BLIND_MARGIN
         passable = (grid.state == FREE) | ((grid.state == UNKNOWN) & near)
-        people = (grid.state == OCCUPIED) & (self._moved >= self.robot.world.time - self.params.decay)
-        return with_narrow_passages(costs, passable, radius + TIGHT_MARGIN, people, clearance - TIGHT_MARGIN)
+        return with_narrow_passages(costs, passable, radius + TIGHT_MARGIN)
 
     def _tight(self) -> np.ndarray:
         """Cells with the disc's room but not its clearance (`_cost_map`)."""
@@ -304,7 +307,7 @@ class TourExplorer(Explorer):
         velocity = self.robot.pose()[:3, :3] @ self.robot.velocity()[0]
         norm, speed = float(np.linalg.norm(ahead)), float(np.linalg.norm(velocity[:2]))
         speed0 = float(velocity[:2] @ ahead / norm) if norm > 0 else 0.0
-        if self.trajectory is not None and speed >= SWERVE_SPEED and speed0 < speed * math.cos(SWERVE):
+        if self.flies and self.trajectory is not None and speed >= SWERVE_SPEED and speed0 < speed * math.cos(SWERVE):
             self._swerve = True
             return
         self._swerve = False
@@ -369,20 +372,24 @@ class TourExplorer(Explorer):
         velocity = (self.robot.pose()[:3, :3] @ self.robot.velocity()[0])[:2]
         speed = float(np.linalg.norm(velocity))
         stop = self._swerve  # a new path waits until the robot stopped on this one
+        brake = BRAKE_FRACTION
         if self._swerve and speed < MOVING:
             self._replan_now = True
-        if not self._yield(position, follower, speed):
+        if not self._yield(position, follower):
             self._yielding = None
         elif self._yielding is None or now <= self._yielding + YIELD_PATIENCE:
             self._yielding = now if self._yielding is None else self._yielding
-            stop = True
+            if not self.flies:  # a ground base brakes where it is, within its own limits, without overshoot
+                self.driver.hold()
+                return
+            stop, brake = True, YIELD_BRAKE_FRACTION
         # Narrow places within the stopping distance ahead: slowly, facing the way (module notes).
         tight = self.driver.clearance > 0 and self._tight_ahead(follower, self._stopping_distance(speed))
         reference = self.reference
         heading = reference.yaw(self.yaw_lead)
         # The way the robot goes: to the path a lookahead on (the set point itself may be right by the robot).
         away = follower.point_at(follower.progress + self.params.lookahead) - position[:2]
-        slow = tight
+        slow = turn_first = tight
         if np.linalg.norm(away) > self.params.goal_tolerance:  # keep the way ahead in view (module notes)
             travel = math.atan2(away[1], away[0])
             ahead = self._cells_ahead(follower, position)
@@ -391,22 +398,27 @@ class TourExplorer(Explorer):
                 look = 0.0 if blind else self.look
                 heading = travel + float(np.clip(wrap_angle(heading - travel), -look, look))
                 if abs(float(wrap_angle(travel - yaw))) > (self.look if blind else self.half_fov):
-                    # Turn first: a ground robot (and a flying one before a narrow place) stopped on the path, a
-                    # flying one creeping along it as it turns.
-                    stop, slow = stop or tight or not self.flies, True
-        # The reference advances with time, scaled down to a stop along the path within the robot's limits, and
-        # only while it is within a lookahead of the robot's progress.
+                    # Turn first: a flying robot creeping along its path as it turns (stopped on it before a
+                    # narrow place), a ground one going for the path where it is (its base brakes in place).
+                    turn_first, stop, slow = True, stop or tight, True
+        # The reference advances with time (a flying robot's scaled down to a stop along the path within its limits:
+        # its position loop would overshoot a set point snapped back), and only while it is within a lookahead of
+        # the robot's progress.
         wanted = 0.0 if stop else (min(1.0, CREEP_SPEED / self.limits.speed) if slow else 1.0)
         if self.flies:  # slow for the path's corners (module notes)
             wanted = min(wanted, reference.corner_rate(CORNER_FRACTION * self.limits.acceleration, CORNER_CHANGE,
                                                        CORNER_WINDOW))
+        else:
+            wanted = 1.0
         step = self._control_every * self.robot.world.timestep
         reach = follower.progress + self.params.lookahead
-        advancing = reference.advance(step, wanted, reach)
+        advancing = reference.advance(step, wanted, reach, brake * self.limits.acceleration / self.limits.speed)
         carrot = reference.point(self.lead, reach)
         feedforward = None
         if self.velocity_lead is not None and advancing and reference.along(self.lead) <= reach:
             feedforward = reference.velocity(self.velocity_lead)
+        if turn_first and not self.flies:
+            carrot = follower.point_at(follower.progress)
         refuge = self._refuge(position)
         if refuge is not None:  # too close to something to turn: move off first
             self.driver.go(refuge, yaw, self._height())
@@ -425,17 +437,16 @@ class TourExplorer(Explorer):
         cells = cells[self.grid.contains(cells)]
         return bool(self._tight()[cells[:, 0], cells[:, 1]].any())
 
-    def _yield(self, position: np.ndarray, follower: PathFollower, speed: float) -> bool:
-        """Whether something that moves (a person) was seen lately close ahead, within the distance the robot needs
-        to stop from `speed` and `YIELD_DISTANCE` beyond its disc, clearance and safety margin: the robot then
-        waits for it to pass rather than move on into its way."""
+    def _yield(self, position: np.ndarray, follower: PathFollower) -> bool:
+        """Whether something that moves (a person) was seen lately close ahead, within `YIELD_DISTANCE` beyond the
+        robot's disc, clearance and safety margin: the robot then waits for it to pass rather than move on into its
+        way."""
         cells = np.argwhere(self._moved >= self.robot.world.time - YIELD_MEMORY)
         if not len(cells):
             return False
         offsets = self.grid.center_of(cells) - position[:2]
         way = follower.point_at(follower.progress + self.params.lookahead) - position[:2]
-        reach = (self.driver.radius + self.driver.clearance + self.params.safety_margin + YIELD_DISTANCE
-                 + self._stopping_distance(speed))
+        reach = self.driver.radius + self.driver.clearance + self.params.safety_margin + YIELD_DISTANCE
         distance = np.linalg.norm(offsets, axis=1)
         ahead = offsets @ way >= math.cos(YIELD_CONE) * distance * np.linalg.norm(way)
         near = (distance <= reach) & ahead
@@ -458,14 +469,10 @@ class TourExplorer(Explorer):
         return cells[self.grid.contains(cells)]
 
 
-def with_narrow_passages(costs: CostMap, passable: np.ndarray, radius: float, people: np.ndarray | None = None,
-                         clearance: float = 0.0) -> CostMap:
-    """`costs`, made for a disc of `radius` plus a hard `clearance`, with the `passable` cells that have the disc's
-    room but not the clearance made traversable at `TIGHT_WEIGHT` per metre: a way through a doorway that the disc
-    fits but the clearance does not, taken where there is no way round. Never within the clearance of `people`
-    (occupied cells where something moved lately): their bodies reach beyond what the camera sees of them."""
+def with_narrow_passages(costs: CostMap, passable: np.ndarray, radius: float) -> CostMap:
+    """`costs`, made for a disc larger than `radius` (the robot's disc and a hard clearance), with the `passable`
+    cells that have `radius` of room but not the clearance made traversable at `TIGHT_WEIGHT` per metre: a way
+    through a doorway that the disc fits but the clearance does not, taken where there is no way round."""
     tight = passable & (costs.clearance >= radius) & ~costs.traversable
-    if people is not None and people.any():
-        tight &= clearance_map(people, costs.resolution) >= radius + clearance
     return CostMap(costs.traversable | tight, np.where(tight, TIGHT_WEIGHT, costs.penalty), costs.clearance,
                    costs.resolution)
