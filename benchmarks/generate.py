@@ -23,7 +23,7 @@ average (1 min) before and after each run are printed too; peak RSS is the proce
 third table: each thread's CPU time (not wall time) in the functions it spends it in, in milliseconds per camera
 frame; the wrappers themselves cost a little CPU, so the run's other figures are then slightly worse.
 
-    .venv/bin/python benchmarks/generate.py [--setup demo|paper|both|robots] [--out runs/bench/generate]
+    .venv/bin/python benchmarks/generate.py [--setup demo|paper|both|robots|lenses] [--out runs/bench/generate]
         [--cache DIR] [--set key=value ...] [--cpu-by-function] [--smoke]
 
 `--cache DIR` converts into (and reuses) that asset cache instead of a fresh one per setup. `--smoke`: every setup
@@ -33,6 +33,11 @@ at its smallest (0.25 s simulated, 1 human, 1 flying object, 96x72 and 96x54 cam
 (10 s of the tour planner, the same 640x480 camera, no IMUs) recorded with the UAV and with an MJCF
 quadrotor (floating), and with the lightweight TIAGo and the Clearpath Husky URDF of ../shared/realdata
 (differential); it prints each run's CPU seconds (all threads) per simulated second and each pair's ratio.
+
+`--setup lenses` prices a camera's lens model: the demo (10 s of the tour planner) as it is, with a second 640x480
+camera (default outputs) that is a 90 degree pinhole, and with that camera a 180 degree equidistant fisheye
+(core/config/lens.py); it prints each run's CPU seconds (all threads) per simulated second and what the second
+camera adds, pinhole against fisheye.
 """
 
 from __future__ import annotations
@@ -298,9 +303,44 @@ def robots(out: Path, cache: Path | None = None, smoke: bool = False) -> None:
           f"{cpu['husky'] / cpu['tiago lightweight']:.3f}")
 
 
+SECOND_CAMERA = "{name: second, mount: {link: camera_link, translation: [0.1, 0.0, 0.0]}, rate_hz: 30, "
+# (name, the demo's cameras): the lone camera, then a second one at the same place and rate through each lens.
+LENS_SETUPS = [
+    ("demo", None),
+    ("+ pinhole 90", SECOND_CAMERA + "fov_deg: 90}"),
+    ("+ fisheye 180", SECOND_CAMERA + "model: equidistant, fov_deg: 180}"),
+]
+LENS_RUN = ["simulation.duration=10"]
+
+
+def lenses(out: Path, cache: Path | None = None, smoke: bool = False) -> None:
+    """`--setup lenses` (module docstring)."""
+    cache = cache or out / "assets"
+    size = "width: 96, height: 72, " if smoke else "width: 640, height: 480, "
+    demo = load_experiment(ROOT / "configs" / "demo.yaml", SMOKE_RUN if smoke else LENS_RUN)
+    first = demo.robot.sensors.cameras[0].model_dump(mode="json")
+    cpu: dict[str, float] = {}
+    for name, second in LENS_SETUPS:
+        cameras = [first] if second is None else [first, second.replace("{", "{" + size, 1)]
+        listed = ", ".join(json.dumps(c) if isinstance(c, dict) else c for c in cameras)
+        config = load_experiment(ROOT / "configs" / "demo.yaml",
+                                 [*(SMOKE_RUN if smoke else LENS_RUN), f"robot.sensors.cameras=[{listed}]"])
+        folder = out / name.replace(" ", "-").replace("+", "plus")
+        shutil.rmtree(folder, ignore_errors=True)
+        if not cpu:
+            generate(config, folder / "warm", cache=cache)  # converts and places, shared by all: not compared
+        cpu_start = cpu_seconds()
+        result = generate(config, folder / "run", cache=cache)
+        cpu[name] = (cpu_seconds() - cpu_start) / result.info.sim_time_end
+        print(f"{name:<16} {cpu[name]:6.2f} CPU s per simulated second", flush=True)
+    pinhole, fisheye = (cpu[name] - cpu["demo"] for name, _ in LENS_SETUPS[1:])
+    print(f"second camera: pinhole 90 deg {pinhole:.2f}, fisheye 180 deg {fisheye:.2f} CPU s per simulated second "
+          f"(fisheye / pinhole: {fisheye / pinhole:.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--setup", choices=("demo", "paper", "both", "robots"), default="both")
+    parser.add_argument("--setup", choices=("demo", "paper", "both", "robots", "lenses"), default="both")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "generate")
     parser.add_argument("--cache", type=Path, default=None,
                         help="asset cache to convert into and reuse (default: a fresh one under each setup's folder)")
@@ -320,6 +360,9 @@ def main() -> None:
     print(f"{os.cpu_count()} cores; load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     if args.setup == "robots":
         robots(args.out / "robots", args.cache, args.smoke)
+        return
+    if args.setup == "lenses":
+        lenses(args.out / "lenses", args.cache, args.smoke)
         return
     if args.setup in ("demo", "both"):
         run("demo", [*smoke, *args.overrides], args.out / "demo", stages, functions, args.cache)

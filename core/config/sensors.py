@@ -77,7 +77,8 @@ class CameraConfig(Strict):
         # Every camera was an ideal pinhole before lens models: left out, existing configs' run.json and record
         # hashes stay byte for byte what they were.
         if self.model == "pinhole":
-            del data["model"], data["distortion"]
+            data.pop("model", None)  # absent already from dumps that leave out defaults
+            data.pop("distortion", None)
         return data
 
     @property
