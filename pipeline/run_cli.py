@@ -27,9 +27,9 @@ RerunOption = Annotated[Literal["spawn", "connect"] | None, typer.Option(
     "--rerun", help="Show the run in the Rerun viewer as it records: spawn a viewer window, or connect to a running "
                     "one (--rerun-address); needs the viz extra. The recorded files are the same.")]
 LiveOption = Annotated[Literal["ros1", "ros2"] | None, typer.Option(
-    "--live", help="Also publish the run to ROS as it records: ros1 to the master at ROS_MASTER_URI, taking "
-                   "commands from your own node; ros2 on DDS (realtime pacing, publishing only). Sets "
-                   "live.middleware; the config's `live` section sets the pacing. The recorded files are the same.")]
+    "--live", help="Also publish the run to ROS as it records, taking commands from your own node: ros1 to the "
+                   "master at ROS_MASTER_URI; ros2 on DDS (domain ROS_DOMAIN_ID). Sets live.middleware; the "
+                   "config's `live` section sets the pacing. The recorded files are the same.")]
 RerunAddressOption = Annotated[str | None, typer.Option(
     "--rerun-address", metavar="ADDR", help="With --rerun connect: the viewer's rerun+http://HOST:PORT/proxy, "
                                             "HOST:PORT or PORT (default: 9876, the local viewer's).")]
