@@ -249,6 +249,21 @@ def test_a_fisheye_camera_is_refused_by_the_experiment_loader_with_its_field(tmp
                                                 "robot.sensors.cameras.0.distortion=[-0.3, 0, 0, 0]"])
 
 
+@pytest.mark.parametrize(("settings", "mentions"), [
+    (["robot.sensors.cameras.0.model=equidistant", "robot.sensors.cameras.0.fov_deg=200",
+      "robot.sensors.cameras.0.distortion=[-0.3, 0, 0, 0]"], ["robot.sensors.cameras.0", "fov_deg", "stops rising"]),
+    (["robot.sensors.cameras.0.distortion=[0.1, 0, 0, 0, 0]"], ["robot.sensors.cameras.0", "distortion", "pinhole"]),
+    (["robot.sensors.cameras.0.model=radtan", "robot.sensors.cameras.0.fov_deg=180"],
+     ["robot.sensors.cameras.0", "fov_deg", "(0, 180)"]),
+], ids=["fisheye fov unreachable", "pinhole with coefficients", "radtan 180 deg"])
+def test_grade_config_validate_exits_2_naming_the_lens_field(settings, mentions):
+    from tests.conftest import CONFIGS, assert_refused, run_grade
+
+    result = run_grade("config", "validate", str(CONFIGS / "demo.yaml"),
+                       *(arg for setting in settings for arg in ("--set", setting)))
+    assert_refused(result, *mentions)
+
+
 def test_fisheye_reach_and_config_focal():
     reach, top = equidistant_reach(FISHEYE.coefficients)
     assert reach == pytest.approx(math.pi)  # this lens rises all the way round
