@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from core.config.lens import Lens
 from core.progress import track
 from core.recording import Camera, Frame
 from export.annotate import DEFAULT_FILTERS, Filters, FrameLabels, check_frames, compress, label_frame
@@ -129,7 +130,9 @@ class _KeypointTruth:
         found = skeleton.keypoints_world(prim_path, self.frame.time) if skeleton is not None else None
         if found is None:
             return UNLABELLED
-        flat = project_keypoints(*found, self.frame.pose, self.frame.K, self.depth, self.instance, instance_id)
+        record = self.frame.record
+        flat = project_keypoints(*found, self.frame.pose, self.frame.K, self.depth, self.instance, instance_id,
+                                 Lens.from_ros(record.distortion_model, record.D))
         return {"keypoints": flat, "num_keypoints": sum(1 for v in flat[2::3] if v > 0)}
 
 

@@ -6,8 +6,9 @@ unlabelled (0, 0, 0), as COCO does for keypoints it has no position for. Joints 
 the frame's time between the recorded samples (humans_hz).
 
 Coordinates follow COCO's continuous pixel frame (the image's top-left corner at (0, 0), so the centre of
-pixel (col, row) is (col + 0.5, row + 0.5)), matching the exported boxes. Visibility: 0 when the joint is
-behind the camera or projects outside the image; 2 when the pixel it projects to shows this person, or shows
+pixel (col, row) is (col + 0.5, row + 0.5)), matching the exported boxes; a camera with a lens model
+projects through it (core/config/lens.py). Visibility: 0 when the joint is behind the camera (an equidistant
+lens sees behind itself: there, at the camera centre) or projects outside the image; 2 when the pixel it projects to shows this person, or shows
 a surface no nearer than `DEPTH_TOLERANCE` in front of the joint (a joint lies inside the body, a few
 centimetres behind the skin the camera sees); 1 (labelled, occluded) otherwise.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.config.lens import PINHOLE, Lens, project_directions
 from core.formats.humans import HumansDocument
 from core.recording import Humans
 from export.categories import COCO_KEYPOINTS
@@ -65,23 +67,30 @@ class SkeletonTrack:
 
 
 def project_keypoints(points: np.ndarray, labelled: np.ndarray, pose: np.ndarray, K: np.ndarray,
-                      depth: np.ndarray | None, instance: np.ndarray, instance_id: int) -> list[float]:
+                      depth: np.ndarray | None, instance: np.ndarray, instance_id: int,
+                      lens: Lens = PINHOLE) -> list[float]:
     """COCO's flat [x1, y1, v1, ...] of world `points` (17, 3) seen from camera `pose` (world <- optical) with
-    intrinsics `K`, visibility by `depth` (m, 0 = no return) and `instance` (module docstring)."""
+    intrinsics `K` through `lens`, visibility by `depth` (m, 0 = no return; the range along the ray through an
+    equidistant lens) and `instance` (module docstring)."""
     height, width = instance.shape
     camera = (np.linalg.inv(pose) @ np.c_[points, np.ones(len(points))].T).T[:, :3]
     out: list[float] = []
     for (x, y, z), known in zip(camera, labelled, strict=True):
-        if not known or z <= 0:
+        distance = float(np.sqrt(x * x + y * y + z * z)) if lens.range_depth else z
+        if not known or distance <= 0:
             out += [0.0, 0.0, 0]
             continue
-        u = K[0, 0] * x / z + K[0, 2] + 0.5
-        v = K[1, 1] * y / z + K[1, 2] + 0.5
+        if lens.pinhole:
+            u = K[0, 0] * x / z + K[0, 2] + 0.5
+            v = K[1, 1] * y / z + K[1, 2] + 0.5
+        else:
+            pixel = project_directions((K[0, 0], K[1, 1], K[0, 2], K[1, 2]), lens, np.array([[x], [y], [z]]))
+            u, v = float(pixel[0, 0]) + 0.5, float(pixel[1, 0]) + 0.5
         if not (0 <= u < width and 0 <= v < height):
             out += [0.0, 0.0, 0]
             continue
         col, row = int(u), int(v)
         seen = float(depth[row, col]) if depth is not None else 0.0
-        visible = instance[row, col] == instance_id or seen <= 0 or seen >= z - DEPTH_TOLERANCE
+        visible = instance[row, col] == instance_id or seen <= 0 or seen >= distance - DEPTH_TOLERANCE
         out += [round(float(u), 2), round(float(v), 2), 2 if visible else 1]
     return out

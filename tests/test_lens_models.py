@@ -397,3 +397,17 @@ def test_replay_with_swaps_a_recorded_camera_to_a_fisheye():
     replayed = replay_config(recorded, overrides, "overrides.yaml").robot.sensors.cameras[0]
     assert (replayed.name, replayed.model, replayed.distortion, replayed.fov_deg) == (
         "camera", "equidistant", FISHEYE.coefficients, 190.0)
+
+
+@pytest.mark.parametrize("lens", [RADTAN, FISHEYE], ids=["radtan", "equidistant"])
+def test_coco_keypoints_are_projected_through_the_lens(lens):
+    from export.keypoints import project_keypoints
+
+    camera = CAMERAS["radtan 90" if lens.model == "radtan" else "equidistant 180"]
+    points = np.array([[0.3, -0.2, 2.0], [0.8, 0.3, 1.0], [0.0, 0.0, -1.0]])  # the last behind the camera
+    flat = project_keypoints(points, np.ones(3, dtype=bool), IDENTITY, camera.K, None,
+                             np.zeros((camera.height, camera.width), np.uint16), 1, Lens.from_ros(lens.ros_model,
+                                                                                                  lens.D.tolist()))
+    expected = cv2_project(lens, camera, points[:2].T) + 0.5  # COCO's pixel centres are at + 0.5
+    assert np.abs(np.array([flat[0:2], flat[3:5]]).T - expected).max() < 0.006  # COCO rounds to 0.01
+    assert flat[8] == 0  # behind: even a fisheye of 180 degrees does not see straight back

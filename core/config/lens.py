@@ -29,6 +29,7 @@ from core.errors import InputError
 
 LensModel = Literal["pinhole", "radtan", "equidistant"]
 LENS_MODELS: tuple[str, ...] = get_args(LensModel)
+ROS_MODELS = {"plumb_bob": "radtan", "equidistant": "equidistant"}  # sensor_msgs/CameraInfo's names -> ours
 COEFFICIENT_NAMES = {"pinhole": (), "radtan": ("k1", "k2", "p1", "p2", "k3"), "equidistant": ("k1", "k2", "k3", "k4")}
 # Beyond this many degrees off the axis a radial-tangential lens's normalised radius (tan theta) is past 1e3: the
 # model is a perspective one and cannot see to 90 degrees.
@@ -64,6 +65,16 @@ class Lens:
         """A config's lens: no coefficients means an ideal lens of the model (all zero)."""
         return cls(model, tuple(float(c) for c in distortion) if distortion is not None
                    else (0.0,) * len(COEFFICIENT_NAMES[model]))
+
+    @classmethod
+    def from_ros(cls, distortion_model: str | None, D: list[float] | None) -> Lens:
+        """The lens a frames.jsonl line or CameraInfo names: plumb_bob (radtan), equidistant, or none (pinhole)."""
+        if distortion_model is None:
+            return PINHOLE
+        if distortion_model not in ROS_MODELS:
+            raise InputError(f"unknown distortion_model {distortion_model!r}; valid: {sorted(ROS_MODELS)}",
+                             field="distortion_model")
+        return cls(ROS_MODELS[distortion_model], tuple(float(c) for c in D or ()))
 
     @property
     def pinhole(self) -> bool:
@@ -177,7 +188,7 @@ def unproject(camera_k: tuple[float, float, float, float], lens: Lens, u: np.nda
 
 def project_directions(camera_k: tuple[float, float, float, float], lens: Lens, points: np.ndarray) -> np.ndarray:
     """Pixel coordinates (2, N) of optical-frame points (3, N) through `lens` (not pinhole). radtan: callers handle
-    points with z <= 0; equidistant: defined for every point off the camera centre."""
+    points with z <= 0; equidistant: defined for every point but those straight behind the camera (NaN)."""
     fx, fy, cx, cy = camera_k
     points = np.asarray(points, dtype=np.float64)
     if lens.model == "radtan":
@@ -186,7 +197,9 @@ def project_directions(camera_k: tuple[float, float, float, float], lens: Lens, 
         return pixels[:, 0, :].T
     radius = np.hypot(points[0], points[1])
     distorted = theta_d(lens.coefficients, np.arctan2(radius, points[2]))
-    scale = np.divide(distorted, radius, out=np.zeros_like(radius), where=radius > 0)
+    # On the axis behind the camera every direction off it is as near: no pixel (NaN).
+    on_axis = np.where(points[2] > 0, 0.0, np.nan)
+    scale = np.divide(distorted, radius, out=on_axis, where=radius > 0)
     return np.stack([fx * points[0] * scale + cx, fy * points[1] * scale + cy])
 
 
