@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 
 from core.config import NOT_AVAILABLE, ExperimentConfig, Strict, input_paths, resolve_input_paths
+from core.config.sensor_kinds import LIST_CONTEXT
 from core.errors import ConfigError
 from core.yaml_io import read_yaml
 
@@ -74,12 +75,21 @@ def _unwrap(annotation: Any) -> list[Any]:
     return [annotation]
 
 
+def _forms(annotation: Any) -> list[Any]:
+    """A root model stands for its root's type and for the other forms it reads (`input_forms`: the sensors'
+    earlier form)."""
+    if isinstance(annotation, type) and issubclass(annotation, RootModel):
+        root = annotation.model_fields["root"].annotation
+        return [*_unwrap(root), *getattr(annotation, "input_forms", ())]
+    return [annotation]
+
+
 def _models_at(model: type[BaseModel], loc: tuple) -> list[type[BaseModel]]:
     """The (nested) models a key path inside `model` can point to."""
     candidates: list[Any] = [model]
     for part in loc:
         nxt: list[Any] = []
-        for cand in candidates:
+        for cand in [form for given in candidates for form in _forms(given)]:
             origin = typing.get_origin(cand)
             if isinstance(cand, type) and issubclass(cand, BaseModel) and isinstance(part, str):
                 if part in cand.model_fields:
@@ -87,7 +97,7 @@ def _models_at(model: type[BaseModel], loc: tuple) -> list[type[BaseModel]]:
             elif origin in (list, tuple) and isinstance(part, int):
                 nxt += [t for a in typing.get_args(cand) if a is not Ellipsis for t in _unwrap(a)]
         candidates = nxt
-    return [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+    return [c for cand in candidates for c in _forms(cand) if isinstance(c, type) and issubclass(c, BaseModel)]
 
 
 def _unknown_key_message(model: type[BaseModel], loc: tuple) -> str:
@@ -172,5 +182,5 @@ def load_experiment(path: str | Path, overrides: list[str] | tuple[str, ...] = (
 
 
 def dump_yaml(model: BaseModel) -> str:
-    """A resolved config as YAML, every default included."""
-    return yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False, default_flow_style=None, width=100)
+    """A resolved config as YAML, every default included, its sensors as the typed list."""
+    return yaml.safe_dump(model.model_dump(mode="json", context=LIST_CONTEXT), sort_keys=False, default_flow_style=None, width=100)

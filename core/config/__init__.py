@@ -56,7 +56,9 @@ from core.config.robots import (
     TiagoConfig,
     UavLimits,
 )
-from core.config.sensors import MAX_CAMERA_PIXELS, CameraConfig, ImuConfig, LidarConfig, Mount, SensorsConfig
+from core.config.sensor_kinds import KINDS as SENSOR_KINDS
+from core.config.sensor_kinds import SensorKind, SensorsConfig
+from core.config.sensors import MAX_CAMERA_PIXELS, CameraConfig, ImuConfig, LidarConfig, Mount
 from core.config.simulation import MAX_DURATION_S, RandomizationConfig, RatesConfig, SimulationConfig
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "MAX_SEED",
     "NOT_AVAILABLE",
     "ROBOT_NAME_PATTERN",
+    "SENSOR_KINDS",
     "AnimalsConfig",
     "AnimatedConfig",
     "BlurConfig",
@@ -109,6 +112,7 @@ __all__ = [
     "RobotEntry",
     "RollingShutterConfig",
     "Seed",
+    "SensorKind",
     "SensorsConfig",
     "SimulationConfig",
     "Strict",

@@ -16,6 +16,7 @@ from core.config.postprocess import PostprocessConfig
 from core.config.recording import RecordingConfig
 from core.config.render import RenderConfig
 from core.config.robots import DEFAULT_ROBOT_NAME, MAX_ROBOTS, RobotConfig, RobotEntry
+from core.config.sensor_kinds import KINDS as SENSOR_KINDS
 from core.config.simulation import SimulationConfig
 from core.errors import ConfigError
 from core.robot_catalogue import KINDS
@@ -124,13 +125,7 @@ class ExperimentConfig(Strict):
         physics = self.simulation.physics_hz
         streams = {f"simulation.rates.{k}": v for k, v in self.simulation.rates.model_dump().items()}
         for _, key, robot, _ in self.robot_entries():
-            sensors = robot.sensors
-            for i, cam in enumerate(sensors.cameras):
-                streams[f"{key}.sensors.cameras.{i}.rate_hz"] = cam.rate_hz
-            for i, imu in enumerate(sensors.imus):
-                streams[f"{key}.sensors.imus.{i}.rate_hz"] = imu.rate_hz
-            if sensors.lidar:
-                streams[f"{key}.sensors.lidar.rate_hz"] = sensors.lidar.rate_hz
+            streams |= {f"{key}.sensors.{at}.rate_hz": sensor.rate_hz for at, sensor in robot.sensors.keyed()}
         for key, rate in streams.items():
             ratio = physics / rate
             if rate > physics or abs(ratio - round(ratio)) > 1e-9:
@@ -152,9 +147,8 @@ class ExperimentConfig(Strict):
     @model_validator(mode="after")
     def _has_a_sensor(self) -> ExperimentConfig:
         for _, key, robot, _ in self.robot_entries():
-            sensors = robot.sensors
-            if not (sensors.cameras or sensors.imus or sensors.lidar):
-                raise ValueError(f"{key}.sensors: a robot needs at least one sensor (a camera, an IMU or a LiDAR); "
+            if not robot.sensors.root:
+                raise ValueError(f"{key}.sensors: a robot needs at least one sensor (of {', '.join(SENSOR_KINDS)}); "
                                  "nothing would be recorded")
         return self
 
@@ -164,17 +158,12 @@ class ExperimentConfig(Strict):
             links = KINDS[robot.kind].links(robot)
             if links is None:  # a description's links: checked when it is loaded (simulation.embedded.sensors)
                 continue
-            sensors = robot.sensors
-            mounts = [(f"cameras.{i}", c.mount) for i, c in enumerate(sensors.cameras)]
-            mounts += [(f"imus.{i}", m.mount) for i, m in enumerate(sensors.imus)]
-            mounts += [("lidar", sensors.lidar.mount)] if sensors.lidar else []
-            names = [c.name for c in sensors.cameras] + [i.name for i in sensors.imus]
-            names += [sensors.lidar.name] if sensors.lidar else []
-            clashes = sorted(set(names) & set(links))
+            mounts = robot.sensors.mounts()
+            clashes = sorted({name for _, name, _ in mounts} & set(links))
             if clashes:
                 raise ValueError(f"sensor names {clashes} are robot link names; sensors get their own TF frames, "
                                  f"so name them differently (links: {sorted(links)})")
-            for key, mount in mounts:
+            for key, _, mount in mounts:
                 if mount.link not in links:
                     raise ValueError(
                         f"{robot_key}.sensors.{key}.mount.link {mount.link!r} is not a link of robot "

@@ -11,7 +11,7 @@ from pydantic import Field, StrictBool, model_validator
 from core.config.base import FloatRange, NonNegFloat, PositiveFloat, Strict
 from core.config.exploration import ExplorationConfig
 from core.config.paths import InputPath
-from core.config.sensors import SensorsConfig
+from core.config.sensor_kinds import SensorsConfig
 from core.robot_catalogue import CUSTOM_KEYS, KINDS, Drive, RobotKind
 
 

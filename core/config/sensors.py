@@ -1,4 +1,5 @@
-"""A robot's sensors (`robot.sensors`): cameras, IMUs and a LiDAR, each mounted on a robot link."""
+"""The sensors' config models (cameras, IMUs, LiDARs), each mounted on a robot link; a robot's list of them:
+core.config.sensor_kinds."""
 
 from __future__ import annotations
 
@@ -143,17 +144,3 @@ class LidarConfig(Strict):
                              f"{MAX_LIDAR_POINTS:,} a LiDAR may cast")
         return self
 
-
-class SensorsConfig(Strict):
-    cameras: list[CameraConfig] = Field(default_factory=list)
-    imus: list[ImuConfig] = Field(default_factory=list)
-    lidar: LidarConfig | None = None
-
-    @model_validator(mode="after")
-    def _unique_names(self) -> SensorsConfig:
-        names = [c.name for c in self.cameras] + [i.name for i in self.imus]
-        names += [self.lidar.name] if self.lidar else []
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"sensor names must be unique, repeated: {duplicates}")
-        return self

@@ -1,0 +1,255 @@
+"""A robot's sensors (`robot.sensors`) as one list of typed entries, and the sensor kinds it may hold.
+
+    sensors:
+      - {type: camera, name: camera, mount: {link: camera_link}}
+      - {type: lidar, name: front_lidar, mount: {link: base_link}}
+      - {type: lidar, name: rear_lidar, mount: {link: base_link, rpy_deg: [0, 0, 180]}}
+
+Each kind (`SensorKind`, one line each in `KINDS`) names its config model, the key of the form before the list
+(`cameras`, `imus`, `lidar`: still accepted, and normalised to the list when the config is read) and its
+stream (`<type>/<name>` in the rate schedule and run.json's frame counts). The simulation layer's half of each
+kind (how the recorder samples and writes it) is simulation.recording.sensor_streams.
+
+A config given in the earlier form is dumped in it again (run.json, the stages' content hashes), so existing
+configs' outputs stay byte for byte what they were; `grade config show` prints the list (`LIST_CONTEXT`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import (
+    Field,
+    GetJsonSchemaHandler,
+    PrivateAttr,
+    RootModel,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
+
+from core.config.base import Strict
+from core.config.sensors import CameraConfig, ImuConfig, LidarConfig, Mount
+
+# Serialisation context under which the sensors are dumped as the typed list even when the earlier form holds
+# them (core.config_io.dump_yaml: `grade config show`).
+LIST_CONTEXT = {"sensor_list": True}
+
+
+class CameraEntry(CameraConfig):
+    type: Literal["camera"] = "camera"
+
+
+class ImuEntry(ImuConfig):
+    type: Literal["imu"] = "imu"
+
+
+class LidarEntry(LidarConfig):
+    type: Literal["lidar"] = "lidar"
+
+
+@dataclass(frozen=True)
+class SensorKind:
+    """What the config knows of a kind of sensor: its `type`, its entry model, and the key of the form before
+    the list (`legacy_key`; `many`: a list of them there, else at most one)."""
+
+    type: str
+    entry: type[Strict]
+    legacy_key: str | None = None  # none for a kind newer than the list
+    many: bool = True
+
+    def stream(self, name: str) -> str:
+        """The sensor's stream: its key in the rate schedule and in run.json's frame counts."""
+        return f"{self.type}/{name}"
+
+
+KINDS: dict[str, SensorKind] = {kind.type: kind for kind in (
+    SensorKind("camera", CameraEntry, "cameras", many=True),
+    SensorKind("imu", ImuEntry, "imus", many=True),
+    SensorKind("lidar", LidarEntry, "lidar", many=False),
+)}
+SensorEntry = Annotated[Union[CameraEntry, ImuEntry, LidarEntry], Field(discriminator="type")]  # noqa: UP007
+_LEGACY_KEYS = {kind.legacy_key: kind for kind in KINDS.values() if kind.legacy_key}
+
+
+def kind_of(entry: Strict) -> SensorKind:
+    return KINDS[entry.type]
+
+
+def _as_entry(kind: SensorKind, value: Any) -> Any:
+    """A model of the kind's base config (CameraConfig, ...) made its list entry; anything else as it is."""
+    if isinstance(value, kind.entry.__mro__[1]) and not isinstance(value, kind.entry):
+        return kind.entry.model_validate(value.model_dump())
+    return value
+
+
+def _raise(errors: list[InitErrorDetails]) -> None:
+    if errors:
+        raise ValidationError.from_exception_data("SensorsConfig", errors)
+
+
+class EarlierForm(Strict):
+    """The sensors as configs gave them before the list: validating it locates errors at the keys written
+    (`cameras.0.width`)."""
+
+    cameras: list[CameraEntry] = Field(default_factory=list)
+    imus: list[ImuEntry] = Field(default_factory=list)
+    lidar: LidarEntry | None = None
+
+
+@functools.lru_cache(maxsize=64)
+def _entries_adapter(kinds: tuple[str, ...]) -> TypeAdapter:
+    """The list of these kinds, as a tuple of their entries: errors are located at `<index>.<key>`, without the
+    union's tag a discriminated list would put between."""
+    return TypeAdapter(tuple[tuple(KINDS[kind].entry for kind in kinds)])
+
+
+class SensorsConfig(RootModel[list[SensorEntry]]):
+    """A robot's sensors, any number of each kind, names unique (each names its topics, TF frame and gt
+    folder). Read from the list or from the earlier form ({cameras: [...], imus: [...], lidar: {...}})."""
+
+    root: list[SensorEntry] = Field(default_factory=list)
+    input_forms: ClassVar[tuple[type[Strict], ...]] = (EarlierForm,)  # for core.config_io's did-you-mean
+    _legacy: bool = PrivateAttr(True)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _normalise(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> SensorsConfig:
+        if isinstance(data, SensorsConfig):
+            return data
+        legacy = isinstance(data, dict)
+        if legacy:
+            given = {key: ([_as_entry(_LEGACY_KEYS[key], v) for v in value] if isinstance(value, list)
+                           else _as_entry(_LEGACY_KEYS[key], value)) if key in _LEGACY_KEYS else value
+                     for key, value in data.items()}
+            form = EarlierForm.model_validate(given)
+            entries = [*form.cameras, *form.imus, *([form.lidar] if form.lidar else [])]
+        elif isinstance(data, list):
+            kinds = [(item.get("type") if isinstance(item, dict) else getattr(_kind_of_model(item), "type", None))
+                     for item in data]
+            _raise([InitErrorDetails(type=PydanticCustomError(
+                "sensor_type", "type must be one of {types}, got {got}", {"types": ", ".join(KINDS), "got": repr(kind)}),
+                loc=(i, "type"), input=data[i]) for i, kind in enumerate(kinds) if kind not in KINDS])
+            entries = list(_entries_adapter(tuple(kinds)).validate_python(
+                tuple(_as_entry(KINDS[kind], item) for kind, item in zip(kinds, data, strict=True))))
+        else:
+            return handler(data)
+        config = handler(entries)
+        config._legacy = legacy
+        config._check_names()
+        return config
+
+    def _check_names(self) -> None:
+        seen: dict[str, str] = {}
+        for key, entry in self.keyed():
+            if entry.name in seen:
+                _raise([InitErrorDetails(type=PydanticCustomError(
+                    "sensor_name", "sensor names must be unique (each names its topics, TF frame and ground truth): "
+                    "{name} is also the name of sensors.{other}", {"name": repr(entry.name), "other": seen[entry.name]}),
+                    loc=(*_loc(key), "name"), input=entry.name)])
+            seen[entry.name] = key
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        dumped = handler(self)
+        entries = [{key: value for key, value in item.items() if key != "type"} for item in dumped]
+        if not self.fits_legacy or (info.context or {}).get("sensor_list"):
+            return [{"type": entry.type, **item} for entry, item in zip(self.root, entries, strict=True)]
+        by_kind = {kind.type: [item for entry, item in zip(self.root, entries, strict=True) if entry.type == kind.type]
+                   for kind in _LEGACY_KEYS.values()}
+        return {key: by_kind[kind.type] if kind.many else next(iter(by_kind[kind.type]), None)
+                for key, kind in _LEGACY_KEYS.items()}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return {"anyOf": [handler(core_schema), handler(EarlierForm.__pydantic_core_schema__)]}
+
+    @property
+    def fits_legacy(self) -> bool:
+        """Whether the earlier form holds these sensors as they are: given in it, or in its order (the cameras,
+        the IMUs, then at most one LiDAR)."""
+        if self._legacy:
+            return True
+        order = list(_LEGACY_KEYS.values())
+        if any(kind_of(entry) not in order for entry in self.root):
+            return False
+        ranks = [order.index(kind_of(entry)) for entry in self.root]
+        return ranks == sorted(ranks) and all(kind.many or ranks.count(rank) <= 1 for rank, kind in enumerate(order))
+
+    def keyed(self) -> Iterator[tuple[str, Strict]]:
+        """(key under `sensors`, entry) of each sensor, in order: `cameras.0`, `lidar` for a config in the earlier
+        form, the list index otherwise, so that messages name the key the user wrote."""
+        counts: dict[str, int] = {}
+        for index, entry in enumerate(self.root):
+            kind = kind_of(entry)
+            if not self._legacy:
+                yield str(index), entry
+            elif kind.many:
+                counts[kind.type] = counts.get(kind.type, 0) + 1
+                yield f"{kind.legacy_key}.{counts[kind.type] - 1}", entry
+            else:
+                yield kind.legacy_key, entry
+
+    def of(self, kind: str) -> list[Any]:
+        return [entry for entry in self.root if entry.type == kind]
+
+    def named(self, name: str) -> Strict:
+        return next(entry for entry in self.root if entry.name == name)
+
+    def mounts(self) -> list[tuple[str, str, Mount]]:
+        """(key, name, mount) of every sensor."""
+        return [(key, entry.name, entry.mount) for key, entry in self.keyed()]
+
+    def _replace(self, kind: str, entries: list[Any]) -> None:
+        """Put `entries` in place of the sensors of `kind` (where the first of them was, else last of all)."""
+        positions = [i for i, entry in enumerate(self.root) if entry.type == kind]
+        at = positions[0] if positions else len(self.root)
+        rest = [entry for entry in self.root if entry.type != kind]
+        replaced = SensorsConfig.model_validate(rest[:at] + [_as_entry(KINDS[kind], e) for e in entries] + rest[at:])
+        self.root = replaced.root
+
+    @property
+    def cameras(self) -> list[CameraEntry]:
+        return self.of("camera")
+
+    @cameras.setter
+    def cameras(self, cameras: list[CameraConfig]) -> None:
+        self._replace("camera", cameras)
+
+    @property
+    def imus(self) -> list[ImuEntry]:
+        return self.of("imu")
+
+    @imus.setter
+    def imus(self, imus: list[ImuConfig]) -> None:
+        self._replace("imu", imus)
+
+    @property
+    def lidars(self) -> list[LidarEntry]:
+        return self.of("lidar")
+
+    @property
+    def lidar(self) -> LidarEntry | None:
+        """The first LiDAR (a robot of the earlier form has at most one); `lidars` lists them all."""
+        return next(iter(self.lidars), None)
+
+    @lidar.setter
+    def lidar(self, lidar: LidarConfig | None) -> None:
+        self._replace("lidar", [lidar] if lidar is not None else [])
+
+
+def _kind_of_model(value: Any) -> SensorKind | None:
+    return next((kind for kind in KINDS.values() if isinstance(value, kind.entry.__mro__[1])), None)
+
+
+def _loc(key: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else part for part in key.split("."))
