@@ -70,6 +70,8 @@ def pixel_centres(camera: Camera) -> np.ndarray:
 
 CAMERAS = {
     "radtan 90": Camera.from_fov(320, 240, 90.0, 0.05, 50.0, RADTAN),
+    # Strong barrel distortion: cv2.undistortPoints needs thousands of steps in the corners.
+    "radtan 120": Camera.from_fov(400, 300, 120.0, 0.05, 50.0, Lens("radtan", (-0.3, 0.08, 0.0, 0.0, 0.0))),
     "equidistant 180": Camera.from_fov(320, 240, 180.0, 0.05, 50.0, FISHEYE),
     "equidistant 200": Camera.from_fov(320, 240, 200.0, 0.05, 50.0, FISHEYE),
 }
