@@ -7,7 +7,7 @@
   projecting back).
 - `equidistant`: Kannala-Brandt as cv2.fisheye (k1..k4): a direction at angle theta off the optical axis lands
   at radius theta_d = theta (1 + k1 theta^2 + k2 theta^4 + k3 theta^6 + k4 theta^8) in normalised image
-  coordinates. It reaches beyond 90 degrees (fields of view up to 360 - corners), where cv2.fisheye cannot go
+  coordinates. It reaches 90 degrees off the axis and beyond (fields of view over 180 degrees), where cv2.fisheye cannot go
   (it divides by z), so projecting and its Newton inverse are written here on theta = atan2(r, z).
 
 The renderer's rays come from unprojecting each sample position once per camera
@@ -31,13 +31,13 @@ LensModel = Literal["pinhole", "radtan", "equidistant"]
 LENS_MODELS: tuple[str, ...] = get_args(LensModel)
 ROS_MODELS = {"plumb_bob": "radtan", "equidistant": "equidistant"}  # sensor_msgs/CameraInfo's names -> ours
 COEFFICIENT_NAMES = {"pinhole": (), "radtan": ("k1", "k2", "p1", "p2", "k3"), "equidistant": ("k1", "k2", "k3", "k4")}
-# Beyond this many degrees off the axis a radial-tangential lens's normalised radius (tan theta) is past 1e3: the
+# Beyond this many degrees off the axis a radial-tangential lens's normalised radius (tan theta) is past 570: the
 # model is a perspective one and cannot see to 90 degrees.
 _RADTAN_MAX_DEG = 89.9
 _REACH_SAMPLES = 20001  # steps over the angle when looking for where a radial function stops rising
 
-# How far a pixel centre may land from itself after unprojecting and projecting again, in pixels: far below the
-# float32 rays' own rounding (~1e-5 px at 1000 px), so a failed inverse shows.
+# How far a pixel centre may land from itself after unprojecting and projecting again (both in float64), in pixels:
+# far above float64 rounding, far below anything an image shows; an inverse that failed lands further.
 ROUND_TRIP_TOLERANCE = 1e-4
 _NEWTON_STEPS = 60  # enough for bisection alone to reach float64 precision over [0, pi]
 # cv2.undistortPoints' fixed-point iteration converges linearly, slowly for strong barrel distortion near the image
@@ -185,7 +185,8 @@ def unproject(camera_k: tuple[float, float, float, float], lens: Lens, u: np.nda
     if miss.size and not miss[worst] <= ROUND_TRIP_TOLERANCE:
         raise InputError(f"the {lens.model} model with coefficients {list(lens.coefficients)} has no ray for pixel "
                          f"({u[worst]:.2f}, {v[worst]:.2f}): its inverse lands {miss[worst]:.3g} px away; the model "
-                         f"is not monotonic over the image", "camera", "distortion")
+                         f"does not reach it (it stops rising, or the pixel lies beyond 180 degrees off the axis)",
+                         "camera", "distortion")
     return directions
 
 
@@ -231,13 +232,15 @@ def focal_of_fov(lens: Lens, width: int, horizontal_fov_deg: float) -> float:
 
 
 def check_image(camera_k: tuple[float, float, float, float], lens: Lens, width: int, height: int) -> None:
-    """InputError unless every pixel centre has one ray. Radial models are checked on the image border, where
-    the radii are largest (the renderer checks every sample again when it makes the camera's rays)."""
+    """InputError unless every point of the image, to its outer pixel edges (where supersampling's samples may
+    lie), has one ray. Radial models are checked along those edges, where the radii are largest (the renderer
+    checks every sample again when it makes the camera's rays)."""
     if lens.pinhole:
         return
-    u = np.concatenate([np.arange(width), np.arange(width), np.zeros(height), np.full(height, width - 1)])
-    v = np.concatenate([np.zeros(width), np.full(width, height - 1), np.arange(height), np.arange(height)])
-    unproject(camera_k, lens, u.astype(np.float64), v.astype(np.float64))
+    across, down = np.arange(width + 1) - 0.5, np.arange(height + 1) - 0.5
+    u = np.concatenate([across, across, np.full(height + 1, -0.5), np.full(height + 1, width - 0.5)])
+    v = np.concatenate([np.full(width + 1, -0.5), np.full(width + 1, height - 0.5), down, down])
+    unproject(camera_k, lens, u, v)
 
 
 def equidistant_focal(coefficients: tuple[float, ...], width: int, horizontal_fov_deg: float) -> float:
