@@ -7,8 +7,9 @@
   projecting back).
 - `equidistant`: Kannala-Brandt as cv2.fisheye (k1..k4): a direction at angle theta off the optical axis lands
   at radius theta_d = theta (1 + k1 theta^2 + k2 theta^4 + k3 theta^6 + k4 theta^8) in normalised image
-  coordinates. It reaches 90 degrees off the axis and beyond (fields of view over 180 degrees), where cv2.fisheye cannot go
-  (it divides by z), so projecting and its Newton inverse are written here on theta = atan2(r, z).
+  coordinates. It reaches 90 degrees off the axis and beyond (fields of view over 180 degrees), where
+  cv2.fisheye cannot go (it divides by z), so projecting and its Newton inverse are written here on
+  theta = atan2(r, z).
 
 The renderer's rays come from unprojecting each sample position once per camera
 (simulation/render/camera.py); every ground-truth image, flow and box uses those rays and this projection. The
