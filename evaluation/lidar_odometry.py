@@ -50,10 +50,10 @@ def run_kiss_icp(run: Path, out: Path, lidar: str | None = None) -> RunnerResult
     sweeps = recording.lidar(name)
     if len(sweeps) == 0:
         raise InputError(f"LiDAR {name!r} recorded no sweeps", recording.path)
-    sensor = recording.experiment_config().robot.sensors.lidar
+    sensor = next((lidar for lidar in recording.experiment_config().robot.sensors.lidars if lidar.name == name), None)
     config = KISSConfig()
     config.data.deskew = False
-    if sensor is not None and sensor.name == name:
+    if sensor is not None:
         config.data.min_range, config.data.max_range = sensor.min_range, sensor.max_range
     config.mapping.voxel_size = config.data.max_range / 100.0
     odometry = KissICP(config)

@@ -12,8 +12,8 @@ the KITTI odometry benchmark's, so KITTI-style SLAM tools and evaluators (evo's 
     sequences.txt                     `NN sequence camera`: which recording and camera each number is
 
 Sequences are numbered 00, 01, ... in the order of the runs given and their cameras. `Tr` is the LiDAR's pose in
-the camera's optical frame when the robot's LiDAR is mounted on the camera's link (a fixed transform), else the
-identity (KITTI's readers expect the line; there is no LiDAR data in the export).
+the camera's optical frame when a LiDAR of the robot (the first such) is mounted on the camera's link (a fixed
+transform), else the identity (KITTI's readers expect the line; there is no LiDAR data in the export).
 """
 
 from __future__ import annotations
@@ -61,10 +61,12 @@ def relative_poses(poses: np.ndarray) -> np.ndarray:
 
 
 def lidar_to_camera(recording: Recording, camera: str) -> np.ndarray:
-    """KITTI's Tr (module docstring): optical <- LiDAR for a LiDAR on the camera's link, else the identity."""
-    lidar = recording.experiment_config().robot.sensors.lidar
+    """KITTI's Tr (module docstring): optical <- LiDAR for the first LiDAR on the camera's link, else the
+    identity."""
     config = recording.camera_config(camera)
-    if lidar is None or lidar.mount.link != config.mount.link:
+    lidar = next((lidar for lidar in recording.experiment_config().robot.sensors.lidars
+                  if lidar.mount.link == config.mount.link), None)
+    if lidar is None:
         return np.eye(4)
     return optical_from_imu(config.mount.translation, config.mount.rpy_deg, lidar.mount.translation,
                             lidar.mount.rpy_deg, BODY_TO_OPTICAL)

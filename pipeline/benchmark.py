@@ -162,7 +162,7 @@ def _evaluated(folder: Path, method: SlamMethod, sequence: SlamSequence, run: Pa
 
 def _rate(recording: Recording, sensor: str, lidar: bool) -> float:
     if lidar:
-        return recording.experiment_config().robot.sensors.lidar.rate_hz
+        return recording.experiment_config().robot.sensors.named(sensor).rate_hz
     return recording.camera_config(sensor).rate_hz
 
 

@@ -4,7 +4,9 @@
       - {name: camera, width: 1280, height: 960, outputs: [rgb, depth, instance, semantic, normals, flow]}
       - {name: side, mount: {link: camera_link, rpy_deg: [0, 0, 90]}}
     imus: [{name: imu_extra, mount: {link: base_link}}]     # by name, as cameras
-    lidar: {channels: 32}                                   # adds or replaces the LiDAR
+    lidar: {channels: 32}                                   # adds the LiDAR, or replaces the run's one (by name
+                                                            # when it has several)
+    sensors: [{type: lidar, name: rear, mount: {link: base_link, rpy_deg: [0, 0, 180]}}]  # any kind, by name
     lights: {intensity_scale: 2.0, color: [1.0, 0.8, 0.6]}  # every light, on top of the recorded ones
     hide: {humans: all, flying_objects: [object_00_mug]}    # prim names (leaf or full path) or all
     add_objects:                                            # static objects: a package, or a mesh converted
@@ -34,9 +36,11 @@ from core.config import (
     ImuConfig,
     LidarConfig,
     PositiveFloat,
+    SensorsConfig,
     Strict,
     Vec3,
 )
+from core.config.sensor_kinds import SensorEntry
 from core.config_io import apply_overrides, parse_override, validate_model
 from core.errors import ConfigError, InputError
 from core.formats.scene_layout import SceneHuman, SceneObject
@@ -70,6 +74,7 @@ class ReplayOverrides(Strict):
     cameras: list[CameraConfig] = Field(default_factory=list)
     imus: list[ImuConfig] = Field(default_factory=list)
     lidar: LidarConfig | None = None
+    sensors: list[SensorEntry] = Field(default_factory=list)
     lights: LightOverride | None = None
     hide: HideOverride = Field(default_factory=HideOverride)
     add_objects: list[AddedObject] = Field(default_factory=list)
@@ -87,7 +92,8 @@ def load_overrides(path: Path | None) -> ReplayOverrides:
         return ReplayOverrides()
     data, lines = read_yaml(path)
     if not data:  # an empty file (or `{}`) would replay the run unchanged: surely not what was meant
-        raise InputError("holds no overrides (cameras, imus, lidar, lights, hide, add_objects, depth_npy, set); leave out "
+        raise InputError("holds no overrides (cameras, imus, lidar, sensors, lights, hide, add_objects, depth_npy, set); "
+                         "leave out "
                          "--with to replay the run as it was", path)
     overrides = validate_model(ReplayOverrides, data, path, lines)
     # Paths are relative to the overrides file, as config paths are to the config's.
@@ -118,16 +124,18 @@ def _from(overrides_file: Path, path: Path) -> Path:
     return path if path.is_absolute() else (overrides_file.parent / path).resolve()
 
 
-def _by_name(items: list[dict[str, Any]], changes: list[Any]) -> list[dict[str, Any]]:
-    out = [dict(item) for item in items]
-    for change in changes:
-        entry = change.model_dump(mode="json")
-        index = next((i for i, item in enumerate(out) if item.get("name") == entry["name"]), None)
-        if index is None:
-            out.append(entry)
-        else:
-            out[index] = entry
-    return out
+def _sensors(recorded: Any, overrides: ReplayOverrides, source: str) -> Any:
+    """The recorded sensors (a run.json dump) with the overrides' put in by name, dumped as run.json holds
+    them (so that `set` keys such as robot.sensors.cameras.0.width still apply)."""
+    sensors = validate_model(SensorsConfig, recorded, source)
+    lidars = sensors.lidars
+    if overrides.lidar is not None and len(lidars) == 1 and overrides.lidar.name not in sensors.names:
+        sensors.lidar = overrides.lidar  # the run's one LiDAR, whatever its name
+    elif overrides.lidar is not None:
+        sensors.put(overrides.lidar)
+    for sensor in [*overrides.cameras, *overrides.imus, *overrides.sensors]:
+        sensors.put(sensor)
+    return sensors.model_dump(mode="json")
 
 
 def replay_config(recorded: dict[str, Any], overrides: ReplayOverrides, source: str,
@@ -138,12 +146,7 @@ def replay_config(recorded: dict[str, Any], overrides: ReplayOverrides, source: 
     robots = [dict(entry) for entry in data.get("robots", [])]
     index = _robot_index(robots, robot_name, source)
     robot = robots[index] if robots else dict(data.get("robot", {}))
-    sensors = dict(robot.get("sensors", {}))
-    sensors["cameras"] = _by_name(sensors.get("cameras", []), overrides.cameras)
-    sensors["imus"] = _by_name(sensors.get("imus", []), overrides.imus)
-    if overrides.lidar is not None:
-        sensors["lidar"] = overrides.lidar.model_dump(mode="json")
-    robot["sensors"] = sensors
+    robot["sensors"] = _sensors(robot.get("sensors", {}), overrides, source)
     if robots:
         robots[index], data["robots"] = robot, robots
     else:

@@ -169,8 +169,8 @@ class Robot(Protocol):
 
     def imu(self, name: str) -> ImuReading: ...
 
-    def lidar(self) -> LidarScan:
-        """A sweep of the configured LiDAR (all beams at the current time)."""
+    def lidar(self, name: str | None = None) -> LidarScan:
+        """A sweep of LiDAR `name` (default: the robot's first), all beams at the current time."""
 
 
 @runtime_checkable

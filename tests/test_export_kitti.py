@@ -109,12 +109,13 @@ def test_a_batch_exports_kitti_and_webdataset(tiny_run, tmp_path):
 def test_tr_is_the_lidar_pose_in_the_optical_frame_on_the_camera_link():
     from types import SimpleNamespace
 
+    from core.config import SensorsConfig
     from core.config.sensors import LidarConfig, Mount
     from export.kitti import lidar_to_camera
 
     def recording(lidar_link: str) -> SimpleNamespace:
         lidar = LidarConfig(mount=Mount(link=lidar_link, translation=(1.0, 0.0, 0.5)))
-        config = SimpleNamespace(robot=SimpleNamespace(sensors=SimpleNamespace(lidar=lidar)))
+        config = SimpleNamespace(robot=SimpleNamespace(sensors=SensorsConfig.model_validate({"lidar": lidar})))
         camera = SimpleNamespace(mount=Mount(link="base_link"))
         return SimpleNamespace(experiment_config=lambda: config, camera_config=lambda name: camera)
 

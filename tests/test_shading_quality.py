@@ -266,7 +266,8 @@ def test_config_quality_reaches_every_camera_and_rejects_unknown_names():
 
     config = load_experiment(CONFIGS / "demo.yaml", ["render.quality=default"])
     for index, camera in enumerate(config.robot.sensors.cameras):
-        assert CameraSensor.from_config(camera, index, config.render).options.quality == preset("default")
+        field = f"robot.sensors.cameras.{index}"
+        assert CameraSensor.from_config(camera, field, config.render).options.quality == preset("default")
     assert load_experiment(CONFIGS / "demo.yaml").render.quality == "fast"  # older runs replay as they were made
     with pytest.raises(ConfigError, match="render.quality"):
         load_experiment(CONFIGS / "demo.yaml", ["render.quality=ultra"])

@@ -175,10 +175,8 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
 
     @property
     def fits_legacy(self) -> bool:
-        """Whether the earlier form holds these sensors as they are: given in it, or in its order (the cameras,
-        the IMUs, then at most one LiDAR)."""
-        if self._legacy:
-            return True
+        """Whether the earlier form holds these sensors as they are: in its order (the cameras, the IMUs, then at
+        most one LiDAR), as every config given in it is."""
         order = list(_LEGACY_KEYS.values())
         if any(kind_of(entry) not in order for entry in self.root):
             return False
@@ -199,6 +197,10 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
             else:
                 yield kind.legacy_key, entry
 
+    @property
+    def names(self) -> list[str]:
+        return [entry.name for entry in self.root]
+
     def of(self, kind: str) -> list[Any]:
         return [entry for entry in self.root if entry.type == kind]
 
@@ -209,11 +211,28 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
         """(key, name, mount) of every sensor."""
         return [(key, entry.name, entry.mount) for key, entry in self.keyed()]
 
+    def put(self, sensor: Strict) -> None:
+        """Replace the sensor of `sensor`'s name with it, or add it after the last of its kind (with none, after
+        the kinds before it in `KINDS`: the earlier form's order)."""
+        kind = _kind_of_model(sensor)
+        entries, entry = list(self.root), _as_entry(kind, sensor)
+        names = [e.name for e in entries]
+        if entry.name in names:
+            entries[names.index(entry.name)] = entry
+        else:
+            order = list(KINDS)
+            at = max((i + 1 for i, e in enumerate(entries) if order.index(e.type) <= order.index(kind.type)),
+                     default=0)
+            entries.insert(at, entry)
+        self.root = SensorsConfig.model_validate(entries).root
+
     def _replace(self, kind: str, entries: list[Any]) -> None:
-        """Put `entries` in place of the sensors of `kind` (where the first of them was, else last of all)."""
+        """Put `entries` in place of the sensors of `kind`: where the first of them was, else after the kinds before
+        it in `KINDS` (the earlier form's order)."""
         positions = [i for i, entry in enumerate(self.root) if entry.type == kind]
-        at = positions[0] if positions else len(self.root)
         rest = [entry for entry in self.root if entry.type != kind]
+        order = list(KINDS)
+        at = positions[0] if positions else len([e for e in rest if order.index(e.type) < order.index(kind)])
         replaced = SensorsConfig.model_validate(rest[:at] + [_as_entry(KINDS[kind], e) for e in entries] + rest[at:])
         self.root = replaced.root
 

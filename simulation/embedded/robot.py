@@ -1,4 +1,4 @@
-"""One robot of the embedded world: its body (a physics handle), sensors (cameras, LiDAR, IMUs) and drive (the
+"""One robot of the embedded world: its body (a physics handle), sensors (cameras, LiDARs, IMUs) and drive (the
 command and, for a TIAGo with the S-curve, its velocity profile), behind `simulation.backend.Robot`.
 
 A robot renders and scans through its world, which holds the scene, the render threads and the other robots.
@@ -30,7 +30,7 @@ PROFILE_PREFIX = "velocity_profile."
 
 
 class RobotWorld(Protocol):
-    """What a robot asks of the world it is in (world.EmbeddedWorld): its cameras' frames, its LiDAR scan and
+    """What a robot asks of the world it is in (world.EmbeddedWorld): its cameras' frames, its LiDARs' scans and
     the time of the IMU readings."""
 
     @property
@@ -40,7 +40,7 @@ class RobotWorld(Protocol):
 
     def expect_depth(self, robot: EmbeddedRobot, name: str) -> None: ...
 
-    def lidar_scan(self, robot: EmbeddedRobot) -> LidarScan: ...
+    def lidar_scan(self, robot: EmbeddedRobot, lidar: LidarSensor) -> LidarScan: ...
 
 
 @dataclass(eq=False)
@@ -52,9 +52,9 @@ class EmbeddedRobot:
     key: str  # its config key: "robot" or "robots.<i>"
     model: RobotModel
     cameras: dict[str, CameraSensor]
-    lidar_sensor: LidarSensor | None
+    lidars: dict[str, LidarSensor]
     imu_mounts: list[SensorMount] | None
-    mounts: list[SensorMount]  # the cameras' and the LiDAR's frames
+    mounts: list[SensorMount]  # the cameras' and the LiDARs' frames
     profile: SCurveFollower | None
     profile_prefix: str  # its S-curve's keys in the world's state
     world: RobotWorld | None = field(default=None, repr=False)
@@ -75,11 +75,13 @@ class EmbeddedRobot:
         model = robot_model(robot)
         sensors = robot.sensors
         check_mount_links(model, sensors, key)
-        cameras = {c.name: CameraSensor.from_config(c, i, render) for i, c in enumerate(sensors.cameras)}
-        mounts = [SensorMount.from_config(c.name, c.mount) for c in sensors.cameras]
-        mounts += [SensorMount.from_config(sensors.lidar.name, sensors.lidar.mount)] if sensors.lidar else []
+        cameras = {c.name: CameraSensor.from_config(c, f"{key}.sensors.{at}", render) for at, c in sensors.keyed()
+                   if c.type == "camera"}
+        lidars = {lidar.name: LidarSensor.from_config(lidar) for lidar in sensors.lidars}
+        # The cameras' frames, then the LiDARs': MuJoCo sites in the order the earlier form gave them.
+        mounts = [SensorMount.from_config(s.name, s.mount) for s in [*sensors.cameras, *sensors.lidars]]
         profile = follower_for(robot.tiago) if robot_body(robot).s_curve else None
-        return cls(name, key, model, cameras, LidarSensor.from_config(sensors.lidar) if sensors.lidar else None,
+        return cls(name, key, model, cameras, lidars,
                    [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None, mounts, profile,
                    PROFILE_PREFIX if key == "robot" else f"{PROFILE_PREFIX}{name}/")
 
@@ -161,7 +163,9 @@ class EmbeddedRobot:
         accel, gyro = self.handle.imu(name)
         return ImuReading(self.world.imu_time, accel, gyro)
 
-    def lidar(self) -> LidarScan:
-        if self.lidar_sensor is None:
-            raise KeyError(f"no LiDAR is configured ({self.key}.sensors.lidar)")
-        return self.world.lidar_scan(self)
+    def lidar(self, name: str | None = None) -> LidarScan:
+        if not self.lidars:
+            raise KeyError(f"no LiDAR is configured ({self.key}.sensors)")
+        if name is not None and name not in self.lidars:
+            raise KeyError(f"no LiDAR named {name!r}; LiDARs: {list(self.lidars)}")
+        return self.world.lidar_scan(self, self.lidars[name if name is not None else next(iter(self.lidars))])

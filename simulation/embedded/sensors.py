@@ -1,4 +1,4 @@
-"""Sensors of the embedded backend: cameras and a LiDAR mounted on robot links.
+"""Sensors of the embedded backend: cameras and LiDARs mounted on robot links.
 
 Frames. A mount (`core.config.Mount`: link, translation, roll/pitch/yaw in degrees, extrinsic
 XYZ) places a sensor frame in its link. For IMUs and the LiDAR that frame is the sensor's own
@@ -43,16 +43,13 @@ _STEPS_TOLERANCE = 1e-9
 def check_mount_links(robot: RobotModel, sensors: SensorsConfig, robot_key: str = "robot") -> None:
     """Every sensor's link exists on the robot and no sensor is named after a link (sensors get TF frames of
     their own), else ConfigError naming the field and listing the links."""
-    mounts = [(f"cameras.{i}", c.name, c.mount.link) for i, c in enumerate(sensors.cameras)]
-    mounts += [(f"imus.{i}", m.name, m.mount.link) for i, m in enumerate(sensors.imus)]
-    mounts += [("lidar", sensors.lidar.name, sensors.lidar.mount.link)] if sensors.lidar else []
-    for key, name, link in mounts:
+    for key, name, mount in sensors.mounts():
         if name in robot.links:
             raise ConfigError(f"sensor {name!r} has the name of a link of the robot; sensors get their own TF frames, "
                               f"so name it differently (links: {sorted(robot.links)})",
                               field=f"{robot_key}.sensors.{key}.name")
-        if link not in robot.links:
-            raise ConfigError(f"sensor {name!r} is mounted on link {link!r}, which robot {robot.title()} does not "
+        if mount.link not in robot.links:
+            raise ConfigError(f"sensor {name!r} is mounted on link {mount.link!r}, which robot {robot.title()} does not "
                               f"have; valid links: {sorted(robot.links)}",
                               field=f"{robot_key}.sensors.{key}.mount.link")
 
@@ -66,9 +63,8 @@ class CameraSensor:
     flow: bool  # optical flow to the next frame (1 / rate_hz later)
 
     @classmethod
-    def from_config(cls, config: CameraConfig, index: int, render: RenderConfig) -> CameraSensor:
-        """Camera `index` of robot.sensors.cameras, shaded and exposed as render.quality and render.exposure say."""
-        field = f"robot.sensors.cameras.{index}"
+    def from_config(cls, config: CameraConfig, field: str, render: RenderConfig) -> CameraSensor:
+        """The camera of config key `field`, shaded and exposed as render.quality and render.exposure say."""
         try:
             if config.intrinsics is not None:
                 fx, fy, cx, cy = config.intrinsics

@@ -36,7 +36,7 @@ from simulation.embedded.randomization import Randomizer
 from simulation.embedded.robot import EmbeddedRobot
 from simulation.embedded.robot_meshes import RobotTrack
 from simulation.embedded.scene import Scene, load_scene
-from simulation.embedded.sensors import BODY_TO_OPTICAL, CameraSensor, predicted_pose
+from simulation.embedded.sensors import BODY_TO_OPTICAL, CameraSensor, LidarSensor, predicted_pose
 from simulation.physics import PhysicsWorld, PlacedRobot, StartPose, build_fleet
 from simulation.physics.kinematic import mocap_indices
 from simulation.render import (
@@ -245,9 +245,9 @@ class EmbeddedWorld:
         """The next frame of `robot`'s camera `name` renders its depth first (render_frame's depth_first)."""
         self._depth_wanted.add((robot.name, name))
 
-    def lidar_scan(self, robot: EmbeddedRobot) -> LidarScan:
-        """A sweep of `robot`'s LiDAR at the current time, seeing the other robots but not itself."""
-        render, lidar = self.render_scene, robot.lidar_sensor
+    def lidar_scan(self, robot: EmbeddedRobot, lidar: LidarSensor) -> LidarScan:
+        """A sweep of `robot`'s LiDAR `lidar` at the current time, seeing the other robots but not itself."""
+        render = self.render_scene
         render.set_frame(self._states(robot, self.time), buffer=LIDAR_BUFFER)
         return lidar.scan(render.embree_of(LIDAR_BUFFER), robot.handle.sensor_pose(lidar.name), self.time)
 

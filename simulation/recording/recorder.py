@@ -9,14 +9,14 @@ state's own time. Within one call the IMU (one step older) is written first, so 
 
 TF tree: world -> base_link (the robot's pose), then the robot's link tree (each link under its parent link,
 e.g. TIAGo base_link -> torso_lift_link -> head_1_link -> head_2_link), link -> each sensor frame (named after
-the sensor: IMUs, the LiDAR, each camera's body frame), camera -> <camera>_optical_frame. Fixed transforms (the
+the sensor: IMUs, LiDARs, each camera's body frame), camera -> <camera>_optical_frame. Fixed transforms (the
 links no joint moves, the sensor mounts, the optical frames) go once, at the first sample, on the latched
 /tf_static; /tf carries the moving ones at the TF rate. Topic and frame names (namespace included) come from
 core.formats.bags.topics.
 
 Several robots (a multi-robot run): one /clock, one /tf and /tf_static holding every robot's transforms (each
 robot's frames under its namespace, its name), each robot's topics under its namespace and its ground truth in
-gt/<robot>/ (cameras, LiDAR, imu.npz); run.json's frame counts name each robot's streams `<robot>/<stream>`.
+gt/<robot>/ (cameras, LiDARs, imu.npz); run.json's frame counts name each robot's streams `<robot>/<stream>`.
 
 Taps (a live run's publishers, simulation.live) are shown every bag message as the bags get it, bags or not.
 An optional observer (observer.py: the live view) is shown the robot's pose at every step and the camera frames,
@@ -26,7 +26,7 @@ LiDAR sweeps and humans as they are recorded; it only reads them, so the files a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,17 +43,14 @@ from core.formats.humans import (
     save_humans_frame,
     write_humans_document,
 )
-from core.formats.imu import IMU_FILE
-from core.formats.lidar import LidarSweep, save_sweep
 from core.formats.run_layout import BAGS_DIR, GT_DIR
 from core.formats.states import STATES_FILE
 from simulation.backend import Robot, World
-from simulation.recording.ground_truth import CameraWriter, ImuLog
 from simulation.recording.observer import RecordingObserver
 from simulation.recording.schedule import Schedule
+from simulation.recording.sensor_streams import RECORDERS
 from simulation.recording.states import StateLog
 from simulation.recording.writes import OrderedWrites
-from simulation.render import Frame
 
 MARKER_TEXT = "start"
 IMAGE_WRITER_THREADS = 1  # one encoder thread beside the two ray threads of this 2-core default
@@ -74,27 +71,20 @@ def _leaf(prim_path: str) -> str:
 
 
 class _RobotStreams:
-    """One robot's streams: its TF transforms, joint states, odometry, camera poses and frames, LiDAR and IMUs,
-    under its topics (`config`: the experiment as this robot sees it, Experiment.for_robot) into `gt` (gt/, or
-    gt/<robot>/ in a multi-robot run), counted as `<prefix><stream>`."""
+    """One robot's streams: its TF transforms, joint states, odometry and, through one recorder per sensor kind
+    (sensor_streams.py), its sensors, under its topics (`config`: the experiment as this robot sees it,
+    Experiment.for_robot) into `gt` (gt/, or gt/<robot>/ in a multi-robot run), counted as `<prefix><stream>`."""
 
     def __init__(self, robot: Robot, config: ExperimentConfig, gt: Path, prefix: str, pool: ThreadPoolExecutor,
                  bags: BagWriter | None, writes: OrderedWrites, counts: RecordingCounts,
                  observer: RecordingObserver | None, name: str | None):
-        self.robot, self.config, self.gt, self.prefix = robot, config, gt, prefix
+        self.robot, self.config, self.gt, self.prefix, self.pool = robot, config, gt, prefix, pool
         self.bags, self.writes, self.counts = bags, writes, counts
         self.observer, self.name = observer, name
         self.schedule = Schedule.from_config(config)
+        self.topics = BagTopics(config.recording.namespace)
         sensors = config.robot.sensors
-        recording = config.recording
-        self.cameras = [c for c in sensors.cameras if c.to_bag or c.to_gt]
-        self.imus = [i.name for i in sensors.imus]
-        self.lidar = sensors.lidar
-        instances, classes = robot.world.instances(), robot.world.semantic_classes()
-        self.writers = {c.name: CameraWriter(gt / c.name, list(c.outputs), recording.depth_npy, instances, classes,
-                                             pool) for c in self.cameras if c.to_gt}
-        self.imu_log = ImuLog(self.imus)
-        self.topics = BagTopics(recording.namespace)
+        self.recorders = [recorder(self, sensors.of(kind)) for kind, recorder in RECORDERS.items()]
         edges = robot.link_tree()
         self._moving_links = [(edge.parent, edge.child) for edge in edges if not edge.fixed]
         self.static = self._fixed_links([(edge.parent, edge.child) for edge in edges if edge.fixed])
@@ -111,12 +101,10 @@ class _RobotStreams:
     def _mount_transforms(self) -> list[tuple[str, str, np.ndarray]]:
         """(parent, child, parent <- child) of every sensor frame and camera optical frame: fixed."""
         robot, sensors, frame = self.robot, self.config.robot.sensors, self.topics.frame
-        mounts = [(c.name, c.mount.link) for c in sensors.cameras] + [(i.name, i.mount.link) for i in sensors.imus]
-        mounts += [(sensors.lidar.name, sensors.lidar.mount.link)] if sensors.lidar else []
         transforms = []
-        for name, link in mounts:
-            transforms.append((frame(link), frame(name),
-                               np.linalg.inv(robot.link_pose(link)) @ robot.sensor_pose(name)))
+        for _, name, mount in sensors.mounts():
+            transforms.append((frame(mount.link), frame(name),
+                               np.linalg.inv(robot.link_pose(mount.link)) @ robot.sensor_pose(name)))
         for camera in sensors.cameras:
             body = robot.sensor_pose(camera.name)
             transforms.append((frame(camera.name), self.topics.optical_frame(camera.name),
@@ -130,6 +118,9 @@ class _RobotStreams:
 
     def count(self, stream: str) -> None:
         self.counts.add(self.prefix + stream)
+
+    def samples(self, stream: str) -> int:
+        return self.counts.counts.get(self.prefix + stream, 0)
 
     def sample(self, step: int, t: float) -> None:
         """The robot's streams due at `step` (after the shared clock and TF)."""
@@ -148,70 +139,27 @@ class _RobotStreams:
                       angular)
             self.count("odom")
         if schedule.due("pose", step):
-            for camera in self.cameras:
-                if camera.to_bag and bags:
-                    write(bags.pose, topics.camera_pose(camera.name), t, WORLD_FRAME, robot.camera_pose(camera.name))
+            for recorder in self.recorders:
+                recorder.sample_pose(t)
             self.count("pose")
-        for camera in self.cameras:
-            if schedule.due(f"camera/{camera.name}", step):
-                self._record_camera(camera, t)
-        if self.lidar is not None and schedule.due(f"lidar/{self.lidar.name}", step):
-            self._record_lidar(t)
+        for recorder in self.recorders:
+            recorder.sample(step, t)
 
-    def sample_imus(self, imu_step: int) -> None:
-        for name in self.imus:
-            if not self.schedule.due(f"imu/{name}", imu_step):
-                continue
-            reading = self.robot.imu(name)
-            self.imu_log.add(name, reading)
-            if self.bags:
-                self.writes.call(self.bags.imu, self.topics.imu(name), self.topics.frame(name), reading.time,
-                                 reading.linear_acceleration, reading.angular_velocity)
-            self.count(f"imu/{name}")
-
-    def _record_camera(self, camera, t: float) -> None:
-        if camera.name in self.writers or camera.to_bag and self.bags:
-            self.writes.call_with_frame(self._write_camera, camera, t, self.robot.render_async(camera.name))
-        self.count(f"camera/{camera.name}")
-
-    def _write_camera(self, camera, t: float, rendering: Future[Frame]) -> None:
-        """The camera's frame into gt/ and the bags, once rendered (on the writer thread)."""
-        frame = rendering.result()
-        if camera.name in self.writers:
-            self.writers[camera.name].write(t, frame)
-        if camera.to_bag and self.bags:
-            bags, topics, name = self.bags, self.topics, camera.name
-            frame_id, params = topics.optical_frame(name), frame.camera
-            if frame.rgb is not None:
-                bags.image(topics.rgb(name), t, frame_id, frame.rgb)
-            bags.depth(topics.depth(name), t, frame_id, frame.depth, self.config.recording.depth_encoding)
-            bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height,
-                             params.lens.ros_model, params.lens.D)
-        if self.observer:
-            self.observer.camera_frame(self.name, camera, t, frame)
-
-    def _record_lidar(self, t: float) -> None:
-        scan = self.robot.lidar()
-        name = self.lidar.name
-        folder = self.gt / name
-        folder.mkdir(parents=True, exist_ok=True)
-        sweep = LidarSweep(scan.time, scan.pose, scan.ranges, scan.points, scan.ring)
-        save_sweep(folder, self.counts.counts.get(f"{self.prefix}lidar/{name}", 0), sweep)
-        if self.observer:
-            self.observer.lidar_sweep(self.name, name, sweep)
-        if self.bags:
-            self.writes.call(self.bags.point_cloud, self.topics.points(name), t, self.topics.frame(name), scan.points,
-                             scan.intensity, scan.ring)
-        self.count(f"lidar/{name}")
+    def sample_step_start(self, step: int) -> None:
+        for recorder in self.recorders:
+            recorder.sample_step_start(step)
 
     def close(self) -> None:
-        for writer in self.writers.values():
-            writer.close()
+        for recorder in self.recorders:
+            recorder.close()
 
-    def save_imus(self) -> None:
-        if self.imus:
-            self.gt.mkdir(parents=True, exist_ok=True)
-            self.imu_log.save(self.gt / IMU_FILE)
+    def save(self) -> None:
+        for recorder in self.recorders:
+            recorder.save()
+
+    def abort(self) -> None:
+        for recorder in self.recorders:
+            recorder.abort()
 
 
 class Recorder:
@@ -261,7 +209,7 @@ class Recorder:
         t = step * world.timestep
         if step > 0:
             for robot in self._robots:
-                robot.sample_imus(step - 1)
+                robot.sample_step_start(step - 1)
         self._states.record(world, step)
         if self._observer:
             for robot in self._robots:
@@ -313,7 +261,7 @@ class Recorder:
                 robot.close()
             self._pool.shutdown(wait=True)
             for robot in self._robots:
-                robot.save_imus()
+                robot.save()
             self._states.save(self.folder / STATES_FILE)
             if self._bags:
                 self._writes.run(self._bags.close)
@@ -326,7 +274,6 @@ class Recorder:
         self._writes.abort()
         self._pool.shutdown(wait=True, cancel_futures=True)
         for robot in self._robots:
-            for writer in robot.writers.values():
-                writer.close_files()
+            robot.abort()
         if self._bags:
             self._bags.abort()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.config import ExperimentConfig
+from core.config.sensor_kinds import kind_of
 
 STEP_TOLERANCE = 1e-6
 
@@ -35,11 +36,7 @@ class Schedule:
         rates = config.simulation.rates
         every = {"clock": rates.clock_hz, "tf": rates.tf_hz, "joint_states": rates.joint_states_hz,
                  "pose": rates.pose_hz, "odom": rates.odom_hz, "humans": rates.humans_hz}
-        sensors = config.robot.sensors
-        every |= {f"camera/{c.name}": c.rate_hz for c in sensors.cameras}
-        every |= {f"imu/{i.name}": i.rate_hz for i in sensors.imus}
-        if sensors.lidar is not None:
-            every[f"lidar/{sensors.lidar.name}"] = sensors.lidar.rate_hz
+        every |= {kind_of(sensor).stream(sensor.name): sensor.rate_hz for sensor in config.robot.sensors.root}
         steps = {name: steps_between(physics, rate) for name, rate in every.items()}
         sim = config.simulation
         return cls(steps, round((sim.bootstrap + sim.duration) * physics), round(sim.bootstrap * physics),

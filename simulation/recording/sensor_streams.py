@@ -1,0 +1,189 @@
+"""The recorder's half of each sensor kind (core.config.sensor_kinds holds the config's half): how the sensors
+of one kind on one robot are sampled and written, one `SensorRecorder` subclass per kind in `RECORDERS`.
+
+A robot's recording (recorder._RobotStreams) makes one recorder per kind, in `RECORDERS`' order, and calls them
+at fixed points of each step: `sample_step_start` first (the streams stamped with the state a step started
+from: the IMUs), then `sample_pose` at the pose rate, then `sample`. Within a kind its sensors go in config
+order. Each sensor's stream (`<type>/<name>`) is due at its own rate (schedule.py) and counted under it.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from core.config import CameraConfig, ExperimentConfig, ImuConfig, LidarConfig
+from core.formats.bags.topics import WORLD_FRAME, BagTopics
+from core.formats.bags.writer import BagWriter
+from core.formats.imu import IMU_FILE
+from core.formats.lidar import LidarSweep, save_sweep
+from simulation.backend import Robot
+from simulation.recording.ground_truth import CameraWriter, ImuLog
+from simulation.recording.observer import RecordingObserver
+from simulation.recording.schedule import Schedule
+from simulation.recording.writes import OrderedWrites
+from simulation.render import Frame
+
+
+class RobotRecording(Protocol):
+    """What a kind's recorder uses of its robot's recording (recorder._RobotStreams)."""
+
+    robot: Robot
+    config: ExperimentConfig
+    gt: Path  # gt/, or gt/<robot>/ in a multi-robot run
+    bags: BagWriter | None
+    writes: OrderedWrites
+    topics: BagTopics
+    schedule: Schedule
+    pool: ThreadPoolExecutor
+    observer: RecordingObserver | None
+    name: str | None  # the robot's, in a multi-robot run
+
+    def count(self, stream: str) -> None: ...
+
+    def samples(self, stream: str) -> int:
+        """How many samples of `stream` were counted so far."""
+
+
+class SensorRecorder:
+    """Samples and writes the sensors of one kind on one robot."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, recording: RobotRecording, sensors: list[Any]) -> None:
+        self.recording, self.sensors = recording, sensors
+
+    def stream(self, sensor: Any) -> str:
+        return f"{self.kind}/{sensor.name}"
+
+    def due(self, sensor: Any, step: int) -> bool:
+        return self.recording.schedule.due(self.stream(sensor), step)
+
+    def sample_step_start(self, step: int) -> None:
+        """The readings of the step from `step` to `step + 1`, stamped with the state it started from."""
+
+    def sample_pose(self, t: float) -> None:
+        """The poses published at the pose rate."""
+
+    def sample(self, step: int, t: float) -> None:
+        """The readings due at `step` (time `t`)."""
+
+    def close(self) -> None:
+        """Finish the files written on the writer threads (after every write was drained)."""
+
+    def save(self) -> None:
+        """Write what is kept in memory to the end (after the writer threads stopped)."""
+
+    def abort(self) -> None:
+        """Close open files after a failure, writing nothing more."""
+
+
+class CameraRecorder(SensorRecorder):
+    """Each camera recording to the bags or gt/: its pose (at the pose rate) and frames into gt/<camera>/ and the
+    bags, the frame rendered while the robot steps on."""
+
+    kind = "camera"
+
+    def __init__(self, recording: RobotRecording, sensors: list[CameraConfig]) -> None:
+        super().__init__(recording, [c for c in sensors if c.to_bag or c.to_gt])
+        world, config = recording.robot.world, recording.config.recording
+        instances, classes = world.instances(), world.semantic_classes()
+        self.writers = {c.name: CameraWriter(recording.gt / c.name, list(c.outputs), config.depth_npy, instances,
+                                             classes, recording.pool) for c in self.sensors if c.to_gt}
+
+    def sample_pose(self, t: float) -> None:
+        recording = self.recording
+        for camera in self.sensors:
+            if camera.to_bag and recording.bags:
+                recording.writes.call(recording.bags.pose, recording.topics.camera_pose(camera.name), t, WORLD_FRAME,
+                                      recording.robot.camera_pose(camera.name))
+
+    def sample(self, step: int, t: float) -> None:
+        recording = self.recording
+        for camera in self.sensors:
+            if not self.due(camera, step):
+                continue
+            if camera.name in self.writers or camera.to_bag and recording.bags:
+                recording.writes.call_with_frame(self._write, camera, t, recording.robot.render_async(camera.name))
+            recording.count(self.stream(camera))
+
+    def _write(self, camera: CameraConfig, t: float, rendering: Future[Frame]) -> None:
+        """The camera's frame into gt/ and the bags, once rendered (on the writer thread)."""
+        frame, recording = rendering.result(), self.recording
+        if camera.name in self.writers:
+            self.writers[camera.name].write(t, frame)
+        if camera.to_bag and recording.bags:
+            bags, topics, name = recording.bags, recording.topics, camera.name
+            frame_id, params = topics.optical_frame(name), frame.camera
+            if frame.rgb is not None:
+                bags.image(topics.rgb(name), t, frame_id, frame.rgb)
+            bags.depth(topics.depth(name), t, frame_id, frame.depth, recording.config.recording.depth_encoding)
+            bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height,
+                             params.lens.ros_model, params.lens.D)
+        if recording.observer:
+            recording.observer.camera_frame(recording.name, camera, t, frame)
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+    def abort(self) -> None:
+        for writer in self.writers.values():
+            writer.close_files()
+
+
+class ImuRecorder(SensorRecorder):
+    """Each IMU's readings into the bags and, all of them, gt/imu.npz."""
+
+    kind = "imu"
+
+    def __init__(self, recording: RobotRecording, sensors: list[ImuConfig]) -> None:
+        super().__init__(recording, sensors)
+        self.log = ImuLog([imu.name for imu in sensors])
+
+    def sample_step_start(self, step: int) -> None:
+        recording = self.recording
+        for imu in self.sensors:
+            if not self.due(imu, step):
+                continue
+            reading = recording.robot.imu(imu.name)
+            self.log.add(imu.name, reading)
+            if recording.bags:
+                recording.writes.call(recording.bags.imu, recording.topics.imu(imu.name),
+                                      recording.topics.frame(imu.name), reading.time, reading.linear_acceleration,
+                                      reading.angular_velocity)
+            recording.count(self.stream(imu))
+
+    def save(self) -> None:
+        if self.sensors:
+            self.recording.gt.mkdir(parents=True, exist_ok=True)
+            self.log.save(self.recording.gt / IMU_FILE)
+
+
+class LidarRecorder(SensorRecorder):
+    """Each LiDAR's sweeps into gt/<lidar>/NNNNNN.npz and PointCloud2 messages on /<lidar>/points."""
+
+    kind = "lidar"
+    sensors: list[LidarConfig]
+
+    def sample(self, step: int, t: float) -> None:
+        recording = self.recording
+        for lidar in self.sensors:
+            if not self.due(lidar, step):
+                continue
+            scan = recording.robot.lidar(lidar.name)
+            folder = recording.gt / lidar.name
+            folder.mkdir(parents=True, exist_ok=True)
+            sweep = LidarSweep(scan.time, scan.pose, scan.ranges, scan.points, scan.ring)
+            save_sweep(folder, recording.samples(self.stream(lidar)), sweep)
+            if recording.observer:
+                recording.observer.lidar_sweep(recording.name, lidar.name, sweep)
+            if recording.bags:
+                recording.writes.call(recording.bags.point_cloud, recording.topics.points(lidar.name), t,
+                                      recording.topics.frame(lidar.name), scan.points, scan.intensity, scan.ring)
+            recording.count(self.stream(lidar))
+
+
+RECORDERS: dict[str, type[SensorRecorder]] = {recorder.kind: recorder for recorder in (
+    CameraRecorder, ImuRecorder, LidarRecorder)}
