@@ -77,7 +77,8 @@ KINDS: dict[str, SensorKind] = {kind.type: kind for kind in (
     SensorKind("imu", ImuEntry, "imus", many=True),
     SensorKind("lidar", LidarEntry, "lidar", many=False),
 )}
-SensorEntry = Annotated[Union[CameraEntry, ImuEntry, LidarEntry], Field(discriminator="type")]  # noqa: UP007
+# One of the kinds' entries, told apart by `type`: a new kind's line in KINDS adds it.
+SensorEntry = Annotated[Union[tuple(kind.entry for kind in KINDS.values())], Field(discriminator="type")]  # noqa: UP007
 _LEGACY_KEYS = {kind.legacy_key: kind for kind in KINDS.values() if kind.legacy_key}
 
 
