@@ -99,17 +99,12 @@ class _RobotStreams:
         return [self._link_transform(parent, child) for parent, child in edges]
 
     def _mount_transforms(self) -> list[tuple[str, str, np.ndarray]]:
-        """(parent, child, parent <- child) of every sensor frame and camera optical frame: fixed."""
-        robot, sensors, frame = self.robot, self.config.robot.sensors, self.topics.frame
-        transforms = []
-        for _, name, mount in sensors.mounts():
-            transforms.append((frame(mount.link), frame(name),
-                               np.linalg.inv(robot.link_pose(mount.link)) @ robot.sensor_pose(name)))
-        for camera in sensors.cameras:
-            body = robot.sensor_pose(camera.name)
-            transforms.append((frame(camera.name), self.topics.optical_frame(camera.name),
-                               np.linalg.inv(body) @ robot.camera_pose(camera.name)))
-        return transforms
+        """(parent, child, parent <- child) of every sensor frame, then the kinds' own (camera optical frames):
+        fixed."""
+        robot, frame = self.robot, self.topics.frame
+        transforms = [(frame(mount.link), frame(name), np.linalg.inv(robot.link_pose(mount.link)) @ robot.sensor_pose(name))
+                      for _, name, mount in self.config.robot.sensors.mounts()]
+        return transforms + [transform for recorder in self.recorders for transform in recorder.static_transforms()]
 
     def tf(self) -> list[tuple[str, str, np.ndarray]]:
         """The moving transforms: the robot's pose and its links that joints move."""

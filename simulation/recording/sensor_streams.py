@@ -13,6 +13,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+import numpy as np
+
 from core.config import CameraConfig, ExperimentConfig, ImuConfig, LidarConfig
 from core.formats.bags.topics import WORLD_FRAME, BagTopics
 from core.formats.bags.writer import BagWriter
@@ -60,6 +62,11 @@ class SensorRecorder:
     def due(self, sensor: Any, step: int) -> bool:
         return self.recording.schedule.due(self.stream(sensor), step)
 
+    def static_transforms(self) -> list[tuple[str, str, np.ndarray]]:
+        """Fixed frames of the kind's own beyond each sensor's frame in its link: (parent, child, parent <-
+        child), sent once on /tf_static."""
+        return []
+
     def sample_step_start(self, step: int) -> None:
         """The readings of the step from `step` to `step + 1`, stamped with the state it started from."""
 
@@ -87,10 +94,18 @@ class CameraRecorder(SensorRecorder):
 
     def __init__(self, recording: RobotRecording, sensors: list[CameraConfig]) -> None:
         super().__init__(recording, [c for c in sensors if c.to_bag or c.to_gt])
+        self.configured = sensors
         world, config = recording.robot.world, recording.config.recording
         instances, classes = world.instances(), world.semantic_classes()
         self.writers = {c.name: CameraWriter(recording.gt / c.name, list(c.outputs), config.depth_npy, instances,
                                              classes, recording.pool) for c in self.sensors if c.to_gt}
+
+    def static_transforms(self) -> list[tuple[str, str, np.ndarray]]:
+        """Each camera's optical frame in its body frame (all cameras, recorded or not: the TF tree is the robot's)."""
+        robot, topics = self.recording.robot, self.recording.topics
+        return [(topics.frame(camera.name), topics.optical_frame(camera.name),
+                 np.linalg.inv(robot.sensor_pose(camera.name)) @ robot.camera_pose(camera.name))
+                for camera in self.configured]
 
     def sample_pose(self, t: float) -> None:
         recording = self.recording
