@@ -19,7 +19,7 @@ from core.recording import Recording
 from pipeline.generate import generate
 from postprocess.plots import coverage_figure
 from postprocess.view import view_run
-from simulation.exploration.explorer import blocked_by_people
+from simulation.exploration.explorer import BLIND_MARGIN, blocked_by_people, landing_spots
 from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN
 from simulation.exploration.planner import CostMap, cost_map, search
@@ -216,3 +216,28 @@ def test_a_doorway_the_disc_fits_but_not_its_clearance_is_passed_only_where_ther
     assert hard is not None and np.array_equal(hard, soft)
     assert soft[soft[:, 0] == 30, 1].min() >= 21
     assert disc_room(soft, both == OCCUPIED).min() >= radius + clearance
+
+
+def test_the_uav_changes_height_over_a_column_it_has_seen_free_and_else_where_it_is():
+    """At its start the UAV has not seen the column below (or above) itself, nor round it: a person may stand beside
+    it. It changes height over the nearest spot with its disc and clearance of column seen free; where there is none,
+    where it is (unknown cells right round it count as passable, as everywhere)."""
+    room, start = 0.482, (20, 20)
+    column = two_rooms(())  # 6 m x 4 m, the column's map seen free but for the walls ...
+    i, j = np.indices(column.shape)
+    column[np.hypot(i - start[0], j - start[1]) * RES <= 0.6] = UNKNOWN  # ... and what lies right round the UAV
+    near = np.hypot(i - start[0], j - start[1]) * RES <= room + BLIND_MARGIN
+
+    def spots(state: np.ndarray) -> np.ndarray:
+        costs = cost_map(state == OCCUPIED, (state == FREE) | ((state == UNKNOWN) & near), RES, room, MARGIN)
+        return landing_spots(state, costs, search(costs, start).cost, room, MARGIN)
+
+    landing = spots(column)
+    assert landing.any() and not landing[start]
+    cells = np.argwhere(landing)
+    # Every spot has the room seen free round it (within the half cell the maps measure clearance to).
+    assert disc_room(cells, column != FREE).min() >= room - RES / 2
+    nearest = cells[np.argmin(np.hypot(cells[:, 0] - start[0], cells[:, 1] - start[1]))]
+    assert np.hypot(*(nearest - start)) * RES <= 0.6 + room + 2 * RES  # just beyond what it has not seen
+    # Nothing of the column seen: where it is.
+    assert spots(np.where(column == FREE, UNKNOWN, column).astype(np.int8))[start]

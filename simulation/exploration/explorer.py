@@ -358,16 +358,9 @@ class Explorer:
             column = self._layers(z, below=z - self.altitude + UAV_VERTICAL_MARGIN, above=0.0)
         else:
             column = self._layers(self.altitude, below=self.altitude - z + UAV_VERTICAL_MARGIN)
-        # Seen free where there is such a spot: the camera never sees the column right below or above the robot,
-        # and a person standing beside it may reach into it; else the robot's own spot will do (unknown cells
-        # right around it count as passable, as everywhere).
         grid = self._project(column)
-        state = grid.state
-        seen = cost_map(state != FREE, state == FREE, self.grid.resolution, self.driver.radius + self.driver.clearance,
-                        self.params.safety_margin)
-        landing = seen.traversable & np.isfinite(tree.cost)
-        if not landing.any():
-            landing = self._cost_map(grid).traversable & np.isfinite(tree.cost)
+        landing = landing_spots(grid.state, self._cost_map(grid), tree.cost, self.driver.radius + self.driver.clearance,
+                                self.params.safety_margin)
         if not landing.any():  # nowhere seen to change height: explore at this one
             self.altitude = z
             self._enter_explore()
@@ -488,6 +481,17 @@ class Explorer:
             return None
         start = self._start_cell()
         return None if start is None else self.grid.center_of(np.array(start))
+
+
+def landing_spots(column: np.ndarray, costs: CostMap, reach: np.ndarray, room: float, safety_margin: float) -> np.ndarray:
+    """Where (bool over the map) a flying robot may change height: the cells it can reach (`reach`: the path cost
+    from it, inf where unreachable) that have `room` m of seen-free cells round them in the map of the `column` it
+    changes height through (the camera never sees the column right below or above the robot, and a person standing
+    beside it may reach into it); where there are none, those traversable in that map's cost map `costs` (unknown
+    cells right round the robot count as passable, as everywhere): the robot's own spot will do."""
+    seen = cost_map(column != FREE, column == FREE, costs.resolution, room, safety_margin)
+    landing = seen.traversable & np.isfinite(reach)
+    return landing if landing.any() else costs.traversable & np.isfinite(reach)
 
 
 def blocked_by_people(state: np.ndarray, walkways: np.ndarray, frontiers: np.ndarray, reach: np.ndarray,
