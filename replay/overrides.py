@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, FieldSerializationInfo, field_serializer
 
 from core.config import (
     DEFAULT_ROBOT_NAME,
@@ -84,6 +84,12 @@ class ReplayOverrides(Strict):
     @property
     def empty(self) -> bool:
         return self == ReplayOverrides()
+
+    @field_serializer("sensors")
+    def _typed(self, sensors: list[Strict], info: FieldSerializationInfo) -> list[dict[str, Any]]:
+        """Each sensor with its type, also in a dump that leaves out defaults (the replay's record)."""
+        return [{"type": sensor.type, **sensor.model_dump(mode=info.mode, exclude_defaults=info.exclude_defaults)}
+                for sensor in sensors]
 
 
 def load_overrides(path: Path | None) -> ReplayOverrides:

@@ -150,8 +150,11 @@ def test_several_lidars_dump_as_the_list_and_errors_name_list_keys():
 def test_replay_puts_sensors_in_by_name():
     recorded = load_experiment(CONFIGS / "demo-tiago.yaml").model_dump(mode="json")
     rear = {"type": "lidar", "name": "rear", "mount": {"link": "base_laser_link"}}
-    config = replay_config(recorded, ReplayOverrides.model_validate({"sensors": [rear]}), "test")
+    overrides = ReplayOverrides.model_validate({"sensors": [rear]})
+    config = replay_config(recorded, overrides, "test")
     assert [lidar.name for lidar in config.robot.sensors.lidars] == ["lidar", "rear"]
+    # The replay's record (defaults left out) still says what type each added sensor is.
+    assert overrides.model_dump(mode="json", exclude_defaults=True)["sensors"] == [rear]
     # `lidar:` replaces the run's one LiDAR whatever its name, as before the list.
     config = replay_config(recorded, ReplayOverrides(lidar=LidarConfig(name="velodyne", channels=32,
                                                                        mount={"link": "base_laser_link"})), "test")
