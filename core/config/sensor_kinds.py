@@ -120,7 +120,7 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
 
     root: list[SensorEntry] = Field(default_factory=list)
     input_forms: ClassVar[tuple[type[Strict], ...]] = (EarlierForm,)  # for core.config_io's did-you-mean
-    _legacy: bool = PrivateAttr(True)
+    _given_in_earlier_form: bool = PrivateAttr(True)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -145,7 +145,7 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
         else:
             return handler(data)
         config = handler(entries)
-        config._legacy = legacy
+        config._given_in_earlier_form = legacy
         config._check_names()
         return config
 
@@ -163,7 +163,7 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
     def _dump(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
         dumped = handler(self)
         entries = [{key: value for key, value in item.items() if key != "type"} for item in dumped]
-        if not self.fits_legacy or (info.context or {}).get("sensor_list"):
+        if not self._fits_earlier_form() or (info.context or {}).get("sensor_list"):
             return [{"type": entry.type, **item} for entry, item in zip(self.root, entries, strict=True)]
         by_kind = {kind.type: [item for entry, item in zip(self.root, entries, strict=True) if entry.type == kind.type]
                    for kind in _LEGACY_KEYS.values()}
@@ -174,8 +174,7 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
     def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
         return {"anyOf": [handler(core_schema), handler(EarlierForm.__pydantic_core_schema__)]}
 
-    @property
-    def fits_legacy(self) -> bool:
+    def _fits_earlier_form(self) -> bool:
         """Whether the earlier form holds these sensors as they are: in its order (the cameras, the IMUs, then at
         most one LiDAR), as every config given in it is."""
         order = list(_LEGACY_KEYS.values())
@@ -188,9 +187,10 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
         """(key under `sensors`, entry) of each sensor, in order: `cameras.0`, `lidar` for a config in the earlier
         form, the list index otherwise, so that messages name the key the user wrote."""
         counts: dict[str, int] = {}
+        earlier = self._given_in_earlier_form and self._fits_earlier_form()
         for index, entry in enumerate(self.root):
             kind = kind_of(entry)
-            if not self._legacy:
+            if not earlier:
                 yield str(index), entry
             elif kind.many:
                 counts[kind.type] = counts.get(kind.type, 0) + 1
