@@ -173,7 +173,7 @@ def instrument(stages: Stages) -> None:
 def instrument_functions(functions: Stages) -> None:
     """`--cpu-by-function`: wraps the functions each thread spends its CPU in (module docstring's threads)."""
     from core.formats.bags import writer as bags
-    from simulation.recording import ground_truth, recorder
+    from simulation.recording import ground_truth, recorder, sensor_streams
     from simulation.render import renderer, scene
     for owner, attribute, name, key in [
         (renderer, "_truth_job", "tile workers: ground truth (camera rays, normals, ids)", None),
@@ -183,7 +183,7 @@ def instrument_functions(functions: Stages) -> None:
         (renderer, "AloneCoverage", "render thread: occlusion ratios", None),
         (renderer, "frame_boxes", "render thread: boxes", None),
         (renderer, "_encode_metered", "render thread: auto-exposure encoding", None),
-        (recorder._RobotStreams, "_write_camera", "recorder writer: camera frame (bag images, frames.jsonl)", None),
+        (sensor_streams.CameraRecorder, "_write", "recorder writer: camera frame (bag images, frames.jsonl)", None),
         (recorder, "save_humans_frame", "recorder writer: humans/ frame", None),
         *[(bags.BagWriter, method, f"recorder writer: bag {method}", None)
           for method in ("tf", "imu", "odometry", "pose", "joint_states", "clock")],
