@@ -23,6 +23,7 @@ from core.config import DEFAULT_ROBOT_NAME, CameraConfig, ExperimentConfig
 from core.errors import InputError
 from core.formats.bags.layout import ROS1_SUFFIX, ROS2_METADATA
 from core.formats.bags.topics import BagTopics
+from core.formats.events import EVENTS_FILE, EventFile, read_events
 from core.formats.frames import FRAMES_FILE, Box2D, Box3D, FrameRecord, read_frames
 from core.formats.humans import (
     HUMANS_DIR,
@@ -359,6 +360,18 @@ class Recording:
             raise InputError(f"no LiDAR {name!r} in this recording; available: {', '.join(self.lidars) or 'none'}",
                              self._gt)
         return Lidar(name, sweep_files(self._gt / name))
+
+    @property
+    def event_cameras(self) -> list[str]:
+        """Event cameras with ground truth: the folders gt/<name>/ holding an events.h5."""
+        return self._gt_folders(EVENTS_FILE)
+
+    def events(self, name: str) -> EventFile:
+        """The event camera's events (gt/<name>/events.h5): EVENT_DTYPE records, t in ns of simulation time."""
+        if name not in self.event_cameras:
+            raise InputError(f"no event camera {name!r} in this recording; available: "
+                             f"{', '.join(self.event_cameras) or 'none'}", self._gt)
+        return read_events(self._gt / name / EVENTS_FILE)
 
     def imu(self, noisy: bool = False) -> dict[str, ImuSeries]:
         """gt/imu.npz by IMU name (with `noisy`, gt/imu_noisy.npz from `grade postprocess`); empty when absent."""

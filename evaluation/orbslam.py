@@ -3,7 +3,8 @@
 The settings file (OpenCV YAML, ORB-SLAM3 1.0 `File.version: "1.0"` layout) is generated from the recording:
 pinhole intrinsics and size from frames.jsonl, the camera rate from the run's config, depth as float metres
 (`RGBD.DepthMapFactor: 1.0`), for `stereo` two cameras that form a rectified pair (the right one's optical frame
-is the left's moved along x, same intrinsics and rate: `Stereo.T_c1_c2` holds the baseline), and
+is the left's moved along x, same intrinsics and rate: `Stereo.T_c1_c2` holds the baseline; a `stereo:` camera's
+two cameras are such a pair, taken by its name or its left camera's without --right-camera), and
 for `mono_inertial` the IMU mounted on the camera's link: its rate, its
 pose in the camera (`IMU.T_b_c1`, body <- optical frame, from the two mounts) and its noise (the run's
 `postprocess.imu` densities and random walks when the noisy IMU of `grade postprocess` is fed, else small
@@ -32,6 +33,7 @@ import cv2
 import numpy as np
 
 from core.config import CameraConfig, ImuConfig
+from core.config.sensors import STEREO_SIDES, stereo_name
 from core.errors import ConfigError, GradeError, InputError
 from core.formats.euroc import CAMERA, IMU, is_euroc, read_euroc
 from core.formats.images import DEPTH_NOISY, RGB_BLUR
@@ -118,6 +120,20 @@ def choose_camera(recording: Recording, camera: str | None) -> CameraConfig:
     return recording.camera_config(camera)
 
 
+def stereo_cameras(recording: Recording, camera: str | None, right_camera: str | None) -> tuple[str | None,
+                                                                                               str | None]:
+    """(left, right) for stereo: as given with --right-camera; else the pair of the `stereo:` camera named (by its
+    own name or its left camera's), or with no --camera the first such pair of the run."""
+    if right_camera is not None:
+        return camera, right_camera
+    sides = [c.stereo_side for c in recording.experiment_config().robot.sensors.cameras
+             if c.stereo_side and c.stereo_side.side == STEREO_SIDES[0] and c.name in recording.cameras]
+    side = next((s for s in sides if camera in (None, s.pair, stereo_name(s.pair, s.side))), None)
+    if side is None:
+        return camera, None
+    return tuple(stereo_name(side.pair, s) for s in STEREO_SIDES)
+
+
 def camera_imu(recording: Recording, camera: CameraConfig, processed: bool) -> tuple[ImuConfig, ImuSeries]:
     """The IMU fixed to the camera (mounted on its link): its config and readings (noisy ones if `processed`)."""
     series = recording.imu(noisy=processed)
@@ -188,6 +204,7 @@ class Feed:
     imu: ImuSeries | None = None
     imu_settings: tuple[str, np.ndarray, float, dict[str, float]] | None = None  # name, body <- camera, Hz, noise
     baseline: float | None = None
+    right_camera: str | None = None
 
 
 # ORB-SLAM3's extractor keeps a 16-pixel border (EDGE_THRESHOLD - 3) on each side of every pyramid level and
@@ -242,6 +259,8 @@ def settings_yaml(feed: Feed, mode: str) -> str:
 def recording_feed(run: Path, mode: str, camera: str | None, processed: bool, right_camera: str | None) -> Feed:
     """The frames of one camera of a recording (module docstring), checked before ORB-SLAM3 starts."""
     recording = Recording.open(run)
+    if mode == "stereo":
+        camera, right_camera = stereo_cameras(recording, camera, right_camera)
     config = choose_camera(recording, camera)
     frames = recording.camera(config.name)
     if len(frames) == 0:
@@ -268,7 +287,8 @@ def recording_feed(run: Path, mode: str, camera: str | None, processed: bool, ri
 
     first = frames[0]
     return Feed(recording.path, config.name, first.K, first.width, first.height, config.rate_hz,
-                [(frame.time, loader(i)) for i, frame in enumerate(frames)], imu, imu_settings, baseline)
+                [(frame.time, loader(i)) for i, frame in enumerate(frames)], imu, imu_settings, baseline,
+                right_camera)
 
 
 def tum_feed(folder: Path, mode: str) -> Feed:
@@ -373,7 +393,7 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
     feed = _feed(Path(run), mode, camera, processed, right_camera)
     check_frame_size(feed)
     if build_vocabulary:
-        vocabulary = vocabulary_from_run(run, Path(out) / VOCABULARY_FILE, camera, processed)
+        vocabulary = vocabulary_from_run(run, Path(out) / VOCABULARY_FILE, feed.camera, processed)
     else:
         vocabulary = resolve_vocabulary(vocabulary)
     settings_path = atomic_write_text(Path(out) / SETTINGS_FILE, settings_yaml(feed, mode))
@@ -414,5 +434,5 @@ def run_orbslam3(run: Path, out: Path, mode: str = "rgbd", camera: str | None = 
     if feed.imu_settings is not None:
         settings["imu"] = feed.imu_settings[0]
     if feed.baseline is not None:
-        settings |= {"right_camera": right_camera, "baseline_m": feed.baseline}
+        settings |= {"right_camera": feed.right_camera, "baseline_m": feed.baseline}
     return finish_run(out, METHOD, feed.source, times, poses, len(feed.frames), tracking, settings, states)

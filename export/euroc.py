@@ -2,6 +2,7 @@
 MAV dataset, so visual-inertial pipelines (ORB-SLAM3, OpenVINS, Kalibr) and evo read it unchanged.
 
     <sequence>/mav0/cam0/data.csv, data/<ns>.png, sensor.yaml     the camera's images (colour PNGs as recorded)
+    <sequence>/mav0/cam1/...                                       a stereo camera's right camera (its left: cam0)
     <sequence>/mav0/imu0/data.csv, sensor.yaml                     gyro and accelerometer, sensor frame
     <sequence>/mav0/state_groundtruth_estimate0/data.csv           the camera's pose, velocity, zero biases
 
@@ -9,6 +10,9 @@ The body frame B is the camera's optical frame (z forward, x right, y down), so 
 recording's camera poses at the camera's frame times: cam0's T_BS is the identity and imu0's is the IMU's pose
 in the optical frame, known when the IMU sits on the camera's link. Timestamps are simulation time in integer
 nanoseconds (rounded).
+
+The left and right cameras of a `stereo:` camera, when both are exported, make one sequence named after the pair:
+cam0 the left, cam1 the right, whose T_BS is the right optical frame in the left one (the baseline along x).
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ from core.config import CameraConfig, ImuConfig
 from core.config.lens import Lens
 from core.errors import ConfigError, InputError
 from core.formats.euroc import (
-    CAMERA,
     CAMERA_HEADER,
     DATA_FILE,
     IMAGES,
@@ -44,7 +47,7 @@ from core.geometry import matrix_to_quat_wxyz, optical_from_imu
 from core.progress import track
 from core.recording import Recording
 from export.common import ExportFolder, Sequence, check_images, export_folder, exported_image, open_sequences
-from export.tum import sequence_folder
+from export.stereo import CameraUnit, camera_units, unit_folder
 from simulation.embedded.sensors import BODY_TO_OPTICAL
 
 
@@ -93,25 +96,42 @@ def check_lens(recording: Recording, name: str) -> None:
                           "radial-tangential model has k1, k2, p1, p2 only", field="--camera")
 
 
-def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, options: EurocOptions) -> tuple[int, int]:
-    """One camera of one recording as an EuRoC sequence: images first (each atomic, kept on a rerun), then the
-    csv and yaml files. Returns (frames, IMU samples)."""
-    recording = sequence.recording
-    camera = recording.camera(name)
-    config = recording.camera_config(name)
-    root = f"{sequence_folder(sequence, name)}/{ROOT}"
-    stamps = nanoseconds([frame.time for frame in camera])
-    for frame, ns in zip(track(camera.frames, f"EuRoC {sequence_folder(sequence, name)}"), stamps, strict=True):
-        folder.copy_image(exported_image(frame, "rgb", options.processed), f"{root}/{CAMERA}/{IMAGES}/{ns}.png")
-    folder.write_bytes(f"{root}/{CAMERA}/{DATA_FILE}", csv_bytes(CAMERA_HEADER, ((ns, f"{ns}.png") for ns in stamps)))
+def _export_images(folder: ExportFolder, recording: Recording, name: str, body: CameraConfig, root: str,
+                   index: int, options: EurocOptions) -> None:
+    """Camera `name` as `cam<index>` under `root`: images first (each atomic, kept on a rerun), then data.csv and
+    sensor.yaml, whose T_BS is its optical frame in `body`'s (both on one link)."""
+    camera, config = recording.camera(name), recording.camera_config(name)
+    stamps, cam = nanoseconds([frame.time for frame in camera]), f"cam{index}"
+    for frame, ns in zip(track(camera.frames, f"EuRoC {root} {cam}"), stamps, strict=True):
+        folder.copy_image(exported_image(frame, "rgb", options.processed), f"{root}/{cam}/{IMAGES}/{ns}.png")
+    folder.write_bytes(f"{root}/{cam}/{DATA_FILE}", csv_bytes(CAMERA_HEADER, ((ns, f"{ns}.png") for ns in stamps)))
     K = camera[0].K
-    folder.write_bytes(f"{root}/{CAMERA}/{SENSOR_FILE}", sensor_yaml({
+    body_from_camera = np.eye(4)
+    if index:
+        body_from_camera = optical_from_imu(body.mount.translation, body.mount.rpy_deg, config.mount.translation,
+                                            config.mount.rpy_deg, BODY_TO_OPTICAL) @ BODY_TO_OPTICAL
+    body_frame = f"the optical frame of {body.name}" if index else "its optical frame"
+    folder.write_bytes(f"{root}/{cam}/{SENSOR_FILE}", sensor_yaml({
         "sensor_type": "camera",
-        "comment": f"GRADE camera {name} ({RGB_BLUR if options.processed else 'rgb'}); body frame B = its "
-                   "optical frame (z forward, x right, y down)",
-        "T_BS": t_bs(np.eye(4)), "rate_hz": config.rate_hz, "resolution": [camera[0].width, camera[0].height],
+        "comment": f"GRADE camera {name} ({RGB_BLUR if options.processed else 'rgb'}); body frame B = "
+                   f"{body_frame} (z forward, x right, y down)",
+        "T_BS": t_bs(body_from_camera), "rate_hz": config.rate_hz,
+        "resolution": [camera[0].width, camera[0].height],
         "camera_model": "pinhole", "intrinsics": [float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2])],
         **euroc_distortion(config.lens)}))
+
+
+def _export_camera(folder: ExportFolder, sequence: Sequence, unit: CameraUnit,
+                   options: EurocOptions) -> tuple[int, int]:
+    """One camera (or stereo pair) of one recording as an EuRoC sequence. Returns (frames, IMU samples)."""
+    recording = sequence.recording
+    name = unit.cameras[0]
+    camera = recording.camera(name)
+    config = recording.camera_config(name)
+    root = f"{unit_folder(sequence, unit)}/{ROOT}"
+    for index, each in enumerate(unit.cameras):
+        _export_images(folder, recording, each, config, root, index, options)
+    stamps = nanoseconds([frame.time for frame in camera])
 
     poses = np.stack([frame.pose for frame in camera])
     times = np.array([frame.time for frame in camera])
@@ -154,7 +174,7 @@ def export_euroc(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None,
             check_lens(sequence.recording, name)
     recorded = {"cameras": list(cameras or []), "imu": options.imu, "processed": options.processed}
     with export_folder(out, "euroc", recorded, sequences) as folder:
-        written = [_export_camera(folder, s, name, options) for s in sequences for name in s.cameras]
+        written = [_export_camera(folder, s, unit, options) for s in sequences for unit in camera_units(s)]
         counts = {"sequences": len(written), "frames": sum(f for f, _ in written),
                   "imu samples": sum(n for _, n in written)}
         folder.finish(counts, [])

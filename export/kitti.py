@@ -6,12 +6,17 @@ the KITTI odometry benchmark's, so KITTI-style SLAM tools and evaluators (evo's 
                                       frame (the first line is the identity), as KITTI's ground truth
     sequences/NN/times.txt            per frame, its simulation time in seconds (not shifted to start at 0)
     sequences/NN/calib.txt            P0..P3: the 3x4 projection K [I | 0] of this camera (all four the same: one
-                                      monocular camera, no stereo baseline); Tr: LiDAR -> camera (module below)
+                                      monocular camera, no stereo baseline; for a stereo pair P1 and P3 are the
+                                      right camera's, K [I | (-b, 0, 0)]: P1[0, 3] = -fx b); Tr: LiDAR -> camera
+                                      (module below)
     sequences/NN/image_0/NNNNNN.png   8-bit grey, as KITTI's cam0 (cv2's RGB -> grey of the colour image)
     sequences/NN/image_2/NNNNNN.png   the colour image as recorded (processed: rgb_blur), as KITTI's cam2
+    sequences/NN/image_1, image_3     a stereo pair's right camera, grey and colour, as KITTI's cam1 and cam3
     sequences.txt                     `NN sequence camera`: which recording and camera each number is
 
-Sequences are numbered 00, 01, ... in the order of the runs given and their cameras. `Tr` is the LiDAR's pose in
+Sequences are numbered 00, 01, ... in the order of the runs given and their cameras; the left and right cameras
+of a `stereo:` camera, when both are exported, are one sequence (named after the pair in sequences.txt), with the
+left camera's poses. `Tr` is the LiDAR's pose in
 the camera's optical frame when a LiDAR of the robot (the first such) is mounted on the camera's link (a fixed
 transform), else the identity (KITTI's readers expect the line; there is no LiDAR data in the export).
 """
@@ -37,10 +42,12 @@ from export.common import (
     exported_image,
     open_sequences,
 )
+from export.stereo import CameraUnit, camera_units
 from simulation.embedded.sensors import BODY_TO_OPTICAL
 
 POSES_DIR, SEQUENCES_DIR, SEQUENCE_LIST = "poses", "sequences", "sequences.txt"
 GREY, COLOUR = "image_0", "image_2"
+RIGHT_GREY, RIGHT_COLOUR = "image_1", "image_3"  # a stereo pair's right camera
 
 
 def number(index: int) -> str:
@@ -72,30 +79,42 @@ def lidar_to_camera(recording: Recording, camera: str) -> np.ndarray:
                             lidar.mount.rpy_deg, BODY_TO_OPTICAL)
 
 
-def calib_text(K: np.ndarray, tr: np.ndarray) -> str:
+def calib_text(K: np.ndarray, tr: np.ndarray, baseline: float = 0.0) -> str:
+    """P0..P3 and Tr; with a stereo `baseline` (m), P1 and P3 (the right cameras) carry -fx * baseline."""
     projection = np.hstack([K, np.zeros((3, 1))])
-    return "".join(f"P{i}: {matrix_line(projection)}" for i in range(4)) + f"Tr: {matrix_line(tr)}"
+    right = projection.copy()
+    right[0, 3] = -K[0, 0] * baseline
+    return "".join(f"P{i}: {matrix_line(right if i % 2 else projection)}" for i in range(4)) + f"Tr: {matrix_line(tr)}"
 
 
-def _export_camera(folder: ExportFolder, sequence: Sequence, name: str, index: int, processed: bool) -> int:
-    """One camera of one recording as KITTI sequence `index`: images first (each atomic, kept on a rerun), then
-    the text files."""
-    camera, root = sequence.recording.camera(name), f"{SEQUENCES_DIR}/{number(index)}"
-    for position, frame in enumerate(track(camera.frames, f"KITTI {number(index)} ({sequence.name} {name})")):
+def _export_images(folder: ExportFolder, sequence: Sequence, name: str, root: str, grey_dir: str, colour_dir: str,
+                   processed: bool) -> None:
+    """The camera's images, colour and grey: each atomic, kept on a rerun."""
+    camera = sequence.recording.camera(name)
+    for position, frame in enumerate(track(camera.frames, f"KITTI {root} ({sequence.name} {name})")):
         image = exported_image(frame, "rgb", processed)
-        folder.copy_image(image, f"{root}/{COLOUR}/{position:06d}.png")  # line `position` of times.txt and poses
-        grey = f"{root}/{GREY}/{position:06d}.png"
+        folder.copy_image(image, f"{root}/{colour_dir}/{position:06d}.png")  # line `position` of times.txt and poses
+        grey = f"{root}/{grey_dir}/{position:06d}.png"
         if not folder.path(grey).is_file():
             rgb = frame.processed(PROCESSED["rgb"]) if processed else frame.rgb()
             if rgb is None:  # checked before the export; deleted since
                 raise InputError(f"frame {frame.index}'s RGB image is gone", frame.folder)
             _, png = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY))  # 8-bit grey (not png.py's kinds)
             folder.write_bytes(grey, png.tobytes())
+
+
+def _export_camera(folder: ExportFolder, sequence: Sequence, unit: CameraUnit, index: int, processed: bool) -> int:
+    """One camera (or stereo pair) of one recording as KITTI sequence `index`: images first, then the text
+    files."""
+    name, root = unit.cameras[0], f"{SEQUENCES_DIR}/{number(index)}"
+    camera = sequence.recording.camera(name)
+    for each, grey_dir, colour_dir in zip(unit.cameras, (GREY, RIGHT_GREY), (COLOUR, RIGHT_COLOUR), strict=False):
+        _export_images(folder, sequence, each, root, grey_dir, colour_dir, processed)
     poses = relative_poses(np.stack([frame.pose for frame in camera]))
     folder.write_bytes(f"{POSES_DIR}/{number(index)}.txt", "".join(matrix_line(p) for p in poses).encode())
     folder.write_bytes(f"{root}/times.txt", "".join(f"{frame.time:.6f}\n" for frame in camera).encode())
     folder.write_bytes(f"{root}/calib.txt",
-                       calib_text(camera[0].K, lidar_to_camera(sequence.recording, name)).encode())
+                       calib_text(camera[0].K, lidar_to_camera(sequence.recording, name), unit.baseline or 0.0).encode())
     return len(camera)
 
 
@@ -118,12 +137,12 @@ def export_kitti(runs: Seq[Path], out: Path, cameras: Seq[str] | None = None, pr
         for name in sequence.cameras:
             check_images(sequence.recording, sequence.recording.camera(name), ("rgb",), processed)
             check_pinhole(sequence.recording, name)
-    pairs = [(s, name) for s in sequences for name in s.cameras]
+    pairs = [(s, unit) for s in sequences for unit in camera_units(s)]
     recorded = {"cameras": list(cameras or []), "processed": processed}
     with export_folder(out, "kitti", recorded, sequences) as folder:
-        frames = sum(_export_camera(folder, s, name, i, processed) for i, (s, name) in enumerate(pairs))
-        folder.write_bytes(SEQUENCE_LIST, "".join(f"{number(i)} {s.name} {name}\n"
-                                                  for i, (s, name) in enumerate(pairs)).encode())
+        frames = sum(_export_camera(folder, s, unit, i, processed) for i, (s, unit) in enumerate(pairs))
+        folder.write_bytes(SEQUENCE_LIST, "".join(f"{number(i)} {s.name} {unit.name}\n"
+                                                  for i, (s, unit) in enumerate(pairs)).encode())
         counts = {"sequences": len(pairs), "frames": frames}
         folder.finish(counts, [])
     return counts

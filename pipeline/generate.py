@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.config import ExperimentConfig
+from core.config import SENSOR_KINDS, ExperimentConfig
 from core.errors import InputError
 from core.formats.class_map import read_class_map
 from core.formats.manifest import MANIFEST
@@ -49,11 +49,15 @@ RUN_STREAMS = ["prepare/procedural", "placement/robot", "placement/humans", "pla
 
 
 def run_streams(config: ExperimentConfig) -> list[str]:
-    """RUN_STREAMS, with each robot's start stream in a multi-robot run ("placement/robot/<name>")."""
-    if not config.multi_robot:
-        return RUN_STREAMS
+    """RUN_STREAMS, with each robot's start stream in a multi-robot run ("placement/robot/<name>"), then the
+    streams of the sensors that draw random numbers (an event camera's: "sensors/event/[<robot>/]<name>")."""
+    multi = config.multi_robot
+    sensors = [SENSOR_KINDS[sensor.type].seed_stream(sensor.name, name if multi else None)
+               for name in config.robot_names for sensor in config.for_robot(name).robot.sensors.of("event")]
+    if not multi:
+        return RUN_STREAMS + sensors
     return [stream for stream in RUN_STREAMS if stream != "placement/robot"] + [
-        f"placement/robot/{name}" for name in config.robot_names]
+        f"placement/robot/{name}" for name in config.robot_names] + sensors
 
 
 @dataclass

@@ -413,3 +413,17 @@ def test_coco_keypoints_are_projected_through_the_lens(lens):
     expected = cv2_project(lens, camera, points[:2].T) + 0.5  # COCO's pixel centres are at + 0.5
     assert np.abs(np.array([flat[0:2], flat[3:5]]).T - expected).max() < 0.006  # COCO rounds to 0.01
     assert flat[8] == 0  # behind: even a fisheye of 180 degrees does not see straight back
+
+
+def test_exploration_refuses_to_map_through_a_lens():
+    """The explorers back-project depth through K: a distorted first camera is refused, naming it; a fisheye listed
+    after a pinhole one is fine."""
+    from core.config_io import load_experiment
+    from simulation.exploration.params import ExplorerParams
+    from tests.conftest import CONFIGS
+
+    fisheye = ["robot.sensors.cameras.0.model=equidistant", "robot.sensors.cameras.0.fov_deg=180"]
+    with pytest.raises(ConfigError, match=r"camera 'camera'.*equidistant.*pinhole"):
+        ExplorerParams.from_config(load_experiment(CONFIGS / "demo.yaml", fisheye))
+    second = ["robot.sensors.cameras=[{name: camera}, {name: fisheye, model: equidistant, fov_deg: 180}]"]
+    assert ExplorerParams.from_config(load_experiment(CONFIGS / "demo.yaml", second)).camera == "camera"

@@ -125,7 +125,8 @@ class ExperimentConfig(Strict):
         physics = self.simulation.physics_hz
         streams = {f"simulation.rates.{k}": v for k, v in self.simulation.rates.model_dump().items()}
         for _, key, robot, _ in self.robot_entries():
-            streams |= {f"{key}.sensors.{at}.rate_hz": sensor.rate_hz for at, sensor in robot.sensors.keyed()}
+            streams |= {f"{key}.sensors.{at}.rate_hz": sensor.rate_hz for at, sensor in robot.sensors.keyed()
+                        if not SENSOR_KINDS[sensor.type].every_step}
         for key, rate in streams.items():
             ratio = physics / rate
             if rate > physics or abs(ratio - round(ratio)) > 1e-9:

@@ -38,6 +38,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
 
 from core.config.base import Strict
+from core.config.event_camera import EventCameraConfig
 from core.config.sensors import CameraConfig, ImuConfig, LidarConfig, Mount
 
 # Serialisation context under which the sensors are dumped as the typed list even when the earlier form holds
@@ -57,6 +58,10 @@ class LidarEntry(LidarConfig):
     type: Literal["lidar"] = "lidar"
 
 
+class EventEntry(EventCameraConfig):
+    type: Literal["event"] = "event"
+
+
 @dataclass(frozen=True)
 class SensorKind:
     """What the config knows of a kind of sensor: its `type`, its entry model, and the key of the form before
@@ -66,16 +71,24 @@ class SensorKind:
     entry: type[Strict]
     legacy_key: str | None = None  # none for a kind newer than the list
     many: bool = True
+    # Sampled at every physics step rather than at a `rate_hz`: the sensor decides itself when it measures.
+    every_step: bool = False
 
     def stream(self, name: str) -> str:
         """The sensor's stream: its key in the rate schedule and in run.json's frame counts."""
         return f"{self.type}/{name}"
+
+    def seed_stream(self, name: str, robot: str | None = None) -> str:
+        """The name of the sensor's random generator under the master seed (core.seeding), listed in run.json's
+        derived seeds; `robot` in a multi-robot run."""
+        return "/".join(part for part in ("sensors", self.type, robot, name) if part)
 
 
 KINDS: dict[str, SensorKind] = {kind.type: kind for kind in (
     SensorKind("camera", CameraEntry, "cameras", many=True),
     SensorKind("imu", ImuEntry, "imus", many=True),
     SensorKind("lidar", LidarEntry, "lidar", many=False),
+    SensorKind("event", EventEntry, every_step=True),
 )}
 # One of the kinds' entries, told apart by `type`: a new kind's line in KINDS adds it.
 SensorEntry = Annotated[Union[tuple(kind.entry for kind in KINDS.values())], Field(discriminator="type")]  # noqa: UP007

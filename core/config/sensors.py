@@ -4,10 +4,13 @@ core.config.sensor_kinds."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
+import numpy as np
 from pydantic import (
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     StrictBool,
     ValidationInfo,
@@ -19,6 +22,7 @@ from pydantic import (
 from core.config.base import FloatRange, NonNegFloat, PositiveFloat, PositiveInt, Strict, Vec3
 from core.config.lens import Lens, LensModel, check_image, focal_of_fov
 from core.errors import InputError
+from core.geometry import mount_matrix
 
 # Most pixels a camera may render per frame (after supersampling): 8K UHD. Beyond it one frame's buffers
 # take gigabytes.
@@ -36,9 +40,37 @@ class Mount(Strict):
     rpy_deg: Vec3 = (0.0, 0.0, 0.0)
 
 
+STEREO_SIDES = ("left", "right")
+
+
+def stereo_name(pair: str, side: str) -> str:
+    """The name of a `stereo:` camera's left or right camera: its topics, TF frame and gt folder."""
+    return f"{pair}_{side}"
+
+
+@dataclass(frozen=True)
+class StereoSide:
+    """Which camera of a `stereo:` entry a camera is: the entry's name, the side, the baseline (m)."""
+
+    pair: str
+    side: Literal["left", "right"]
+    baseline: float
+
+    def projection_tx(self, fx: float) -> float:
+        """P[0, 3] of the camera's CameraInfo, ROS's stereo convention: -fx * baseline for the right camera."""
+        return -fx * self.baseline if self.side == "right" else 0.0
+
+
+class StereoConfig(Strict):
+    """A stereo pair made of one camera entry: its left camera at the mount, the right one `baseline` m to its
+    right (the optical frame's +x: the mount's -y), both with its intrinsics, lens and rate."""
+
+    baseline: PositiveFloat
+
+
 class CameraConfig(Strict):
-    """An RGB-D camera. Give `fov_deg` (horizontal, between the outer pixel edges) or full intrinsics (fx, fy, cx,
-    cy). `model` is its lens (core/config/lens.py): pinhole, radtan (OpenCV's plumb_bob) or equidistant
+    """An RGB-D camera, or with `stereo` a rectified pair of them (`<name>_left`, `<name>_right`). Give `fov_deg`
+    (horizontal, between the outer pixel edges) or full intrinsics (fx, fy, cx, cy). `model` is its lens (core/config/lens.py): pinhole, radtan (OpenCV's plumb_bob) or equidistant
     (Kannala-Brandt, as cv2.fisheye; fields of view beyond 180 degrees)."""
 
     name: str
@@ -63,6 +95,29 @@ class CameraConfig(Strict):
     to_bag: StrictBool = Field(True, description="publish this camera in the ROS bags")
     to_gt: StrictBool = Field(True, description="write this camera's frames to gt/<name>/")
     supersampling: Annotated[int, Field(ge=1, le=4)] = 1
+    stereo: StereoConfig | None = None
+    _stereo: StereoSide | None = PrivateAttr(None)
+
+    @property
+    def stereo_side(self) -> StereoSide | None:
+        """Set on the two cameras a `stereo:` entry became."""
+        return self._stereo
+
+    def stereo_pair(self) -> list[CameraConfig]:
+        """The left and right cameras of this `stereo:` entry: the left at the mount, the right `baseline` along
+        the optical frame's +x, which is the mount's -y (body frame x forward, y left, z up)."""
+        baseline = self.stereo.baseline
+        offset = mount_matrix(self.mount.translation, self.mount.rpy_deg)[:3, :3] @ np.array([0.0, -baseline, 0.0])
+        # Rounded to the picometre: the rotation leaves ~1e-17 m where the mount has a 0.
+        translation = tuple(round(float(v), 12) for v in np.add(self.mount.translation, offset))
+        mounts = {"left": self.mount, "right": self.mount.model_copy(update={"translation": translation})}
+        pair = []
+        for side in STEREO_SIDES:
+            camera = self.model_copy(update={"name": stereo_name(self.name, side), "mount": mounts[side],
+                                             "stereo": None})
+            camera._stereo = StereoSide(self.name, side, baseline)
+            pair.append(camera)
+        return pair
 
     @field_validator("fov_deg")
     @classmethod
@@ -80,6 +135,8 @@ class CameraConfig(Strict):
         if self.model == "pinhole":
             data.pop("model", None)  # absent already from dumps that leave out defaults
             data.pop("distortion", None)
+        if self.stereo is None:  # as the lens fields: configs without a pair dump what they did before it
+            data.pop("stereo", None)
         return data
 
     @property

@@ -1,5 +1,5 @@
-"""One robot of the embedded world: its body (a physics handle), sensors (cameras, LiDARs, IMUs) and drive (the
-command and, for a TIAGo with the S-curve, its velocity profile), behind `simulation.backend.Robot`.
+"""One robot of the embedded world: its body (a physics handle), sensors (cameras, event cameras, LiDARs, IMUs)
+and drive (the command and, for a TIAGo with the S-curve, its velocity profile), behind `simulation.backend.Robot`.
 
 A robot renders and scans through its world, which holds the scene, the render threads and the other robots.
 """
@@ -60,6 +60,8 @@ class EmbeddedRobot:
     world: RobotWorld | None = field(default=None, repr=False)
     handle: RobotHandle | None = field(default=None, repr=False)
     track: RobotTrack | None = field(default=None, repr=False)
+    # Each event camera's render camera (CameraSensor.for_events), rendered as the cameras are.
+    event_cameras: dict[str, CameraSensor] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._command = np.zeros(6 if self.flies else 3)
@@ -78,12 +80,16 @@ class EmbeddedRobot:
         cameras = {c.name: CameraSensor.from_config(c, f"{key}.sensors.{at}", render) for at, c in sensors.keyed()
                    if c.type == "camera"}
         lidars = {lidar.name: LidarSensor.from_config(lidar) for lidar in sensors.lidars}
-        # The cameras' frames, then the LiDARs': MuJoCo sites in the order the earlier form gave them.
-        mounts = [SensorMount.from_config(s.name, s.mount) for s in [*sensors.cameras, *sensors.lidars]]
+        events = {e.name: CameraSensor.for_events(e, f"{key}.sensors.{at}", render) for at, e in sensors.keyed()
+                  if e.type == "event"}
+        # The cameras' frames, then the LiDARs': MuJoCo sites in the order the earlier form gave them; the event
+        # cameras' after them, so a robot without one keeps its sites.
+        mounts = [SensorMount.from_config(s.name, s.mount)
+                  for s in [*sensors.cameras, *sensors.lidars, *sensors.of("event")]]
         profile = follower_for(robot.tiago) if robot_body(robot).s_curve else None
         return cls(name, key, model, cameras, lidars,
                    [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None, mounts, profile,
-                   PROFILE_PREFIX if key == "robot" else f"{PROFILE_PREFIX}{name}/")
+                   PROFILE_PREFIX if key == "robot" else f"{PROFILE_PREFIX}{name}/", event_cameras=events)
 
     # ------------------------------------------------------------ drive and body
 
@@ -132,9 +138,11 @@ class EmbeddedRobot:
         return list(self.cameras)
 
     def camera(self, name: str) -> CameraSensor:
-        if name not in self.cameras:
-            raise KeyError(f"no camera named {name!r}; cameras: {list(self.cameras)}")
-        return self.cameras[name]
+        """A camera, or an event camera's render camera (the frame's `linear` is its light)."""
+        sensor = self.cameras.get(name) or self.event_cameras.get(name)
+        if sensor is None:
+            raise KeyError(f"no camera named {name!r}; cameras: {[*self.cameras, *self.event_cameras]}")
+        return sensor
 
     def camera_pose(self, name: str) -> np.ndarray:
         """World <- optical frame (z forward, x right, y down) of a camera."""

@@ -1,4 +1,4 @@
-"""Sensors of the embedded backend: cameras and LiDARs mounted on robot links.
+"""Sensors of the embedded backend: cameras, event cameras and LiDARs mounted on robot links.
 
 Frames. A mount (`core.config.Mount`: link, translation, roll/pitch/yaw in degrees, extrinsic
 XYZ) places a sensor frame in its link. For IMUs and the LiDAR that frame is the sensor's own
@@ -24,6 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from core.config import CameraConfig, LidarConfig, RenderConfig, SensorsConfig
+from core.config.event_camera import EventCameraConfig
 from core.errors import ConfigError, InputError
 from simulation.backend import LidarScan
 from simulation.physics import PhysicsWorld
@@ -83,6 +84,14 @@ class CameraSensor:
                                 supersample=config.supersampling, exposure=Exposure(**render.exposure.model_dump()),
                                 quality=quality_preset(render.quality))
         return cls(config.name, camera, options, config.rate_hz, "flow" in outputs)
+
+    @classmethod
+    def for_events(cls, config: EventCameraConfig, field: str, render: RenderConfig) -> CameraSensor:
+        """The camera an event camera renders its intensity with: its projection, scene-linear colour only (an
+        event camera measures light, so no exposure, tone curve or 8-bit rounding stands between; no boxes)."""
+        camera = cls.from_config(config.projection(), field, render)
+        options = RenderOptions(rgb=False, linear=True, boxes=False, quality=quality_preset(render.quality))
+        return cls(camera.name, camera.camera, options, camera.rate_hz, flow=False)
 
 
 def predicted_pose(robot: PhysicsWorld | RobotHandle, sensor: str, dt: float) -> np.ndarray:

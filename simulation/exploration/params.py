@@ -68,6 +68,13 @@ class ExplorerParams:
                               field="robot.sensors.cameras")
         if camera is not None and camera not in cameras:
             raise ConfigError(f"no camera named {camera!r}; cameras: {cameras}", field="robot.sensors.cameras")
+        looking = next(c for c in config.robot.sensors.cameras if c.name == (camera or cameras[0]))
+        if looking.model != "pinhole":
+            # The map is built by back-projecting depth through K: through a lens that would put every point in
+            # the wrong cell.
+            raise ConfigError(f"exploration maps with camera {looking.name!r}'s depth as a pinhole camera's, and it "
+                              f"is {looking.model}: make the robot's first camera a pinhole one (list the "
+                              "distorted camera after it)", field="robot.sensors.cameras")
         exploration = config.exploration
         values = {"camera": camera or cameras[0], "map_resolution": exploration.map_resolution,
                   "safety_margin": exploration.safety_margin, "replan_period": exploration.replan_period,

@@ -36,7 +36,8 @@ class Schedule:
         rates = config.simulation.rates
         every = {"clock": rates.clock_hz, "tf": rates.tf_hz, "joint_states": rates.joint_states_hz,
                  "pose": rates.pose_hz, "odom": rates.odom_hz, "humans": rates.humans_hz}
-        every |= {kind_of(sensor).stream(sensor.name): sensor.rate_hz for sensor in config.robot.sensors.root}
+        every |= {kind_of(sensor).stream(sensor.name): physics if kind_of(sensor).every_step else sensor.rate_hz
+                  for sensor in config.robot.sensors.root}
         steps = {name: steps_between(physics, rate) for name, rate in every.items()}
         sim = config.simulation
         return cls(steps, round((sim.bootstrap + sim.duration) * physics), round(sim.bootstrap * physics),

@@ -10,7 +10,9 @@ is done. Per-pixel vectors are handled as rows (3, N), see columns.py.
 Every tile's pixels are computed the same way whichever worker takes it, so frames do not depend on
 the thread count or on scheduling. Colour is shaded in linear RGB and encoded through the camera's
 exposure (exposure.py): a fixed exposure encodes in the tile workers; an auto exposure meters each tile's
-pixels there, sums the tiles in order once all are done and then encodes in the calling thread.
+pixels there, sums the tiles in order once all are done and then encodes in the calling thread. With
+`RenderOptions.linear` the frame also keeps the shaded colour itself (`Frame.linear`, scene-linear, before
+exposure): what a sensor that measures light rather than display values (an event camera) reads.
 Several frames may render at once from different threads, each in a render scene buffer of its own
 (`buffer`): their tiles queue for the same workers.
 """
@@ -56,6 +58,13 @@ class RenderOptions:
     threads: int = RAY_THREADS  # tile workers, each tracing and shading whole tiles
     exposure: Exposure = field(default_factory=Exposure)  # linear colour -> display values (default: as shaded)
     quality: ShadingQuality = PRESETS["fast"]  # which lighting terms the RGB gets (quality.py)
+    # Frame.linear: the scene-linear colour before exposure and tone mapping (with rgb=False, without encoding)
+    linear: bool = False
+
+    @property
+    def shaded(self) -> bool:
+        """The frame's colour is shaded (for its rgb, its linear colour or both)."""
+        return self.rgb or self.linear
 
     def __post_init__(self) -> None:
         if self.supersample < 1:
@@ -81,6 +90,10 @@ class Frame:
     boxes_2d_loose: np.ndarray  # (N,) BOX_2D_DTYPE
     boxes_3d: np.ndarray  # (N,) BOX_3D_DTYPE
     camera: CameraParams
+    # float32 (H, W, 3) scene-linear RGB before exposure (RenderOptions.linear), in the lights' display units: a
+    # white diffuse surface under irradiance 1 (a light of intensity 1 at 1 m, scene.PointLight) reads 1, which a
+    # fixed exposure at ev 0 shows as white; brighter surfaces read more (not clipped)
+    linear: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -111,9 +124,11 @@ def _truth_job(scene: RenderScene, embree: EmbreeScene, camera: Camera, pose: np
 
 def _colour_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, probes: FrameProbes | None,
                 camera: Camera, pose: np.ndarray, pixels: tuple[int, int], geometry: Future,
-                traced: _TileTruth | Future, rgb: np.ndarray, options: RenderOptions) -> _TileColour:
-    """A tile's colour encoded into `rgb` (fixed exposure) or kept linear and metered (auto exposure), shaded at
-    the surface its ground truth found (`traced`, or its job's Future; or at its own supersampled rays')."""
+                traced: _TileTruth | Future, rgb: np.ndarray | None, linear_out: np.ndarray | None,
+                options: RenderOptions) -> _TileColour:
+    """A tile's colour encoded into `rgb` (fixed exposure) or kept linear and metered (auto exposure), and as
+    shaded into `linear_out`, each if given; shaded at the surface its ground truth found (`traced`, or its job's
+    Future; or at its own supersampled rays')."""
     samples, exposure = options.supersample, options.exposure
     if isinstance(traced, Future):
         traced = traced.result()
@@ -123,6 +138,10 @@ def _colour_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, pr
         normals = tile.normals(scene, geometry.result())
     linear = linear_colour(scene, embree, lights, tile.rays, tile.surface, normals, options.shadows, samples,
                            options.quality, probes, 1.0 / (camera.K[0, 0] * samples))
+    if linear_out is not None:
+        linear_out[tile.pixels] = linear.T
+    if rgb is None:
+        return _TileColour(None, 0.0)
     if exposure.metered:
         return _TileColour(linear, kernels.log_luminance_sum(linear, LOG_FLOOR))
     rgb[tile.pixels] = kernels.tone_encode(linear, exposure.fixed_scale(), exposure.filmic, ENCODE_LUT)
@@ -131,13 +150,13 @@ def _colour_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, pr
 
 def _tile_job(scene: RenderScene, embree: EmbreeScene, lights: LightArrays, probes: FrameProbes | None,
               camera: Camera, pose: np.ndarray, pixels: tuple[int, int], geometry: Future, truth: GroundTruth,
-              next_pose: np.ndarray | None, rgb: np.ndarray | None,
+              next_pose: np.ndarray | None, rgb: np.ndarray | None, linear_out: np.ndarray | None,
               options: RenderOptions) -> tuple[_TileTruth, _TileColour | None]:
     """A tile's ground truth and then its colour in one job, while the tile's arrays are still in the core's
     caches (`_truth_job`, `_colour_job`)."""
     traced = _truth_job(scene, embree, camera, pose, pixels, geometry, truth, next_pose, options)
-    colour = None if rgb is None else _colour_job(scene, embree, lights, probes, camera, pose, pixels, geometry,
-                                                  traced, rgb, options)
+    colour = None if not options.shaded else _colour_job(scene, embree, lights, probes, camera, pose, pixels,
+                                                         geometry, traced, rgb, linear_out, options)
     return traced, colour
 
 
@@ -175,22 +194,23 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     embree = scene.embree_of(buffer)
     truth = GroundTruth.empty(height * width, next_pose is not None)
     rgb = np.empty((height * width, 3), np.uint8) if options.rgb else None
+    linear = np.empty((height * width, 3), np.float32) if options.linear else None
     geometry = Future()
     workers = tile_workers(options.threads)
     ranges = tile_ranges(camera)
     lights = LightArrays.of(scene.lights if lights is None else lights)
-    probes = frame_probes(scene, lights, options.quality) if options.rgb else None
-    if options.rgb and options.quality.mipmaps:
+    probes = frame_probes(scene, lights, options.quality) if options.shaded else None
+    if options.shaded and options.quality.mipmaps:
         scene.table.mip_maps  # noqa: B018  (made here, once, rather than by the first tile workers at the same time)
     if depth_first:
         traced = [workers.submit(GROUND_TRUTH, _truth_job, scene, embree, camera, pose, pixels, geometry, truth,
                                  next_pose, options) for pixels in ranges]
-        coloured = [] if rgb is None else [
+        coloured = [] if not options.shaded else [
             workers.submit(COLOUR, _colour_job, scene, embree, lights, probes, camera, pose, pixels, geometry, job,
-                           rgb, options) for pixels, job in zip(ranges, traced, strict=True)]
+                           rgb, linear, options) for pixels, job in zip(ranges, traced, strict=True)]
     else:
         traced = [workers.submit(COLOUR, _tile_job, scene, embree, lights, probes, camera, pose, pixels, geometry,
-                                 truth, next_pose, rgb, options) for pixels in ranges]
+                                 truth, next_pose, rgb, linear, options) for pixels in ranges]
         coloured = []
     try:  # while the tiles trace
         geometry.set_result(scene.frame_geometry(dynamic, next_pose is not None))
@@ -228,6 +248,7 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
         normals=truth.normals.reshape(height, width, 3),
         flow=None if truth.flow is None else truth.flow.reshape(height, width, 2), instance_ids=ids,
         boxes_2d_tight=tight, boxes_2d_loose=loose, boxes_3d=boxes_3d, camera=params,
+        linear=None if linear is None else linear.reshape(height, width, 3),
     )
 
 

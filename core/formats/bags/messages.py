@@ -309,10 +309,11 @@ class MessageBuilder:
                               step=data.size // height, data=data)
 
     def camera_info(self, header: object, K: np.ndarray, width: int, height: int, distortion_model: str = PLUMB_BOB,
-                    D: np.ndarray | None = None) -> object:
+                    D: np.ndarray | None = None, tx: float = 0.0) -> object:
         """`D` in the order of `distortion_model` (plumb_bob: k1, k2, p1, p2, k3; equidistant: k1..k4); None: an
-        ideal pinhole's five zeros."""
+        ideal pinhole's five zeros. `tx`: P[0, 3], -fx * baseline for the right camera of a stereo pair."""
         projection = np.hstack([K, np.zeros((3, 1))])
+        projection[0, 3] = tx
         roi = self._t("sensor_msgs/msg/RegionOfInterest")(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False)
         d = np.zeros(PLUMB_BOB_COEFFICIENTS) if D is None else np.asarray(D, dtype=np.float64)
         matrices = {"d": d, "k": K.reshape(-1), "r": np.eye(3).reshape(-1), "p": projection.reshape(-1)}

@@ -84,3 +84,7 @@ class BagTopics:
 
     def points(self, lidar: str) -> str:
         return self.topic(lidar, "points")
+
+    def events(self, event_camera: str) -> str:
+        """An event camera's dvs_msgs/EventArray packets."""
+        return self.topic(event_camera, "events")

@@ -325,14 +325,15 @@ class BagWriter:
         self._write(topic, m.IMAGE, stamp, lambda b, seq: b.image(b.header(stamp, frame_id, seq), pixels, encoding))
 
     def camera_info(self, topic: str, t: float, frame_id: str, K: np.ndarray, width: int, height: int,
-                    distortion_model: str = m.PLUMB_BOB, D: np.ndarray | None = None) -> None:
-        """sensor_msgs/CameraInfo, R = I, P = [K | 0]: plumb_bob with zero distortion, or the lens's model
-        (plumb_bob or equidistant, as ROS's camera_calibration names them) and coefficients `D`."""
+                    distortion_model: str = m.PLUMB_BOB, D: np.ndarray | None = None, tx: float = 0.0) -> None:
+        """sensor_msgs/CameraInfo, R = I, P = [K | (tx, 0, 0)]: plumb_bob with zero distortion, or the lens's model
+        (plumb_bob or equidistant, as ROS's camera_calibration names them) and coefficients `D`; `tx` is ROS's
+        stereo term, -fx * baseline for a pair's right camera, else 0."""
         stamp = m.stamp_from_seconds(t, topic)
         matrix = m.intrinsics(K, width, height, topic)
         self._write(topic, m.CAMERA_INFO, stamp,
                     lambda b, seq: b.camera_info(b.header(stamp, frame_id, seq), matrix, width, height,
-                                                 distortion_model, D))
+                                                 distortion_model, D, tx))
 
     def point_cloud(self, topic: str, t: float, frame_id: str, points: np.ndarray, intensity: np.ndarray,
                     ring: np.ndarray) -> None:
