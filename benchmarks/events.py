@@ -8,15 +8,23 @@ dvs_msgs/EventArray packets to a ROS 2 MCAP bag.
 The renderer is the expensive part of a real run: one render of the demo's camera costs tens of milliseconds, so
 the renders per simulated second times that cost is what an event camera adds to a run.
 
-    .venv/bin/python benchmarks/events.py [--seconds 1] [--speed 200] [--spin 20] [--threshold 0.2] [--smoke]
+`--demo` measures that in a real run instead: configs/demo.yaml (the UAV's tour, --seconds after its bootstrap)
+recorded as it is and with a DAVIS346-sized event camera (`type: event`, 346x260, 90 deg, beside the camera),
+each after a warm-up run that converts and places the assets; it prints both runs' CPU seconds (all threads) per
+simulated second, what the event camera adds, and its renders and events per simulated second.
 
---smoke: 64x48 for 0.05 s (the figures mean nothing).
+    .venv/bin/python benchmarks/events.py [--seconds 1] [--speed 200] [--spin 20] [--threshold 0.2] [--smoke]
+    .venv/bin/python benchmarks/events.py --demo [--seconds 1] [--cache DIR] [--out DIR] [--smoke]
+
+--smoke: 64x48 for 0.05 s (the figures mean nothing); with --demo, 0.25 s of the demo at 64x48.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -25,14 +33,21 @@ import cv2
 import numpy as np
 
 from core.config.event_camera import EventCameraConfig
+from core.config_io import load_experiment
 from core.formats.bags.writer import BagWriter
 from core.formats.events import write_events
+from core.recording import Recording
 from core.seeding import generator
+from pipeline.generate import generate
 from simulation.sensors.event_camera import EventSimulator
 
+ROOT = Path(__file__).resolve().parents[1]
 TEXTURE_PX = 2048
 TEXTURE_BLUR_PX = 6.0
 PACKET_S = 1 / 30
+# --demo --smoke: the demo at its smallest, as benchmarks/generate.py's smoke run (the tests' tiny run's assets)
+SMOKE_DEMO = ["simulation.bootstrap=0.25", "humans.count={min: 1, max: 1}", "flying_objects.count={min: 1, max: 1}",
+              "robot.sensors.cameras.0.width=96", "robot.sensors.cameras.0.height=72"]
 
 
 class SlidingTexture:
@@ -58,6 +73,39 @@ class SlidingTexture:
         return image
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process so far, every thread's."""
+    times = os.times()
+    return times.user + times.system
+
+
+def demo(seconds: float, out: Path, cache: Path | None, smoke: bool) -> None:
+    """`--demo` (module docstring)."""
+    cache = cache or out / "assets"
+    size = {"width": 64, "height": 48} if smoke else {"width": 346, "height": 260}
+    base = [f"simulation.duration={seconds}", *(SMOKE_DEMO if smoke else [])]
+    plain = load_experiment(ROOT / "configs" / "demo.yaml", base)
+    sensors = [{"type": sensor.type, **sensor.model_dump(mode="json")} for sensor in plain.robot.sensors.root]
+    dvs = {"type": "event", "name": "dvs", "mount": sensors[0]["mount"], "fov_deg": 90, **size}
+    with_events = load_experiment(ROOT / "configs" / "demo.yaml",
+                                  [*base, f"robot.sensors={json.dumps([*sensors, dvs])}"])
+    shutil.rmtree(out / "runs", ignore_errors=True)
+    generate(plain, out / "runs" / "warm", cache=cache)  # converts and places, shared by both: not compared
+    cpu = {}
+    for name, config in (("demo", plain), ("demo + event camera", with_events)):
+        start = cpu_seconds()
+        result = generate(config, out / "runs" / name.replace(" ", "-").replace("+", "plus"), cache=cache)
+        cpu[name] = (cpu_seconds() - start) / result.info.sim_time_end
+        print(f"{name:<20} {cpu[name]:6.2f} CPU s per simulated s", flush=True)
+    info = result.info
+    simulated = info.sim_time_end
+    events = Recording.open(result.run).events("dvs").events
+    print(f"event camera {size['width']}x{size['height']} on the demo ({simulated:g} simulated s, bootstrap "
+          f"included; load {os.getloadavg()[0]:.2f}): adds {cpu['demo + event camera'] - cpu['demo']:.2f} CPU s per "
+          f"simulated s; renders per simulated s {info.frame_counts['event/dvs'] / simulated:.0f}, events per "
+          f"simulated s {len(events) / simulated:,.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=1.0, help="simulated seconds")
@@ -67,7 +115,13 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=346)
     parser.add_argument("--height", type=int, default=260)
     parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
+    parser.add_argument("--demo", action="store_true", help="the cost of an event camera in a run of the demo")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "events", help="--demo's runs")
+    parser.add_argument("--cache", type=Path, default=None, help="--demo's asset cache (default: under --out)")
     args = parser.parse_args()
+    if args.demo:
+        demo(0.25 if args.smoke else args.seconds, args.out, args.cache, args.smoke)
+        return
     if args.smoke:
         args.seconds, args.width, args.height = 0.05, 64, 48
     config = EventCameraConfig(name="dvs", width=args.width, height=args.height, positive_threshold=args.threshold,
