@@ -39,7 +39,7 @@ from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
 
 from core.config.base import Strict
 from core.config.event_camera import EventCameraConfig
-from core.config.sensors import CameraConfig, ImuConfig, LidarConfig, Mount
+from core.config.sensors import STEREO_SIDES, CameraConfig, ImuConfig, LidarConfig, Mount, StereoSide, stereo_name
 
 # Serialisation context under which the sensors are dumped as the typed list even when the earlier form holds
 # them (core.config_io.dump_yaml: `grade config show`).
@@ -157,29 +157,39 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
                 tuple(_as_entry(KINDS[kind], item) for kind, item in zip(kinds, data, strict=True))))
         else:
             return handler(data)
+        entries = [camera for entry in entries for camera in (
+            entry.stereo_pair() if isinstance(entry, CameraEntry) and entry.stereo else [entry])]
         config = handler(entries)
         config._given_in_earlier_form = legacy
         config._check_names()
         return config
 
     def _check_names(self) -> None:
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[str, Strict]] = {}
         for key, entry in self.keyed():
             if entry.name in seen:
+                other_key, other = seen[entry.name]
+                # A derived name clashes: the `stereo` key made it, so the message points there.
+                paired = next(((k, e) for k, e in ((key, entry), (other_key, other)) if _stereo_of(e)), None)
+                where, field = (paired[0], "stereo") if paired else (key, "name")
+                derived = (f" (sensors.{paired[0]}.stereo names its cameras "
+                           f"{' and '.join(repr(stereo_name(_stereo_of(paired[1]).pair, s)) for s in STEREO_SIDES)})"
+                           if paired else "")
                 _raise([InitErrorDetails(type=PydanticCustomError(
                     "sensor_name", "sensor names must be unique (each names its topics, TF frame and ground truth): "
-                    "{name} is also the name of sensors.{other}", {"name": repr(entry.name), "other": seen[entry.name]}),
-                    loc=(*_loc(key), "name"), input=entry.name)])
-            seen[entry.name] = key
+                    "{name} is also the name of sensors.{other}{derived}",
+                    {"name": repr(entry.name), "other": other_key if where == key else key, "derived": derived}),
+                    loc=(*_loc(where), field), input=entry.name)])
+            seen[entry.name] = (key, entry)
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
-        dumped = handler(self)
-        entries = [{key: value for key, value in item.items() if key != "type"} for item in dumped]
+        pairs = _folded(self.root, handler(self))
+        entries = [{key: value for key, value in item.items() if key != "type"} for _, item in pairs]
         if not self._fits_earlier_form() or (info.context or {}).get("sensor_list"):
-            return [{"type": entry.type, **item} for entry, item in zip(self.root, entries, strict=True)]
-        by_kind = {kind.type: [item for entry, item in zip(self.root, entries, strict=True) if entry.type == kind.type]
-                   for kind in _LEGACY_KEYS.values()}
+            return [{"type": entry.type, **item} for (entry, _), item in zip(pairs, entries, strict=True)]
+        by_kind = {kind.type: [item for (entry, _), item in zip(pairs, entries, strict=True)
+                               if entry.type == kind.type] for kind in _LEGACY_KEYS.values()}
         return {key: by_kind[kind.type] if kind.many else next(iter(by_kind[kind.type]), None)
                 for key, kind in _LEGACY_KEYS.items()}
 
@@ -201,12 +211,15 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
         form, the list index otherwise, so that messages name the key the user wrote."""
         counts: dict[str, int] = {}
         earlier = self._given_in_earlier_form and self._fits_earlier_form()
-        for index, entry in enumerate(self.root):
+        index = -1
+        for entry in self.root:
             kind = kind_of(entry)
+            if _stereo_of(entry) is None or _stereo_of(entry).side == STEREO_SIDES[0]:  # a pair is one key
+                index += 1
+                counts[kind.type] = counts.get(kind.type, 0) + 1
             if not earlier:
                 yield str(index), entry
             elif kind.many:
-                counts[kind.type] = counts.get(kind.type, 0) + 1
                 yield f"{kind.legacy_key}.{counts[kind.type] - 1}", entry
             else:
                 yield kind.legacy_key, entry
@@ -278,6 +291,22 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
     @lidar.setter
     def lidar(self, lidar: LidarConfig | None) -> None:
         self._replace("lidar", [lidar] if lidar is not None else [])
+
+
+def _stereo_of(entry: Strict) -> StereoSide | None:
+    return entry.stereo_side if isinstance(entry, CameraEntry) else None
+
+
+def _folded(entries: list[Strict], dumped: list[dict]) -> list[tuple[Strict, dict]]:
+    """(entry, dump) of each sensor as the config gave it: a stereo pair's two cameras as its one entry."""
+    folded = []
+    for entry, item in zip(entries, dumped, strict=True):
+        side = _stereo_of(entry)
+        if side is None:
+            folded.append((entry, item))
+        elif side.side == STEREO_SIDES[0]:
+            folded.append((entry, {**item, "name": side.pair, "stereo": {"baseline": side.baseline}}))
+    return folded
 
 
 def _kind_of_model(value: Any) -> SensorKind | None:

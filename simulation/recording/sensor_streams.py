@@ -139,8 +139,10 @@ class CameraRecorder(SensorRecorder):
             if frame.rgb is not None:
                 bags.image(topics.rgb(name), t, frame_id, frame.rgb)
             bags.depth(topics.depth(name), t, frame_id, frame.depth, recording.config.recording.depth_encoding)
+            stereo = camera.stereo_side
             bags.camera_info(topics.camera_info(name), t, frame_id, params.K, params.width, params.height,
-                             params.lens.ros_model, params.lens.D)
+                             params.lens.ros_model, params.lens.D,
+                             stereo.projection_tx(float(params.K[0, 0])) if stereo else 0.0)
         if recording.observer:
             recording.observer.camera_frame(recording.name, camera, t, frame)
 
