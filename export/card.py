@@ -56,7 +56,8 @@ def run_card(run: CardRun, folder: Path) -> RunCard:
         cameras.append(CameraCard(name=name, width=first.width, height=first.height, rate_hz=config.rate_hz,
                                   intrinsics=(float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2])),
                                   mount=_mount(config.mount)))
-    others = [SensorCard(name=sensor.name, kind=sensor.type, rate_hz=sensor.rate_hz, mount=_mount(sensor.mount))
+    others = [SensorCard(name=sensor.name, kind=sensor.type, rate_hz=getattr(sensor, "rate_hz", None),
+                         mount=_mount(sensor.mount))
               for sensor in sensors.root if sensor.type != "camera"]
     assets = None if info.assets is None else [
         AssetUse(package=a.package, id=a.id, kind=a.kind, dataset=a.dataset, hash=a.hash,

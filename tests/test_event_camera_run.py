@@ -142,6 +142,16 @@ def test_grade_view_draws_the_event_strip(run, tmp_path):
     assert (tmp_path / "view" / "events_dvs.png").stat().st_size > 0
 
 
+def test_an_export_of_the_run_lists_the_event_camera_on_its_card(run, tmp_path):
+    folder, _ = run
+    result = run_grade("export", "coco", str(folder), "--out", str(tmp_path / "coco"))
+    assert result.returncode == 0, result.stderr
+    card = json.loads((tmp_path / "coco" / "export.json").read_text())["card"]
+    [dvs] = [s for run_card in card["runs"] for s in run_card["sensors"] if s["name"] == "dvs"]
+    assert (dvs["kind"], dvs["rate_hz"]) == ("event", None)
+    assert "| dvs (event) | events |" in (tmp_path / "coco" / "DATASET.md").read_text()
+
+
 def test_replay_with_an_event_camera_sees_the_recorded_events(run, tmp_path):
     """An event camera added by `grade replay --with` under another name, set as the recorded ideal one, gives its
     events (the renders are the recorded run's, and an ideal camera draws no random numbers)."""

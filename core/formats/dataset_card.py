@@ -49,11 +49,11 @@ class CameraCard(_Model):
 
 
 class SensorCard(_Model):
-    """An IMU or LiDAR: its rate and where it sits."""
+    """An IMU, LiDAR or event camera: its rate and where it sits."""
 
     name: str
-    kind: str  # imu | lidar
-    rate_hz: float
+    kind: str  # imu | lidar | event
+    rate_hz: float | None  # None: event-driven (an event camera samples when its light changes)
     mount: Mount
 
 
@@ -152,7 +152,8 @@ def _sensors(card: DatasetCard) -> str:
             ["sensor", "rate (Hz)", "resolution", "fx, fy, cx, cy", "mount"],
             [[c.name, c.rate_hz, f"{c.width}x{c.height}", ", ".join(f"{v:g}" for v in c.intrinsics), _mount(c.mount)]
              for c in first.cameras]
-            + [[f"{s.name} ({s.kind})", s.rate_hz, "", "", _mount(s.mount)] for s in first.sensors]))
+            + [[f"{s.name} ({s.kind})", "events" if s.rate_hz is None else s.rate_hz, "", "", _mount(s.mount)]
+               for s in first.sensors]))
     return "\n".join(parts)
 
 
