@@ -57,7 +57,8 @@ class SlamMethod(Strict):
     runner: Literal["orbslam3", "kiss-icp", "external"]
     mode: Literal["rgbd", "mono", "mono_inertial", "stereo"] = "rgbd"
     camera: str | None = Field(None, description="default: the recording's first camera")
-    right_camera: str | None = Field(None, description="stereo: the pair's right camera (`camera` is the left)")
+    right_camera: str | None = Field(None, description="stereo: the pair's right camera (`camera` is the left); "
+                                                       "default: the pair of the recording's `stereo:` camera")
     lidar: str | None = Field(None, description="kiss-icp: default the recording's LiDAR")
     command: str | None = Field(None, description="external: template with {sequence} and {out}")
     trajectory: str | None = Field(None, description="external: the TUM file the command writes into {out}")
@@ -68,8 +69,8 @@ class SlamMethod(Strict):
     def _external(self) -> SlamMethod:
         if self.runner == "external" and (self.command is None or self.trajectory is None):
             raise ValueError("an external method needs `command` and `trajectory`")
-        if (self.mode == "stereo") != (self.right_camera is not None) and self.runner == "orbslam3":
-            raise ValueError("stereo takes `right_camera`, and only stereo does")
+        if self.right_camera is not None and (self.mode != "stereo" or self.runner != "orbslam3"):
+            raise ValueError("only orbslam3's stereo mode takes `right_camera`")
         return self
 
     @property

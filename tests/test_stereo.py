@@ -223,3 +223,15 @@ def test_orbslam3_stereo_tracks_a_stereo_camera_without_naming_the_right_one(ass
     settings = (tmp_path / "orb" / SETTINGS_FILE).read_text()
     baseline = settings.split("Stereo.T_c1_c2")[1].split("data: [1.0, 0.0, 0.0, ")[1].split(",")[0]
     assert float(baseline) == pytest.approx(BASELINE, abs=1e-9)
+
+
+def test_a_slam_benchmark_method_takes_stereo_without_naming_the_right_camera():
+    """The runner finds the recording's `stereo:` pair; `right_camera` stays for pairs made of two cameras."""
+    from pydantic import ValidationError
+
+    from pipeline.benchmark_config import SlamMethod
+
+    assert SlamMethod(name="stereo", runner="orbslam3", mode="stereo").right_camera is None
+    assert SlamMethod(name="pair", runner="orbslam3", mode="stereo", right_camera="right").right_camera == "right"
+    with pytest.raises(ValidationError, match="only orbslam3's stereo mode takes `right_camera`"):
+        SlamMethod(name="rgbd", runner="orbslam3", mode="rgbd", right_camera="right")
