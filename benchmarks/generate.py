@@ -23,7 +23,7 @@ average (1 min) before and after each run are printed too; peak RSS is the proce
 third table: each thread's CPU time (not wall time) in the functions it spends it in, in milliseconds per camera
 frame; the wrappers themselves cost a little CPU, so the run's other figures are then slightly worse.
 
-    .venv/bin/python benchmarks/generate.py [--setup demo|paper|both|robots|lenses] [--out runs/bench/generate]
+    .venv/bin/python benchmarks/generate.py [--setup demo|paper|both|robots|sensors] [--out runs/bench/generate]
         [--cache DIR] [--set key=value ...] [--cpu-by-function] [--smoke]
 
 `--cache DIR` converts into (and reuses) that asset cache instead of a fresh one per setup. `--smoke`: every setup
@@ -34,10 +34,11 @@ at its smallest (0.25 s simulated, 1 human, 1 flying object, 96x72 and 96x54 cam
 quadrotor (floating), and with the lightweight TIAGo and the Clearpath Husky URDF of ../shared/realdata
 (differential); it prints each run's CPU seconds (all threads) per simulated second and each pair's ratio.
 
-`--setup lenses` prices a camera's lens model: the demo (10 s of the tour planner) as it is, with a second 640x480
-camera (default outputs) that is a 90 degree pinhole, and with that camera a 180 degree equidistant fisheye
-(core/config/lens.py); it prints each run's CPU seconds (all threads) per simulated second and what the second
-camera adds, pinhole against fisheye.
+`--setup sensors` prices the sensor kinds beyond the demo's own: the demo (10 s of the tour planner) as it is, and
+with one more sensor at the demo camera's place: a 640x480 camera (default outputs) that is a 90 degree pinhole, the
+same camera as a 180 degree equidistant fisheye (core/config/lens.py), as a stereo pair (`stereo: {baseline:
+0.11}`: two such cameras), and a 346x260 event camera (ESIM's defaults, simulation/sensors/event_camera.py); it
+prints each run's CPU seconds (all threads) per simulated second and what each added sensor costs.
 """
 
 from __future__ import annotations
@@ -303,28 +304,32 @@ def robots(out: Path, cache: Path | None = None, smoke: bool = False) -> None:
           f"{cpu['husky'] / cpu['tiago lightweight']:.3f}")
 
 
-SECOND_CAMERA = "{name: second, mount: {link: camera_link, translation: [0.1, 0.0, 0.0]}, rate_hz: 30, "
-# (name, the demo's cameras): the lone camera, then a second one at the same place and rate through each lens.
-LENS_SETUPS = [
+MOUNT = "mount: {link: camera_link, translation: [0.1, 0.0, 0.0]}"
+SECOND_CAMERA = "{type: camera, name: second, " + MOUNT + ", rate_hz: 30, SIZE"
+# (name, the sensor added to the demo's): none, then one more at the demo camera's place.
+SENSOR_SETUPS = [
     ("demo", None),
     ("+ pinhole 90", SECOND_CAMERA + "fov_deg: 90}"),
     ("+ fisheye 180", SECOND_CAMERA + "model: equidistant, fov_deg: 180}"),
+    ("+ stereo pair", SECOND_CAMERA + "fov_deg: 90, stereo: {baseline: 0.11}}"),
+    ("+ event camera", "{type: event, name: dvs, " + MOUNT + ", EVENT_SIZE}"),
 ]
-LENS_RUN = ["simulation.duration=10"]
+SENSOR_RUN = ["simulation.duration=10"]
 
 
-def lenses(out: Path, cache: Path | None = None, smoke: bool = False) -> None:
-    """`--setup lenses` (module docstring)."""
+def sensors(out: Path, cache: Path | None = None, smoke: bool = False) -> None:
+    """`--setup sensors` (module docstring)."""
     cache = cache or out / "assets"
-    size = "width: 96, height: 72, " if smoke else "width: 640, height: 480, "
-    demo = load_experiment(ROOT / "configs" / "demo.yaml", SMOKE_RUN if smoke else LENS_RUN)
-    first = demo.robot.sensors.cameras[0].model_dump(mode="json")
+    demo = load_experiment(ROOT / "configs" / "demo.yaml", SMOKE_RUN if smoke else SENSOR_RUN)
+    own = [sensor.model_dump(mode="json") for sensor in demo.robot.sensors.root]
     cpu: dict[str, float] = {}
-    for name, second in LENS_SETUPS:
-        cameras = [first] if second is None else [first, second.replace("{", "{" + size, 1)]
-        listed = ", ".join(json.dumps(c) if isinstance(c, dict) else c for c in cameras)
+    for name, added in SENSOR_SETUPS:
+        extra = [] if added is None else [
+            added.replace("EVENT_SIZE", "width: 64, height: 48" if smoke else "width: 346, height: 260")
+                 .replace("SIZE", "width: 96, height: 72, " if smoke else "width: 640, height: 480, ")]
+        listed = ", ".join([*(json.dumps(sensor) for sensor in own), *extra])
         config = load_experiment(ROOT / "configs" / "demo.yaml",
-                                 [*(SMOKE_RUN if smoke else LENS_RUN), f"robot.sensors.cameras=[{listed}]"])
+                                 [*(SMOKE_RUN if smoke else SENSOR_RUN), f"robot.sensors=[{listed}]"])
         folder = out / name.replace(" ", "-").replace("+", "plus")
         shutil.rmtree(folder, ignore_errors=True)
         if not cpu:
@@ -333,14 +338,15 @@ def lenses(out: Path, cache: Path | None = None, smoke: bool = False) -> None:
         result = generate(config, folder / "run", cache=cache)
         cpu[name] = (cpu_seconds() - cpu_start) / result.info.sim_time_end
         print(f"{name:<16} {cpu[name]:6.2f} CPU s per simulated second", flush=True)
-    pinhole, fisheye = (cpu[name] - cpu["demo"] for name, _ in LENS_SETUPS[1:])
-    print(f"second camera: pinhole 90 deg {pinhole:.2f}, fisheye 180 deg {fisheye:.2f} CPU s per simulated second "
-          f"(fisheye / pinhole: {fisheye / pinhole:.2f})")
+    added = {name: cpu[name] - cpu["demo"] for name, _ in SENSOR_SETUPS[1:]}
+    print("added CPU s per simulated second: " + ", ".join(f"{name[2:]} {value:.2f}" for name, value in added.items())
+          + f" (fisheye / pinhole {added['+ fisheye 180'] / added['+ pinhole 90']:.2f}, stereo pair / pinhole "
+          f"{added['+ stereo pair'] / added['+ pinhole 90']:.2f})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--setup", choices=("demo", "paper", "both", "robots", "lenses"), default="both")
+    parser.add_argument("--setup", choices=("demo", "paper", "both", "robots", "sensors"), default="both")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench" / "generate")
     parser.add_argument("--cache", type=Path, default=None,
                         help="asset cache to convert into and reuse (default: a fresh one under each setup's folder)")
@@ -361,8 +367,8 @@ def main() -> None:
     if args.setup == "robots":
         robots(args.out / "robots", args.cache, args.smoke)
         return
-    if args.setup == "lenses":
-        lenses(args.out / "lenses", args.cache, args.smoke)
+    if args.setup == "sensors":
+        sensors(args.out / "sensors", args.cache, args.smoke)
         return
     if args.setup in ("demo", "both"):
         run("demo", [*smoke, *args.overrides], args.out / "demo", stages, functions, args.cache)
