@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -127,6 +128,19 @@ def box_config(seed: int = 0, **randomization) -> ExperimentConfig:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def record_steps(world: EmbeddedWorld, config: ExperimentConfig, folder: Path, steps: int) -> None:
+    """Record `steps` physics steps of `world` into `folder` as a run does: a sample before the first step, one
+    after each."""
+    from simulation.recording.recorder import Recorder
+
+    recorder = Recorder(world, config, folder)
+    recorder.sample(world)
+    for _ in range(steps):
+        world.step()
+        recorder.sample(world)
+    recorder.close()
 
 
 def transform(rotation: np.ndarray, translation) -> np.ndarray:

@@ -24,8 +24,7 @@ from core.recording import Recording
 from pipeline.generate import generate
 from replay.overrides import ReplayOverrides, replay_config
 from simulation.embedded import EmbeddedWorld
-from simulation.recording.recorder import Recorder
-from tests.test_backend import UAV_START, box_scene, room_distance, transform  # noqa: F401 (box_scene: a fixture)
+from tests.test_backend import UAV_START, box_scene, record_steps, room_distance, transform  # noqa: F401 (box_scene: a fixture)
 
 FRONT = {"link": "base_link", "translation": [0.05, 0.02, 0.1], "rpy_deg": [10.0, -5.0, 30.0]}
 REAR = {"link": "base_link", "translation": [-0.1, 0.0, 0.05], "rpy_deg": [0.0, 15.0, 180.0]}
@@ -64,12 +63,7 @@ def recorded(box_scene, tmp_path_factory):  # noqa: F811 (the fixture imported a
     config = two_lidars()
     folder = tmp_path_factory.mktemp("lidars")
     world = EmbeddedWorld(config, box_scene)
-    recorder = Recorder(world, config, folder)
-    recorder.sample(world)
-    for _ in range(STEPS):
-        world.step()
-        recorder.sample(world)
-    recorder.close()
+    record_steps(world, config, folder, STEPS)
     return config, folder
 
 

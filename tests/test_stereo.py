@@ -20,8 +20,7 @@ from core.formats.run_layout import BAGS_DIR
 from core.recording import Recording
 from pipeline.generate import generate
 from simulation.embedded import EmbeddedWorld
-from simulation.recording.recorder import Recorder
-from tests.test_backend import ROOM, UAV_START, box_scene, transform  # noqa: F401 (box_scene: a fixture)
+from tests.test_backend import ROOM, UAV_START, box_scene, record_steps, transform  # noqa: F401 (box_scene: a fixture)
 
 BASELINE = 0.11
 W, H, FOV = 160, 120, 90.0
@@ -65,12 +64,7 @@ def recorded(box_scene, tmp_path_factory):  # noqa: F811 (the fixture imported a
     folder = tmp_path_factory.mktemp("stereo")
     world = EmbeddedWorld(config, box_scene)
     frames = {name: (world.robot().render(name), world.robot().camera_pose(name)) for name in ("cam_left", "cam_right")}
-    recorder = Recorder(world, config, folder)
-    recorder.sample(world)
-    for _ in range(STEPS):
-        world.step()
-        recorder.sample(world)
-    recorder.close()
+    record_steps(world, config, folder, STEPS)
     return frames, folder
 
 
