@@ -229,3 +229,19 @@ def test_a_slam_benchmark_method_takes_stereo_without_naming_the_right_camera():
     assert SlamMethod(name="pair", runner="orbslam3", mode="stereo", right_camera="right").right_camera == "right"
     with pytest.raises(ValidationError, match="only orbslam3's stereo mode takes `right_camera`"):
         SlamMethod(name="rgbd", runner="orbslam3", mode="rgbd", right_camera="right")
+
+
+def test_replay_with_adds_a_stereo_pair_to_a_recorded_run(tiny_run, tmp_path):
+    """`grade replay --with` adds a `stereo:` camera as its two cameras, rendered at the recorded run's times, the right
+    one `baseline` along -y of the mount."""
+    overrides = tmp_path / "with.yaml"
+    overrides.write_text(yaml.safe_dump({"sensors": [{"type": "camera", "name": "pair", "mount": MOUNT, "width": 64,
+                                                      "height": 48, "stereo": {"baseline": BASELINE}}]}))
+    result = run_grade("replay", str(tiny_run), "--out", str(tmp_path / "replay"), "--with", str(overrides))
+    assert result.returncode == 0, result.stderr
+    replayed = Recording.open(tmp_path / "replay")
+    left, right = replayed.camera("pair_left"), replayed.camera("pair_right")
+    assert [f.time for f in left] == [f.time for f in right] == [f.time for f in Recording.open(tiny_run).camera(
+        "camera")]
+    offset = np.linalg.inv(left[0].pose) @ right[0].pose  # the right camera in the left's optical frame
+    assert np.allclose(offset[:3, 3], [BASELINE, 0.0, 0.0], atol=1e-9) and np.allclose(offset[:3, :3], np.eye(3))
