@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from asset_converters.licences import user_file
+from core.config.sensor_kinds import KINDS
 from core.config.sensors import Mount as MountConfig
 from core.formats.asset_meta import Licence
 from core.formats.dataset_card import AssetUse, CameraCard, DatasetCard, Mount, RunCard, SensorCard
@@ -56,8 +57,8 @@ def run_card(run: CardRun, folder: Path) -> RunCard:
         cameras.append(CameraCard(name=name, width=first.width, height=first.height, rate_hz=config.rate_hz,
                                   intrinsics=(float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2])),
                                   mount=_mount(config.mount)))
-    others = [SensorCard(name=sensor.name, kind=sensor.type, rate_hz=getattr(sensor, "rate_hz", None),
-                         mount=_mount(sensor.mount))
+    others = [SensorCard(name=sensor.name, kind=sensor.type,
+                         rate_hz=None if KINDS[sensor.type].every_step else sensor.rate_hz, mount=_mount(sensor.mount))
               for sensor in sensors.root if sensor.type != "camera"]
     assets = None if info.assets is None else [
         AssetUse(package=a.package, id=a.id, kind=a.kind, dataset=a.dataset, hash=a.hash,
