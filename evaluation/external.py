@@ -5,22 +5,26 @@ folder) and `{out}` (the runner folder), filled with shell-quoted paths and spli
 (shlex), then run without a shell under a timeout; other literal braces must be doubled (`{{`, `}}`). The
 command must write its trajectory in TUM format to `{out}/<trajectory name>`; it is read back to check it.
 
-The command runs in a session (and process group) of its own, its input empty, its output and errors written
-to `{out}/method.log` (in a partial folder until it is done, so a failed run leaves none): GRADE holds none of it
-in memory and quotes the last lines when the method fails. When the command exits, or at the timeout or Ctrl-C,
-every process left in its group (a server or viewer it started) is sent SIGTERM, then SIGKILL after
-STOP_GRACE_S; the command's own exit status is what counts, whatever its leftovers held open.
+The command runs in a session (and process group) of its own, its input empty, its output and errors read
+from a pipe into `{out}/method.log` (in a partial folder until it is done, so a failed run leaves none). The log
+keeps the first LOG_HEAD_BYTES and the last TAIL_BYTES of the output, with a line saying how much was left out
+between: a method that prints without end fills neither the disk nor GRADE's memory, and the last lines, quoted
+when the method fails, are always there. When the command exits, or at the timeout or Ctrl-C, every process left
+in its group (a server or viewer it started) is sent SIGTERM, then SIGKILL after STOP_GRACE_S; the command's own
+exit status is what counts, and output still held open by a process that left the group is not waited for.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import select
 import shlex
 import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 from core.errors import ConfigError, GradeError, InputError
 from core.formats.tum import read_tum
@@ -30,7 +34,10 @@ from evaluation.runner import RunnerResult, record_run
 METHOD = "external"
 LOG_FILE = "method.log"  # the command's output and errors, in the runner folder
 OUTPUT_LINES = 20  # of the command's output, quoted when it fails
-TAIL_BYTES = 64 * 1024  # read back from the end of the log for those lines
+TAIL_BYTES = 64 * 1024  # read back from the end of the log for those lines, and kept past the head
+LOG_HEAD_BYTES = 64 * 1024 * 1024  # of the command's output kept from its start; a verbose method prints ~1 MB/min
+READ_BYTES = 1024 * 1024  # read from the pipe at a time
+POLL_S = 0.02  # the longest wait for output before the command's exit is checked again
 LINE_CHARS = 200  # of each quoted line (a method may print a megabyte on one line)
 STOP_GRACE_S = 2.0  # between SIGTERM and SIGKILL to what is left of the command's process group
 # Terminal escapes (colours, cursor moves) and other control characters, left out of the quoted lines.
@@ -65,13 +72,65 @@ def _tail(log: Path) -> str:
     return "\n".join(lines) or "(no output)"
 
 
-def _wait(process: subprocess.Popen, timeout_s: float) -> int | None:
-    """The command's exit status, or None when it is still running after `timeout_s` seconds. Only the command
-    itself is waited for, not the end of its output: a process it left behind may hold the log open."""
+class CappedLog:
+    """The command's output as it arrives: its first LOG_HEAD_BYTES written to the log, then only its last
+    TAIL_BYTES kept (in memory), appended with a note of what was left out when the log is finished."""
+
+    def __init__(self, sink: BinaryIO) -> None:
+        self.sink, self.written, self.dropped, self.tail = sink, 0, 0, bytearray()
+
+    def add(self, data: bytes) -> None:
+        head = data[:max(LOG_HEAD_BYTES - self.written, 0)]
+        self.sink.write(head)
+        self.written += len(head)
+        self.tail += data[len(head):]
+        if len(self.tail) > TAIL_BYTES:
+            self.dropped += len(self.tail) - TAIL_BYTES
+            del self.tail[:-TAIL_BYTES]
+
+    def finish(self) -> None:
+        if self.dropped:
+            self.sink.write(f"\n[grade: {self.dropped} bytes of the command's output left out here; the log keeps its "
+                            f"first {LOG_HEAD_BYTES} and last {TAIL_BYTES} bytes]\n".encode())
+        self.sink.write(self.tail)
+
+
+def _drain(pipe: int, log: CappedLog, wait_s: float) -> bool:
+    """Move what the pipe holds into the log, waiting at most `wait_s` seconds for something to arrive; False at
+    the end of the output (every writer closed it)."""
+    if not select.select([pipe], [], [], wait_s)[0]:
+        return True
+    data = os.read(pipe, READ_BYTES)
+    log.add(data)
+    return bool(data)
+
+
+def _wait(process: subprocess.Popen, pipe: int, log: CappedLog, timeout_s: float) -> int | None:
+    """The command's exit status, or None when it is still running after `timeout_s` seconds; its output is moved
+    into the log meanwhile. Only the command itself is waited for, not the end of its output: a process it left
+    behind may hold the pipe open."""
+    deadline = time.monotonic() + timeout_s
+    while (code := process.poll()) is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        if not _drain(pipe, log, min(POLL_S, left)):  # the output ended: only the exit is left to wait for
+            try:
+                return process.wait(max(deadline - time.monotonic(), 0))
+            except subprocess.TimeoutExpired:
+                return None
+    return code
+
+
+def _read_rest(pipe: int, log: CappedLog) -> None:
+    """What the pipe still holds once the command's group was stopped; a writer that left the group (a daemon of
+    its own session) may keep it open, so nothing more is waited for."""
+    os.set_blocking(pipe, False)
     try:
-        return process.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        return None
+        while data := os.read(pipe, READ_BYTES):
+            log.add(data)
+    except BlockingIOError:
+        pass
 
 
 def _signal_group(group: int, signum: int) -> bool:
@@ -137,15 +196,19 @@ def run_external(command: str, sequence: Path, out: Path, trajectory_name: str, 
         clock = Stopwatch()
         with open(log, "wb") as sink:
             try:
-                process = subprocess.Popen(arguments, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                           start_new_session=True)
+                process = subprocess.Popen(arguments, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT, start_new_session=True)
             except OSError as exc:
                 raise GradeError(f"cannot start the command {shown}: {exc.strerror}") from None
-            try:
-                code = _wait(process, timeout_s)
-                seconds = clock.seconds()
-            finally:  # its leftovers once it exited; all of it at the timeout or on Ctrl-C
-                stop_group(process)
+            output = CappedLog(sink)
+            with process.stdout:
+                try:
+                    code = _wait(process, process.stdout.fileno(), output, timeout_s)
+                    seconds = clock.seconds()
+                finally:  # its leftovers once it exited; all of it at the timeout or on Ctrl-C
+                    stop_group(process)
+                    _read_rest(process.stdout.fileno(), output)
+                    output.finish()
         if code is None:
             raise GradeError(f"the command did not finish within {timeout_s:g} s and was stopped (with every process "
                              f"it started): {shown}\nits last output:\n{_tail(log)}")

@@ -232,6 +232,24 @@ def test_external_method_that_exits_is_finished_though_its_child_holds_the_outpu
         ".grade.lock", "method.log", "runner.json", "trajectory.tum"]
 
 
+def test_external_output_beyond_the_cap_keeps_its_head_and_tail_in_the_log(tmp_path):
+    """A method that prints more than LOG_HEAD_BYTES leaves a log of its first LOG_HEAD_BYTES, a line saying how
+    many bytes were left out, and its last TAIL_BYTES: the disk holds a bounded log, whose last line is still the
+    method's."""
+    from evaluation.external import LOG_HEAD_BYTES, TAIL_BYTES
+    extra = 3 * TAIL_BYTES
+    script = (f"echo 'the first line'\nhead -c {LOG_HEAD_BYTES + extra} /dev/zero | tr '\\0' x\n"
+              f"echo\necho 'the last line'\nprintf '{TRAJECTORY}' > \"$2/trajectory.tum\"\n")
+    result = grade(*_external(tmp_path, script, "--timeout", "600"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    log = (tmp_path / "work" / "slam" / "method.log").read_bytes()
+    printed = len("the first line\n") + LOG_HEAD_BYTES + extra + len("\nthe last line\n")
+    head, note, tail = log[:LOG_HEAD_BYTES], log[LOG_HEAD_BYTES:-TAIL_BYTES], log[-TAIL_BYTES:]
+    assert head.startswith(b"the first line\nxxx") and tail.endswith(b"xxx\nthe last line\n")
+    assert note == f"\n[grade: {printed - LOG_HEAD_BYTES - TAIL_BYTES} bytes of the command's output left out here; the "\
+        f"log keeps its first {LOG_HEAD_BYTES} and last {TAIL_BYTES} bytes]\n".encode()
+
+
 def test_external_failure_quotes_a_short_tail_of_a_large_output(tmp_path):
     script = ("echo 'the first line'\nhead -c 3000000 /dev/zero | tr '\\0' '\\n' | sed 's/^$/noise/'\n"
               "printf '\\033[31mthe last line\\033[0m\\n\\n\\n'\nexit 3\n")
