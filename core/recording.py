@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from core.config import DEFAULT_ROBOT_NAME, CameraConfig, ExperimentConfig
+from core.config import DEFAULT_ROBOT_NAME, SENSOR_KINDS, CameraConfig, ExperimentConfig, SensorKind
 from core.errors import InputError
 from core.formats.bags.layout import ROS1_SUFFIX, ROS2_METADATA
 from core.formats.bags.topics import BagTopics
-from core.formats.events import EVENTS_FILE, EventFile, read_events
+from core.formats.events import EventFile
 from core.formats.frames import FRAMES_FILE, Box2D, Box3D, FrameRecord, read_frames
 from core.formats.humans import (
     HUMANS_DIR,
@@ -361,17 +361,32 @@ class Recording:
                              self._gt)
         return Lidar(name, sweep_files(self._gt / name))
 
+    def sensor_names(self, kind: str) -> list[str]:
+        """The sensors of `kind` (a type of core.config.sensor_kinds.KINDS whose kind has a gt_file) with ground
+        truth: the folders gt/<name>/ holding that file."""
+        return self._gt_folders(_sensor_kind(kind).gt_file)
+
+    def sensor(self, name: str, kind: str | None = None) -> Any:
+        """The ground truth of the sensor of a kind with a gt_file, as its kind reads it (SensorKind.read: an
+        event camera's EventFile); its kind is the one whose file gt/<name>/ holds, or `kind` where given."""
+        kinds = [_sensor_kind(kind)] if kind else [k for k in SENSOR_KINDS.values() if k.gt_file]
+        found = next((k for k in kinds if name in self.sensor_names(k.type)), None)
+        if found is None:
+            noun = kinds[0].noun if kind else "sensor with a ground-truth file"
+            available = sorted(n for k in kinds for n in self.sensor_names(k.type))
+            raise InputError(f"no {noun} {name!r} in this recording; available: {', '.join(available) or 'none'}",
+                             self._gt)
+        return found.read(self._gt / name / found.gt_file)
+
     @property
     def event_cameras(self) -> list[str]:
-        """Event cameras with ground truth: the folders gt/<name>/ holding an events.h5."""
-        return self._gt_folders(EVENTS_FILE)
+        """Event cameras with ground truth: the folders gt/<name>/ holding an events.h5 (`sensor_names("event")`)."""
+        return self.sensor_names("event")
 
     def events(self, name: str) -> EventFile:
-        """The event camera's events (gt/<name>/events.h5): EVENT_DTYPE records, t in ns of simulation time."""
-        if name not in self.event_cameras:
-            raise InputError(f"no event camera {name!r} in this recording; available: "
-                             f"{', '.join(self.event_cameras) or 'none'}", self._gt)
-        return read_events(self._gt / name / EVENTS_FILE)
+        """The event camera's events (gt/<name>/events.h5): EVENT_DTYPE records, t in ns of simulation time
+        (`sensor(name, "event")`)."""
+        return self.sensor(name, "event")
 
     def imu(self, noisy: bool = False) -> dict[str, ImuSeries]:
         """gt/imu.npz by IMU name (with `noisy`, gt/imu_noisy.npz from `grade postprocess`); empty when absent."""
@@ -410,3 +425,12 @@ class Recording:
             return Bags([], [])
         return Bags(sorted(folder.glob(f"*{ROS1_SUFFIX}")),
                     sorted(p for p in folder.iterdir() if (p / ROS2_METADATA).is_file()))
+
+
+def _sensor_kind(kind: str) -> SensorKind:
+    """The kind of type `kind` if it writes a ground-truth file of its own (SensorKind.gt_file), else ValueError."""
+    found = SENSOR_KINDS.get(kind)
+    if found is None or not found.gt_file:
+        listed = ", ".join(k.type for k in SENSOR_KINDS.values() if k.gt_file)
+        raise ValueError(f"no sensor kind {kind!r} with a ground-truth file of its own; kinds: {listed}")
+    return found

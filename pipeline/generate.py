@@ -50,10 +50,12 @@ RUN_STREAMS = ["prepare/procedural", "placement/robot", "placement/humans", "pla
 
 def run_streams(config: ExperimentConfig) -> list[str]:
     """RUN_STREAMS, with each robot's start stream in a multi-robot run ("placement/robot/<name>"), then the
-    streams of the sensors that draw random numbers (an event camera's: "sensors/event/[<robot>/]<name>")."""
+    streams of the sensors whose kind draws random numbers (SensorKind.seeded; an event camera's:
+    "sensors/event/[<robot>/]<name>"), by robot, then by kind in KINDS' order, then in config order."""
     multi = config.multi_robot
-    sensors = [SENSOR_KINDS[sensor.type].seed_stream(sensor.name, name if multi else None)
-               for name in config.robot_names for sensor in config.for_robot(name).robot.sensors.of("event")]
+    sensors = [kind.seed_stream(sensor.name, name if multi else None)
+               for name in config.robot_names for kind in SENSOR_KINDS.values() if kind.seeded
+               for sensor in config.for_robot(name).robot.sensors.of(kind.type)]
     if not multi:
         return RUN_STREAMS + sensors
     return [stream for stream in RUN_STREAMS if stream != "placement/robot"] + [

@@ -21,7 +21,7 @@ from core.config_io import load_experiment
 from core.formats.events import microseconds
 from core.recording import Recording
 from pipeline.generate import generate
-from simulation.recording import sensor_streams
+from simulation.recording.sensor_streams import event as event_recorder
 from simulation.sensors.event_camera import EventSimulator, log_intensity
 from tests.conftest import CONFIGS, assert_refused, run_grade
 
@@ -53,7 +53,7 @@ def run(tmp_path_factory, asset_cache) -> tuple[Path, dict[str, list[np.ndarray]
     """The run, and each event camera's renders (scene-linear RGB) as its simulator got them."""
     folder = tmp_path_factory.mktemp("event-run") / "run"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sensor_streams, "EventSimulator", _KeptRenders)
+        patch.setattr(event_recorder, "EventSimulator", _KeptRenders)
         _KeptRenders.renders = {}
         generate(load_experiment(CONFIGS / "demo.yaml", RUN), folder, cache=asset_cache)
         renders = list(_KeptRenders.renders.values())

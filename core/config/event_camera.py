@@ -1,15 +1,18 @@
 """An event camera (a DVS) after ESIM (Rebecq, Gehrig and Scaramuzza, "ESIM: an Open Event Camera Simulator",
 CoRL 2018): its projection, as a camera's, and the model that turns rendered intensity into events
-(simulation.sensors.event_camera)."""
+(simulation.sensors.event_camera); its entry in `robot.sensors` (`type: event`) and its kind (`EVENT`, a line of
+core.config.sensor_kinds.KINDS). The recorder's half is simulation.recording.sensor_streams.event."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from core.config.base import NonNegFloat, PositiveFloat, PositiveInt, Strict
+from core.config.sensor_kind import SensorKind
 from core.config.sensors import CameraConfig, Mount
+from core.formats.events import EVENTS_FILE, read_events
 
 
 class EventCameraConfig(Strict):
@@ -59,3 +62,13 @@ class EventCameraConfig(Strict):
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'width, height'}: "
                                  f"{e['msg'].removeprefix('Value error, ')}" for e in error.errors())
             raise ValueError(problems) from None
+
+
+class EventEntry(EventCameraConfig):
+    type: Literal["event"] = "event"
+
+
+# Sampled every step (its simulator decides when it renders), rendering scene-linear light through its projection,
+# with per-pixel thresholds and noise from a generator of its own; gt/<name>/events.h5.
+EVENT = SensorKind("event", EventEntry, every_step=True, renders="linear", seeded=True, gt_file=EVENTS_FILE,
+                   read=read_events, title="event camera")

@@ -5,10 +5,12 @@
       - {type: lidar, name: front_lidar, mount: {link: base_link}}
       - {type: lidar, name: rear_lidar, mount: {link: base_link, rpy_deg: [0, 0, 180]}}
 
-Each kind (`SensorKind`, one line each in `KINDS`) names its config model, the key of the form before the list
-(`cameras`, `imus`, `lidar`: still accepted, and normalised to the list when the config is read) and its
-stream (`<type>/<name>` in the rate schedule and run.json's frame counts). The simulation layer's half of each
-kind (how the recorder samples and writes it) is simulation.recording.sensor_streams.
+Each kind (`SensorKind`, core.config.sensor_kind, one line each in `KINDS`) names its config model, the key of
+the form before the list (`cameras`, `imus`, `lidar`: still accepted, and normalised to the list when the config is
+read) and its stream (`<type>/<name>` in the rate schedule and run.json's frame counts), and says what the other
+layers need of it. The camera, IMU and LiDAR entries are here, beside the earlier form they make up; a newer kind's
+entry and SensorKind are in its own module (core.config.event_camera). The simulation layer's half of each kind (how
+the recorder samples and writes it) is its module in simulation.recording.sensor_streams.
 
 A config given in the earlier form is dumped in it again (run.json, the stages' content hashes), so existing
 configs' outputs stay byte for byte what they were; `grade config show` prints the list (`LIST_CONTEXT`).
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
@@ -27,6 +28,7 @@ from pydantic import (
     PrivateAttr,
     RootModel,
     SerializationInfo,
+    SerializeAsAny,
     SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
@@ -38,7 +40,8 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
 
 from core.config.base import Strict
-from core.config.event_camera import EventCameraConfig
+from core.config.event_camera import EVENT
+from core.config.sensor_kind import SensorKind
 from core.config.sensors import STEREO_SIDES, CameraConfig, ImuConfig, LidarConfig, Mount, StereoSide, stereo_name
 
 # Serialisation context under which the sensors are dumped as the typed list even when the earlier form holds
@@ -58,39 +61,16 @@ class LidarEntry(LidarConfig):
     type: Literal["lidar"] = "lidar"
 
 
-class EventEntry(EventCameraConfig):
-    type: Literal["event"] = "event"
-
-
-@dataclass(frozen=True)
-class SensorKind:
-    """What the config knows of a kind of sensor: its `type`, its entry model, and the key of the form before
-    the list (`legacy_key`; `many`: a list of them there, else at most one)."""
-
-    type: str
-    entry: type[Strict]
-    legacy_key: str | None = None  # none for a kind newer than the list
-    many: bool = True
-    # Sampled at every physics step rather than at a `rate_hz`: the sensor decides itself when it measures.
-    every_step: bool = False
-
-    def stream(self, name: str) -> str:
-        """The sensor's stream: its key in the rate schedule and in run.json's frame counts."""
-        return f"{self.type}/{name}"
-
-    def seed_stream(self, name: str, robot: str | None = None) -> str:
-        """The name of the sensor's random generator under the master seed (core.seeding), listed in run.json's
-        derived seeds; `robot` in a multi-robot run."""
-        return "/".join(part for part in ("sensors", self.type, robot, name) if part)
-
-
+# The kinds, in the order the earlier form and the backend's mount sites take them: a new kind goes last.
 KINDS: dict[str, SensorKind] = {kind.type: kind for kind in (
-    SensorKind("camera", CameraEntry, "cameras", many=True),
-    SensorKind("imu", ImuEntry, "imus", many=True),
+    SensorKind("camera", CameraEntry, "cameras", many=True, renders="display"),
+    SensorKind("imu", ImuEntry, "imus", many=True, mount="inertial"),
     SensorKind("lidar", LidarEntry, "lidar", many=False),
-    SensorKind("event", EventEntry, every_step=True),
+    EVENT,
 )}
-# One of the kinds' entries, told apart by `type`: a new kind's line in KINDS adds it.
+# One of the kinds' entries, told apart by `type` (for models holding sensors beside SensorsConfig: replay's
+# overrides). SensorsConfig itself looks each entry's kind up in KINDS as it validates, so a kind added to KINDS at
+# run time (tests/test_sensor_kind_seam.py) is taken too.
 SensorEntry = Annotated[Union[tuple(kind.entry for kind in KINDS.values())], Field(discriminator="type")]  # noqa: UP007
 _LEGACY_KEYS = {kind.legacy_key: kind for kind in KINDS.values() if kind.legacy_key}
 
@@ -121,17 +101,18 @@ class EarlierForm(Strict):
 
 
 @functools.lru_cache(maxsize=64)
-def _entries_adapter(kinds: tuple[str, ...]) -> TypeAdapter:
-    """The list of these kinds, as a tuple of their entries: errors are located at `<index>.<key>`, without the
+def _entries_adapter(entries: tuple[type[Strict], ...]) -> TypeAdapter:
+    """The list of these entry models, as a tuple of them: errors are located at `<index>.<key>`, without the
     union's tag a discriminated list would put between."""
-    return TypeAdapter(tuple[tuple(KINDS[kind].entry for kind in kinds)])
+    return TypeAdapter(tuple[entries])
 
 
-class SensorsConfig(RootModel[list[SensorEntry]]):
+class SensorsConfig(RootModel[list[SerializeAsAny[SensorEntry]]]):
     """A robot's sensors, any number of each kind, names unique (each names its topics, TF frame and gt
     folder). Read from the list or from the earlier form ({cameras: [...], imus: [...], lidar: {...}})."""
 
-    root: list[SensorEntry] = Field(default_factory=list)
+    # Each entry dumped by its own model (SerializeAsAny), as its kind in KINDS validated it.
+    root: list[SerializeAsAny[SensorEntry]] = Field(default_factory=list)
     input_forms: ClassVar[tuple[type[Strict], ...]] = (EarlierForm,)  # for core.config_io's did-you-mean
     _given_in_earlier_form: bool = PrivateAttr(True)
 
@@ -153,13 +134,15 @@ class SensorsConfig(RootModel[list[SensorEntry]]):
             _raise([InitErrorDetails(type=PydanticCustomError(
                 "sensor_type", "type must be one of {types}, got {got}", {"types": ", ".join(KINDS), "got": repr(kind)}),
                 loc=(i, "type"), input=data[i]) for i, kind in enumerate(kinds) if kind not in KINDS])
-            entries = list(_entries_adapter(tuple(kinds)).validate_python(
+            entries = list(_entries_adapter(tuple(KINDS[kind].entry for kind in kinds)).validate_python(
                 tuple(_as_entry(KINDS[kind], item) for kind, item in zip(kinds, data, strict=True))))
         else:
             return handler(data)
         entries = [camera for entry in entries for camera in (
             entry.stereo_pair() if isinstance(entry, CameraEntry) and entry.stereo else [entry])]
-        config = handler(entries)
+        # Each entry was validated by its kind's model in KINDS as it is now, so the root is built without checking
+        # it against SensorEntry, the union of the kinds at import time.
+        config = cls.model_construct(entries)
         config._given_in_earlier_form = legacy
         config._check_names()
         return config

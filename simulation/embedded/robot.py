@@ -1,4 +1,4 @@
-"""One robot of the embedded world: its body (a physics handle), sensors (cameras, event cameras, LiDARs, IMUs)
+"""One robot of the embedded world: its body (a physics handle), sensors (render cameras, LiDARs, IMUs)
 and drive (the command and, for a TIAGo with the S-curve, its velocity profile), behind `simulation.backend.Robot`.
 
 A robot renders and scans through its world, which holds the scene, the render threads and the other robots.
@@ -13,7 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
-from core.config import RenderConfig, RobotConfig
+from core.config import SENSOR_KINDS, RenderConfig, RobotConfig
+from core.config.sensor_kinds import kind_of
 from core.robot_catalogue import robot_body
 from simulation.backend import ImuReading, LidarScan
 from simulation.embedded.robot_meshes import RobotTrack
@@ -51,17 +52,16 @@ class EmbeddedRobot:
     name: str
     key: str  # its config key: "robot" or "robots.<i>"
     model: RobotModel
+    # The render camera of each sensor whose kind renders (SensorKind.renders: cameras, event cameras), in config order.
     cameras: dict[str, CameraSensor]
     lidars: dict[str, LidarSensor]
     imu_mounts: list[SensorMount] | None
-    mounts: list[SensorMount]  # the cameras' and the LiDARs' frames
+    mounts: list[SensorMount]  # the frames of the sensors the physics does not measure (all but the IMUs)
     profile: SCurveFollower | None
     profile_prefix: str  # its S-curve's keys in the world's state
     world: RobotWorld | None = field(default=None, repr=False)
     handle: RobotHandle | None = field(default=None, repr=False)
     track: RobotTrack | None = field(default=None, repr=False)
-    # Each event camera's render camera (CameraSensor.for_events), rendered as the cameras are.
-    event_cameras: dict[str, CameraSensor] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._command = np.zeros(6 if self.flies else 3)
@@ -77,19 +77,19 @@ class EmbeddedRobot:
         model = robot_model(robot)
         sensors = robot.sensors
         check_mount_links(model, sensors, key)
-        cameras = {c.name: CameraSensor.from_config(c, f"{key}.sensors.{at}", render) for at, c in sensors.keyed()
-                   if c.type == "camera"}
+        cameras = {s.name: CameraSensor.for_sensor(s, f"{key}.sensors.{at}", render) for at, s in sensors.keyed()
+                   if kind_of(s).renders}
         lidars = {lidar.name: LidarSensor.from_config(lidar) for lidar in sensors.lidars}
-        events = {e.name: CameraSensor.for_events(e, f"{key}.sensors.{at}", render) for at, e in sensors.keyed()
-                  if e.type == "event"}
-        # The cameras' frames, then the LiDARs': MuJoCo sites in the order the earlier form gave them; the event
-        # cameras' after them, so a robot without one keeps its sites.
-        mounts = [SensorMount.from_config(s.name, s.mount)
-                  for s in [*sensors.cameras, *sensors.lidars, *sensors.of("event")]]
+        # MuJoCo sites by kind in KINDS' order (cameras, then LiDARs, then the kinds after them), in config order
+        # within a kind: the order the earlier form gave them, so a robot of it compiles as it always did.
+        order = list(SENSOR_KINDS)
+        framed = sorted((s for s in sensors.root if kind_of(s).mount == "frame"), key=lambda s: order.index(s.type))
+        inertial = [s for s in sensors.root if kind_of(s).mount == "inertial"]
         profile = follower_for(robot.tiago) if robot_body(robot).s_curve else None
         return cls(name, key, model, cameras, lidars,
-                   [SensorMount.from_config(i.name, i.mount) for i in sensors.imus] or None, mounts, profile,
-                   PROFILE_PREFIX if key == "robot" else f"{PROFILE_PREFIX}{name}/", event_cameras=events)
+                   [SensorMount.from_config(s.name, s.mount) for s in inertial] or None,
+                   [SensorMount.from_config(s.name, s.mount) for s in framed], profile,
+                   PROFILE_PREFIX if key == "robot" else f"{PROFILE_PREFIX}{name}/")
 
     # ------------------------------------------------------------ drive and body
 
@@ -135,13 +135,15 @@ class EmbeddedRobot:
     # ------------------------------------------------------------ sensors
 
     def camera_names(self) -> list[str]:
-        return list(self.cameras)
+        """The cameras proper (rendering a display frame): those an explorer may look through."""
+        return [name for name, sensor in self.cameras.items() if sensor.renders == "display"]
 
     def camera(self, name: str) -> CameraSensor:
-        """A camera, or an event camera's render camera (the frame's `linear` is its light)."""
-        sensor = self.cameras.get(name) or self.event_cameras.get(name)
+        """A render camera: a camera's, or that of another kind that renders (an event camera's: the frame's
+        `linear` is its light)."""
+        sensor = self.cameras.get(name)
         if sensor is None:
-            raise KeyError(f"no camera named {name!r}; cameras: {[*self.cameras, *self.event_cameras]}")
+            raise KeyError(f"no camera named {name!r}; cameras: {list(self.cameras)}")
         return sensor
 
     def camera_pose(self, name: str) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Sensors of the embedded backend: cameras, event cameras and LiDARs mounted on robot links.
+"""Sensors of the embedded backend: render cameras (for each sensor whose kind renders, core.config.sensor_kind) and
+LiDARs mounted on robot links.
 
 Frames. A mount (`core.config.Mount`: link, translation, roll/pitch/yaw in degrees, extrinsic
 XYZ) places a sensor frame in its link. For IMUs and the LiDAR that frame is the sensor's own
@@ -18,13 +19,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from core.config import CameraConfig, LidarConfig, RenderConfig, SensorsConfig
-from core.config.event_camera import EventCameraConfig
+from core.config.sensor_kinds import kind_of
 from core.errors import ConfigError, InputError
 from simulation.backend import LidarScan
 from simulation.physics import PhysicsWorld
@@ -62,6 +64,16 @@ class CameraSensor:
     options: RenderOptions
     rate_hz: float
     flow: bool  # optical flow to the next frame (1 / rate_hz later)
+    renders: str = "display"  # what its kind renders (SensorKind.renders)
+
+    @classmethod
+    def for_sensor(cls, entry: Any, field: str, render: RenderConfig) -> CameraSensor:
+        """The render camera of a sensor whose kind renders (SensorKind.renders): a camera's frame as its config
+        asks ("display"), or the scene-linear light of its projection only ("linear")."""
+        renders = kind_of(entry).renders
+        if renders == "display":
+            return cls.from_config(entry, field, render)
+        return cls.linear(entry.projection(), field, render)
 
     @classmethod
     def from_config(cls, config: CameraConfig, field: str, render: RenderConfig) -> CameraSensor:
@@ -86,12 +98,12 @@ class CameraSensor:
         return cls(config.name, camera, options, config.rate_hz, "flow" in outputs)
 
     @classmethod
-    def for_events(cls, config: EventCameraConfig, field: str, render: RenderConfig) -> CameraSensor:
-        """The camera an event camera renders its intensity with: its projection, scene-linear colour only (an
-        event camera measures light, so no exposure, tone curve or 8-bit rounding stands between; no boxes)."""
-        camera = cls.from_config(config.projection(), field, render)
+    def linear(cls, config: CameraConfig, field: str, render: RenderConfig) -> CameraSensor:
+        """A camera rendering scene-linear colour only (a sensor measuring light, e.g. an event camera: no exposure,
+        tone curve or 8-bit rounding stands between; no boxes)."""
+        camera = cls.from_config(config, field, render)
         options = RenderOptions(rgb=False, linear=True, boxes=False, quality=quality_preset(render.quality))
-        return cls(camera.name, camera.camera, options, camera.rate_hz, flow=False)
+        return cls(camera.name, camera.camera, options, camera.rate_hz, flow=False, renders="linear")
 
 
 def predicted_pose(robot: PhysicsWorld | RobotHandle, sensor: str, dt: float) -> np.ndarray:

@@ -72,7 +72,7 @@ def _leaf(prim_path: str) -> str:
 
 class _RobotStreams:
     """One robot's streams: its TF transforms, joint states, odometry and, through one recorder per sensor kind
-    (sensor_streams.py), its sensors, under its topics (`config`: the experiment as this robot sees it,
+    (sensor_streams/), its sensors, under its topics (`config`: the experiment as this robot sees it,
     Experiment.for_robot) into `gt` (gt/, or gt/<robot>/ in a multi-robot run), counted as `<prefix><stream>`."""
 
     def __init__(self, robot: Robot, config: ExperimentConfig, gt: Path, prefix: str, pool: ThreadPoolExecutor,

@@ -44,7 +44,8 @@ class BagTopics:
         check_namespace(self.namespace)
 
     def topic(self, *parts: str) -> str:
-        """A robot topic: /<namespace>/<parts...>."""
+        """A robot topic: /<namespace>/<parts...>; a sensor kind's recorder names its own topics with it
+        (`topic(sensor, suffix)`), the shared ones are below."""
         return "/" + "/".join(part for part in (self.namespace, *parts) if part)
 
     def frame(self, name: str) -> str:
@@ -84,7 +85,3 @@ class BagTopics:
 
     def points(self, lidar: str) -> str:
         return self.topic(lidar, "points")
-
-    def events(self, event_camera: str) -> str:
-        """An event camera's dvs_msgs/EventArray packets."""
-        return self.topic(event_camera, "events")
