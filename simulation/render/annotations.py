@@ -11,8 +11,9 @@ its centre ray hits it.
   rasterises the mesh exactly over its projected box (coverage.py: the pixels its rays would hit with
   nothing else in the scene); pixels that show the instance count as covered whatever the rasteriser says,
   so the ratio is 0 for an unoccluded instance. Truncation by the image border does not count as
-  occlusion. With occlusion turned off the ratio is 0, and so it is for lens models other than pinhole,
-  whose curved edges the scanline rasteriser does not draw.
+  occlusion. With occlusion turned off the ratio is 0. Through a lens other than pinhole the mesh's edges
+  project to curves, which the scanline rasteriser does not draw: there the pixels' own rays are traced against
+  the mesh alone (lens_coverage.py), exact per pixel-centre ray as well.
 3D boxes hold the local-frame extents of the mesh and its 4x4 local->world transform; unlike
 replicator (USD row vectors), the transform acts on column vectors like every matrix in this project.
 """
@@ -28,6 +29,7 @@ from core.config.lens import radtan_reach
 from simulation.render import kernels
 from simulation.render.camera import Camera, depth_of, project, world_to_camera
 from simulation.render.coverage import coverage
+from simulation.render.lens_coverage import LensAloneCoverage
 from simulation.render.scene import Layer, MeshTable, RenderScene
 
 BOX_2D_DTYPE = np.dtype([("semanticId", "<u4"), ("x_min", "<i4"), ("y_min", "<i4"), ("x_max", "<i4"),
@@ -232,8 +234,19 @@ class AloneCoverage:
         return int(np.count_nonzero(self._drawn.mask(row) & (instance[y0:y1 + 1, x0:x1 + 1] != instance_id)))
 
 
+def alone_coverage(camera: Camera, pose: np.ndarray, static: LayerView | None, dynamic: LayerView | None
+                   ) -> AloneCoverage | LensAloneCoverage:
+    """What each mesh in view covers drawn alone, for the occlusion ratios: rasterised for a pinhole (made now,
+    while the camera rays trace), ray traced through another lens (when frame_boxes asks, as that needs the
+    frame's instance image)."""
+    if camera.lens.pinhole:
+        return AloneCoverage(camera, static, dynamic)
+    return LensAloneCoverage(camera, pose, *(None if view is None else view.layer for view in (static, dynamic)),
+                             *(None if view is None else view.points for view in (static, dynamic)))
+
+
 def frame_boxes(instance: np.ndarray, stats: PixelStats, scene: RenderScene, static: LayerView | None,
-                dynamic: LayerView | None, alone: AloneCoverage | None) -> Boxes:
+                dynamic: LayerView | None, alone: AloneCoverage | LensAloneCoverage | None) -> Boxes:
     """Boxes of every instance visible in `instance` (H, W), whose `stats` are given; occlusion ratios from
     `alone` (None: all 0)."""
     counts = stats.counts

@@ -31,8 +31,8 @@ from simulation.render import kernels
 from simulation.render.annotations import (
     BOX_2D_DTYPE,
     BOX_3D_DTYPE,
-    AloneCoverage,
     PixelStats,
+    alone_coverage,
     frame_boxes,
     layer_view,
 )
@@ -215,8 +215,7 @@ def render_frame(scene: RenderScene, camera: Camera, pose: np.ndarray,
     try:  # while the tiles trace
         geometry.set_result(scene.frame_geometry(dynamic, next_pose is not None))
         views = (layer_view(camera, pose, scene.static), layer_view(camera, pose, dynamic)) if options.boxes else None
-        # The rasteriser draws straight edges only: lens models other than pinhole get ratio 0 (annotations.py).
-        alone = AloneCoverage(camera, *views) if options.boxes and options.occlusion and camera.lens.pinhole else None
+        alone = alone_coverage(camera, pose, *views) if options.boxes and options.occlusion else None
         tiles = [job.result() for job in traced]
         if not depth_first:
             tiles, colours = [t for t, _ in tiles], [c for _, c in tiles]
