@@ -372,10 +372,9 @@ class Recording:
         kinds = [_sensor_kind(kind)] if kind else [k for k in SENSOR_KINDS.values() if k.gt_file]
         found = next((k for k in kinds if name in self.sensor_names(k.type)), None)
         if found is None:
-            noun = kinds[0].noun if kind else "sensor with a ground-truth file"
+            what = f"{kinds[0].noun} {name!r}" if kind else f"sensor {name!r} with a ground-truth file of its own"
             available = sorted(n for k in kinds for n in self.sensor_names(k.type))
-            raise InputError(f"no {noun} {name!r} in this recording; available: {', '.join(available) or 'none'}",
-                             self._gt)
+            raise InputError(f"no {what} in this recording; available: {', '.join(available) or 'none'}", self._gt)
         return found.read(self._gt / name / found.gt_file)
 
     @property

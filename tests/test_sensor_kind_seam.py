@@ -25,6 +25,7 @@ from core.config.sensor_kind import SensorKind
 from core.config.sensor_kinds import KINDS
 from core.config.sensors import Mount
 from core.config_io import load_experiment
+from core.errors import InputError
 from core.formats.bags.topics import WORLD_FRAME
 from core.recording import Recording
 from core.seeding import generator
@@ -137,3 +138,11 @@ def test_its_topic_is_in_the_bags_and_the_reader_names_it_by_kind(run):
         connections = [c for c in reader.connections if c.topic == "/alt/altitude"]
         heights = [reader.deserialize(raw, c.msgtype).pose.position.z for c, _, raw in reader.messages(connections)]
     assert np.allclose(heights, rows[:, 2], atol=1e-6)
+
+
+def test_the_reader_refuses_a_name_without_that_kinds_file_listing_those_there(run):
+    recording = Recording.open(run)
+    with pytest.raises(InputError, match="no sensor 'camera' with a ground-truth file of its own in this recording; available: alt"):
+        recording.sensor("camera")
+    with pytest.raises(InputError, match="no event camera 'alt' in this recording; available: none"):
+        recording.events("alt")
