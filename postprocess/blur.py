@@ -45,8 +45,10 @@ from numba import njit
 from scipy.spatial.transform import Rotation
 
 from core.config import BlurConfig, RollingShutterConfig
+from core.config.lens import PINHOLE, Lens
 from core.jit_cache import flush_stale_caches
 from postprocess import warp
+from postprocess.lens_warp import lens_average, lens_nearest
 from simulation.render.annotations import PixelStats
 
 MODELS = ("depth_aware", "homography")
@@ -170,18 +172,25 @@ def rolling_shutter(rgb: np.ndarray, depth: np.ndarray, K: np.ndarray, frame_pos
 
 def blur_and_shutter(rgb: np.ndarray, depth: np.ndarray | None, K: np.ndarray, pose_at: PoseCurve, t_end: float,
                      exposure: float, readout: float, sub_poses: int, model: str = "depth_aware",
-                     plane_distance: float = 1.0) -> BlurResult:
+                     plane_distance: float = 1.0, lens: Lens = PINHOLE) -> BlurResult:
     """Motion blur and rolling shutter together: row r averages `sub_poses` poses of `pose_at` evenly spread
     over its exposure [t_r - exposure, t_r], t_r = t_end - readout * (1 - r / (H - 1)), re-rendered from the
-    frame `rgb` seen at `pose_at(t_end)`. readout 0: plain motion blur; exposure 0: plain rolling shutter."""
+    frame `rgb` seen at `pose_at(t_end)`. readout 0: plain motion blur; exposure 0: plain rolling shutter.
+    Through a `lens` other than pinhole (depth_aware only: a homography is a pinhole's) the frame is reprojected
+    through the lens, pose by pose (lens_warp.py); `depth` is then the lens's (z for radtan, the range for
+    equidistant)."""
     _check(rgb, depth, model)
+    if not lens.pinhole and model != "depth_aware":
+        raise ValueError(f"the {model} model is a pinhole's; through a {lens.model} lens blur needs depth_aware")
     height = rgb.shape[0]
     frame_pose = np.asarray(pose_at(np.array([t_end])), np.float64).reshape(4, 4)
     offsets = exposure_times(0.0, exposure, sub_poses)  # relative to each row's exposure end
     ends = row_times(t_end, readout, height) if readout > 0 else np.array([t_end])
     times = ends[:, None] + offsets[None, :]
     poses = np.asarray(pose_at(times.reshape(-1)), np.float64).reshape(len(ends), sub_poses, 4, 4)
-    if len(ends) == 1:
+    if not lens.pinhole:
+        image = lens_average(rgb, warp.inverse_depth(depth), K, lens, frame_pose, poses)
+    elif len(ends) == 1:
         image = motion_blur(rgb, depth, K, frame_pose, poses[0], model, plane_distance)
     else:
         inverse = (warp.inverse_depth(depth) if model == "depth_aware"
@@ -202,17 +211,21 @@ def blur_and_shutter(rgb: np.ndarray, depth: np.ndarray | None, K: np.ndarray, p
 
 
 def warp_labels(label: np.ndarray, depth: np.ndarray, K: np.ndarray, frame_pose: np.ndarray,
-                mean_pose: np.ndarray) -> np.ndarray:
+                mean_pose: np.ndarray, lens: Lens = PINHOLE) -> np.ndarray:
     """`label` (H, W) (instance or semantic ids) moved, nearest pixel, to what the camera sees from
     `mean_pose` (4, 4), or from each row's mean pose (H, 4, 4) with a rolling shutter, by the frame's
     per-pixel `depth` (H, W) m; a pixel whose source leaves the image keeps its own label. For images blurred
-    with the homography model, pass the plane (a constant depth) as `depth`."""
+    with the homography model, pass the plane (a constant depth) as `depth`. Through a `lens` other than pinhole
+    the labels move through the lens (lens_warp.py), `depth` being the lens's."""
     label = np.asarray(label)
     if label.ndim != 2 or np.shape(depth) != label.shape:
         raise ValueError(f"need label and depth of one (H, W) shape, got {label.shape} and {np.shape(depth)}")
     mean_pose = np.asarray(mean_pose, np.float64)
     if mean_pose.shape not in ((4, 4), (label.shape[0], 4, 4)):
         raise ValueError(f"need a (4, 4) or (H, 4, 4) mean pose, got {mean_pose.shape}")
+    if not lens.pinhole:
+        return lens_nearest(label, warp.inverse_depth(depth), np.asarray(K, np.float64), lens, frame_pose,
+                            mean_pose.reshape(-1, 4, 4))
     A, o = warp.rays(K, frame_pose, mean_pose.reshape(-1, 4, 4))
     fx, fy, cx, cy = _intrinsics(K)
     return warp.nearest_rows(label, warp.inverse_depth(depth), fx, fy, cx, cy, A, o)

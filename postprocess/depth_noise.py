@@ -1,4 +1,5 @@
-"""Depth camera noise on float depth images in metres (depth to the image plane, z).
+"""Depth camera noise on float depth images in metres (depth to the image plane, z; through an equidistant lens
+the recorded depth is the range along each pixel's ray, and the noise applies to it as it is, along the ray).
 
 Each valid pixel of true depth z becomes z + mu(z) + sigma(z) n with n ~ N(0, 1), per pixel, independent:
 

@@ -7,6 +7,14 @@ the sensor under the run's master seed ("postprocess/imu/<imu>", "postprocess/de
 `gt/postprocess.json` is written last: a run whose record matches the settings is up to date; anything else
 (other settings, an interrupted run) is redone from scratch.
 
+A camera with a lens other than pinhole (its frames.jsonl `distortion_model` and `D`) is post-processed through
+its lens: blur, rolling shutter and label warps reproject each pixel along the lens's own ray with its depth (z
+for radtan, the range along the ray for equidistant) and project through the lens's model (lens_warp.py); depth
+noise applies to its depth as recorded. Two settings have no meaning through a lens and are refused for such a
+camera before anything is written: `blur.model: homography` (a pinhole's homography of a plane) and, for an
+equidistant camera, `depth.model: realsense` (a rectified pinhole stereo pair's error, z^2 / (f b), on a depth
+that is the range here).
+
 The camera's motion during an exposure comes from the state log: the robot's pose at every physics step,
 interpolated between steps, composed with the camera's mount at the frame (base <- camera, exact for
 cameras rigidly mounted during one exposure).
@@ -23,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from core.config import PostprocessConfig
+from core.config.lens import Lens
 from core.errors import InputError
 from core.formats.frames import Box2D
 from core.formats.images import (
@@ -149,10 +158,19 @@ def _blur_boxes(frame: Frame, instance: np.ndarray) -> list[Box2D]:
     return out
 
 
+def _lens(camera: Camera) -> Lens:
+    """The camera's lens, as its first frame records it (a camera keeps its lens for the whole run)."""
+    if not len(camera):
+        return Lens()
+    record = camera[0].record
+    return Lens.from_ros(record.distortion_model, record.D)
+
+
 def _process_camera(camera: Camera, folder: Path, settings: PostprocessConfig, seed: int, robot_at: PoseCurve,
                     advance: Callable[..., None]) -> CameraPostprocess:
     """`camera`'s outputs, written into `folder` (the camera's folder in the partial gt/)."""
     depth_rng = generator(seed, f"postprocess/depth/{camera.name}")
+    lens = _lens(camera)
     moving = settings.blur is not None or settings.rolling_shutter is not None
     exposure, readout = sequence_timing(settings.blur, settings.rolling_shutter,
                                         generator(seed, f"postprocess/exposure/{camera.name}"))
@@ -177,11 +195,11 @@ def _process_camera(camera: Camera, folder: Path, settings: PostprocessConfig, s
                     return robot_at(times) @ mount
 
                 result = blur_and_shutter(frame.rgb(), depth, frame.K, camera_at, frame.time, exposure, readout,
-                                          sub_poses, model, plane)
+                                          sub_poses, model, plane, lens)
                 _write(folder, RGB_BLUR, frame, result.image)
                 # Labels move with what the blurred image shows: the scene's depth, or GRADE's plane.
                 label_depth = depth if model == "depth_aware" else np.full_like(depth, plane)
-                warped = {kind: warp_labels(labels, label_depth, frame.K, frame.pose, result.mean_poses)
+                warped = {kind: warp_labels(labels, label_depth, frame.K, frame.pose, result.mean_poses, lens)
                           for kind, labels in ((INSTANCE_BLUR, frame.instance()), (SEMANTIC_BLUR, frame.semantic()))
                           if labels is not None}
                 for kind, labels in warped.items():
@@ -205,6 +223,19 @@ def check_settings(recording: Recording, settings: PostprocessConfig) -> None:
     if len(recording.robots) > 1:
         raise InputError(f"post-processing takes one-robot runs; this one has {', '.join(recording.robots)} (their "
                          "ground truth in gt/<robot>/)", recording.path, "robots")
+    moving = settings.blur is not None or settings.rolling_shutter is not None
+    for name in recording.cameras:
+        lens = _lens(recording.camera(name))
+        if lens.pinhole:
+            continue
+        if moving and settings.blur is not None and settings.blur.model == "homography":
+            raise InputError(f"camera {name!r} has a {lens.model} lens: the homography blur model warps a pinhole's "
+                             "image of a plane; use blur.model: depth_aware, which reprojects through the lens",
+                             recording.path, "blur.model")
+        if settings.depth is not None and settings.depth.model == "realsense" and lens.model == "equidistant":
+            raise InputError(f"camera {name!r} has an equidistant lens: the realsense depth model is a rectified "
+                             "pinhole stereo pair's error (z^2 / (f b)), and this camera's depth is the range along "
+                             "each ray; use depth.model: kinect or gaussian", recording.path, "depth.model")
 
 
 def process_run(run: Path, settings: PostprocessConfig, force: bool = False) -> ProcessResult:
