@@ -137,7 +137,7 @@ def test_a_translation_inside_the_fisheyes_range_sphere_follows_cv2():
 # TINY_RUN with its camera a 200 degree fisheye.
 FISHEYE_CAMERA = ("robot.sensors.cameras=[{name: camera, mount: {link: camera_link, translation: [0.1, 0.0, 0.0]}, "
                   "width: 96, height: 72, model: equidistant, fov_deg: 200, distortion: [-0.01, 0.002, 0, 0], "
-                  "rate_hz: 30}]", "exploration.planner=waypoints")
+                  "rate_hz: 30}]")
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,7 @@ def fisheye_run(tmp_path_factory, asset_cache):
     from pipeline.generate import generate
 
     folder = tmp_path_factory.mktemp("fisheye-post") / "run"
-    generate(load_experiment(CONFIGS / "demo.yaml", [*TINY_RUN, *FISHEYE_CAMERA]), folder, cache=asset_cache,
+    generate(load_experiment(CONFIGS / "demo.yaml", [*TINY_RUN, FISHEYE_CAMERA]), folder, cache=asset_cache,
              wait=True)
     return folder
 
