@@ -4,8 +4,14 @@ Shared by the offline export of a finished recording (postprocess.rerun_export) 
 records (simulation.recording.live_view), so both look the same. Entities: `world` (Z up, the semantic classes
 with their names and the contact sheet's colours); per robot (under `world/<robot>/` in a multi-robot run) its pose
 `robot`, its path `robot_path`, one entity per camera (`<camera>`: pose world <- optical frame and pinhole, with
-`rgb`, `depth`, `instance`, `semantic` images and the tight 2D `boxes` as children) and per LiDAR (`<lidar>`: pose
-world <- sensor, with the sweep's returns as `points`); the humans' skeletons, `world/humans/<human>`.
+`rgb`, `depth`, `instance`, `semantic` images and the tight 2D `boxes` as children), per LiDAR (`<lidar>`: pose
+world <- sensor, with the sweep's returns as `points`) and per event camera (`<event camera>/events`: an image of
+each 30 Hz window's events, drawn as `grade view` draws them); the humans' skeletons, `world/humans/<human>`.
+
+Rerun's Pinhole has no lens distortion (rerun-sdk 0.41), so a camera with a radtan or equidistant lens is logged
+without one: its images and boxes show in 2D views at their pixels, and the 3D view shows its pose but does not
+project them (a pinhole of its K would put every pixel on the wrong ray, and cannot hold a fisheye's 180 degrees
+and more); a static text `<camera>/lens` says so and gives the model and coefficients.
 
 Only simulation time is logged (the `sim_time` timeline): no wall-clock or tick timelines, no start-time property.
 rerun-sdk is the optional extra `viz`: callers import it through `import_rerun` and pass the module in.
@@ -20,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.config.lens import PINHOLE, Lens
 from core.errors import GradeError
 from core.formats.frames import Box2D
 from core.formats.instances import Instances
@@ -130,13 +137,25 @@ def log_pose(rr: ModuleType, rec: RecordingStream, entity: str, time: float, pos
     rec.log(entity, rr.Transform3D(translation=pose[:3, 3], mat3x3=pose[:3, :3]))
 
 
+def log_camera_lens(rr: ModuleType, rec: RecordingStream, camera: str, lens: Lens) -> None:
+    """For a camera with a lens other than pinhole, the static note that it has no Rerun pinhole (module doc)."""
+    if lens.pinhole:
+        return
+    rec.log(f"{camera}/lens", rr.TextDocument(
+        f"{lens.model} lens, coefficients {list(lens.coefficients)}: Rerun's Pinhole has no distortion, so this "
+        "camera is logged without one. Its images and boxes are at their pixels in 2D views; the 3D view shows "
+        "the camera's pose only."), static=True)
+
+
 def log_camera_frame(rr: ModuleType, rec: RecordingStream, camera: str, time: float, pose: np.ndarray, K: np.ndarray,
-                     size: tuple[int, int], images: CameraImages, boxes: list[Box2D], instances: Instances) -> None:
-    """One frame of camera entity `camera`: its pose (world <- optical frame), pinhole (`size`: width, height),
-    images and tight 2D boxes (captions from `instances`)."""
+                     size: tuple[int, int], images: CameraImages, boxes: list[Box2D], instances: Instances,
+                     lens: Lens = PINHOLE) -> None:
+    """One frame of camera entity `camera`: its pose (world <- optical frame), pinhole (`size`: width, height; none
+    through another `lens`, see the module doc), images and tight 2D boxes (captions from `instances`)."""
     log_pose(rr, rec, camera, time, pose)
-    # ROS optical frame: x right, y down, z forward (RDF).
-    rec.log(camera, rr.Pinhole(image_from_camera=K, width=size[0], height=size[1], camera_xyz=rr.ViewCoordinates.RDF))
+    if lens.pinhole:  # ROS optical frame: x right, y down, z forward (RDF)
+        rec.log(camera, rr.Pinhole(image_from_camera=K, width=size[0], height=size[1],
+                                   camera_xyz=rr.ViewCoordinates.RDF))
     if isinstance(images.rgb, bytes):
         rec.log(f"{camera}/rgb", rr.EncodedImage(contents=images.rgb, media_type="image/png"))
     elif images.rgb is not None:
@@ -153,6 +172,12 @@ def log_camera_frame(rr: ModuleType, rec: RecordingStream, camera: str, time: fl
     rec.log(f"{camera}/boxes", rr.Boxes2D(mins=mins, sizes=sizes.reshape(-1, 2),
                                           labels=[box_caption(b, instances) for b in shown],
                                           class_ids=[b.semanticId for b in shown]))
+
+
+def log_event_frame(rr: ModuleType, rec: RecordingStream, camera: str, time: float, png: bytes) -> None:
+    """The image (PNG bytes) of an event camera's events in the window ending at `time`."""
+    rec.set_time(TIMELINE, duration=time)
+    rec.log(f"{camera}/events", rr.EncodedImage(contents=png, media_type="image/png"))
 
 
 def log_lidar_sweep(rr: ModuleType, rec: RecordingStream, lidar: str, time: float, pose: np.ndarray,

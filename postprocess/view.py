@@ -31,14 +31,10 @@ from core.rundir import atomic_write_bytes
 from core.stage import output_folder
 from postprocess import DEFAULT_FRAMES
 from postprocess.backdrop import read_map_backdrop
+from postprocess.event_frames import EVENT_WINDOW_NS, event_frame
 from postprocess.rerun_export import RobotExport
 
 VIEW_DIR = "view"
-# Event frames: the events of one 30 Hz frame's time, drawn as rpg_dvs_ros' dvs_renderer draws them (the last event
-# of a pixel wins: ON blue, OFF red) on white.
-EVENT_WINDOW_NS = 33_333_333
-EVENT_BACKGROUND = (255, 255, 255)
-EVENT_COLOURS = np.array([(255, 0, 0), (0, 0, 255)], np.uint8)  # RGB of OFF (p = 0), ON (p = 1)
 EVENT_GAP_PX = 4
 
 
@@ -47,19 +43,6 @@ def select_frames(count: int, wanted: int) -> list[int]:
     if count <= 0 or wanted <= 0:
         return []
     return sorted(set(np.round(np.linspace(0, count - 1, min(wanted, count))).astype(int).tolist()))
-
-
-def event_frame(events: np.ndarray, width: int, height: int, start_ns: int, end_ns: int) -> np.ndarray:
-    """(H, W, 3) uint8 RGB of the events (core.formats.events.EVENT_DTYPE, sorted by time) in [start_ns, end_ns):
-    each pixel the colour of its last event's polarity, the background where it has none."""
-    frame = np.empty((height, width, 3), np.uint8)
-    frame[:] = EVENT_BACKGROUND
-    window = events[np.searchsorted(events["t"], start_ns):np.searchsorted(events["t"], end_ns)]
-    pixel = window["y"].astype(np.int64) * width + window["x"]
-    # The first of the reversed window is each pixel's last event.
-    pixels, first = np.unique(pixel[::-1], return_index=True)
-    frame.reshape(-1, 3)[pixels] = EVENT_COLOURS[window["p"][::-1][first]]
-    return frame
 
 
 def event_strip(path: Path, frames: int) -> np.ndarray:
@@ -177,7 +160,8 @@ def view_run(run: Path, camera: str | None = None, frames: int = DEFAULT_FRAMES,
             pictures[out / f"trajectory{tag}.png"] = plot_trajectory(robot, layout, camera_xy,
                                                                      f"{info.name}{' ' + name if multi else ''}")
 
-        exported.append(RobotExport(name, cameras, robot, [robot_view.lidar(lidar) for lidar in robot_view.lidars]))
+        exported.append(RobotExport(name, cameras, robot, [robot_view.lidar(lidar) for lidar in robot_view.lidars],
+                                    {event: robot_view.events(event) for event in robot_view.event_cameras}))
         imus = robot_view.imu()
         if imus:
             pictures[out / f"imu{tag}.png"] = plot_imu(list(imus.values()), f"{info.name}{tag}: IMUs")

@@ -176,3 +176,17 @@ def test_depth_noise_and_blur_of_a_fisheye_run(fisheye_run):
         assert np.all(np.abs(noisy[kept] - true[kept]) <= 5 * sigma + 1e-3)
         assert frame.processed("rgb_blur").shape == frame.rgb().shape
     assert math.isfinite(camera.blur_log()[0].exposure)
+
+
+def test_the_rerun_export_logs_a_fisheye_without_a_pinhole(fisheye_run, tmp_path):
+    from tests.rrd_columns import rrd_columns
+
+    rrd = tmp_path / "fisheye.rrd"
+    result = run_grade("view", str(fisheye_run), "--out", str(tmp_path / "view"), "--rerun", str(rrd))
+    assert result.returncode == 0, result.stderr
+    columns = rrd_columns(rrd)
+    assert not any("Pinhole" in key for key in columns["/world/camera"])  # Rerun's pinhole has no distortion
+    assert any("Transform3D" in key for key in columns["/world/camera"])  # the pose is there
+    [note] = [values for key, values in columns["/world/camera/lens"].items() if key.endswith("TextDocument:text")]
+    assert "equidistant" in str(note[0]) and "-0.01" in str(note[0])
+    assert any(key.endswith("EncodedImage:blob") for key in columns["/world/camera/rgb"])

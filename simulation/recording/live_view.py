@@ -20,6 +20,7 @@ from core.rerun_log import (
     RobotEntities,
     log_camera_frame,
     log_camera_labels,
+    log_camera_lens,
     log_humans,
     log_lidar_sweep,
     log_pose,
@@ -53,6 +54,7 @@ class LiveView:
         self._paths: dict[str | None, list[np.ndarray]] = {name: [] for name in names}
         self._times = dict.fromkeys(names, 0.0)  # of each robot's last pose
         self._path_due = dict.fromkeys(names, 0.0)
+        self._lens_noted: set[str] = set()  # camera entities whose lens note is logged (core.rerun_log)
 
     def robot_pose(self, robot: str | None, time: float, pose: np.ndarray) -> None:
         entities = self._entities[robot]
@@ -73,8 +75,12 @@ class LiveView:
                               recorded("instance", frame.instance), recorded("semantic", frame.semantic))
         boxes = boxes_2d(frame.instance_ids, frame.boxes_2d_tight) if "boxes2d" in outputs else []
         params = frame.camera
-        log_camera_frame(self._rr, self._rec, self._entities[robot].sensor(camera.name), time, params.pose, params.K,
-                         (params.width, params.height), images, boxes, self._instances)
+        entity = self._entities[robot].sensor(camera.name)
+        if entity not in self._lens_noted:
+            self._lens_noted.add(entity)
+            log_camera_lens(self._rr, self._rec, entity, params.lens)
+        log_camera_frame(self._rr, self._rec, entity, time, params.pose, params.K, (params.width, params.height), images,
+                         boxes, self._instances, params.lens)
 
     def lidar_sweep(self, robot: str | None, lidar: str, sweep: LidarSweep) -> None:
         log_lidar_sweep(self._rr, self._rec, self._entities[robot].sensor(lidar), sweep.time, sweep.pose, sweep.points)
