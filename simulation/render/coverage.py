@@ -1,4 +1,5 @@
-"""Which pixels a mesh covers when drawn alone: exact scanline rasterisation.
+"""Which pixels a mesh covers when drawn alone, for a pinhole camera: exact scanline rasterisation (through
+another lens straight edges project to curves: lens_coverage.py traces the pixels' rays instead).
 
 A pixel is covered when its centre (integer coordinates, camera.py) lies in the projection of the part
 of a triangle between the near and far planes: the pixels whose camera ray would hit the mesh with
