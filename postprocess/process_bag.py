@@ -10,17 +10,23 @@ the odometry (postprocess.bag_motion), with one exposure and readout per topic d
 from "postprocess/exposure/<topic>", K from the camera_info of its namespace and the (clean) depth image of
 the same namespace whose stamp is nearest, within 1 ms; without one (no depth topic, or none close enough)
 the image is blurred with the homography model's plane at blur.plane_distance instead.
+
+A camera_info with a lens (`distortion_model` plumb_bob or equidistant and a non-zero D, as GRADE writes for
+`model: radtan | equidistant`) is post-processed through it, as a run's camera is (process_run.py): blur
+reprojects along the lens's rays; the homography model (also the fallback without a depth image) and, for an
+equidistant lens, the realsense depth model have no meaning there and are refused naming the topic.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from core.config import PostprocessConfig
+from core.config.lens import Lens
 from core.errors import InputError
 from core.formats.bags.layout import ROS1_SUFFIX
 from core.formats.bags.messages import DEPTH_ENCODINGS, MessageBuilder
@@ -59,31 +65,56 @@ def _imu_noise(bag: Path, settings: PostprocessConfig, seed: int) -> dict[str, l
     return noisy
 
 
-def _intrinsics(bag: Path) -> dict[str, np.ndarray]:
-    """Camera namespace (the topic's parent, e.g. /camera) -> K from the first camera_info there."""
-    found: dict[str, np.ndarray] = {}
+@dataclass(frozen=True)
+class _CameraInfo:
+    K: np.ndarray
+    lens: Lens
+
+
+def _intrinsics(bag: Path) -> dict[str, _CameraInfo]:
+    """Camera namespace (the topic's parent, e.g. /camera) -> K and lens from the first camera_info there."""
+    found: dict[str, _CameraInfo] = {}
     with open_bag(bag) as reader:
         infos = [c for c in reader.connections if c.msgtype == CAMERA_INFO_TYPE]
         for connection, _, raw in reader.messages(connections=infos):
             namespace = connection.topic.rsplit("/", 1)[0]
             if namespace not in found:
                 msg = reader.deserialize(raw, connection.msgtype)
-                found[namespace] = np.asarray(msg.k if hasattr(msg, "k") else msg.K, dtype=np.float64).reshape(3, 3)
+                K = np.asarray(msg.k if hasattr(msg, "k") else msg.K, dtype=np.float64).reshape(3, 3)
+                found[namespace] = _CameraInfo(K, _lens(connection.topic, msg.distortion_model, list(msg.d if
+                                                        hasattr(msg, "d") else msg.D)))
     return found
 
 
-def _camera_of(topic: str, intrinsics: dict[str, np.ndarray]) -> np.ndarray:
-    """K of the camera a depth topic belongs to: the camera_info whose namespace is the longest prefix."""
+def _lens(topic: str, distortion_model: str, D: list[float]) -> Lens:
+    """The lens a camera_info describes: a pinhole for plumb_bob with D all zeros (a rectified image; an
+    equidistant lens without coefficients is still a fisheye); InputError naming the topic for a model GRADE has
+    no lens for."""
+    if distortion_model in ("", "plumb_bob") and not any(D):
+        return Lens()
+    try:
+        return Lens.from_ros(distortion_model, D)
+    except (ValueError, InputError) as exc:
+        raise InputError(f"camera_info {topic!r} has a lens post-processing cannot follow ({exc}); GRADE's lenses "
+                         "are plumb_bob (5 coefficients) and equidistant (4)", field=topic) from None
+
+
+def _camera_of(topic: str, intrinsics: dict[str, _CameraInfo], purpose: str) -> _CameraInfo:
+    """The camera an image topic belongs to: the camera_info whose namespace is the longest prefix."""
     matches = [ns for ns in intrinsics if topic.startswith(ns + "/")]
     if not matches:
-        raise InputError(f"no camera_info for depth topic {topic!r}: depth noise needs the intrinsics", field=topic)
+        raise InputError(f"no camera_info for image topic {topic!r}: {purpose} needs the intrinsics", field=topic)
     return intrinsics[max(matches, key=len)]
+
+
+def _refuse_through_lens(topic: str, lens: Lens, setting: str, why: str) -> None:
+    raise InputError(f"image topic {topic!r} is from a camera with a {lens.model} lens: {why}", field=setting)
 
 
 class _NoiseHook:
     """The message hook of the second pass: noisy IMU rows in order, depth noise per image."""
 
-    def __init__(self, imu_rows: dict[str, list[np.ndarray]], intrinsics: dict[str, np.ndarray],
+    def __init__(self, imu_rows: dict[str, list[np.ndarray]], intrinsics: dict[str, _CameraInfo],
                  settings: PostprocessConfig, seed: int, ros1: bool, typestore: object):
         self.imu_rows, self.intrinsics, self.settings, self.seed = imu_rows, intrinsics, settings, seed
         self.counts: dict[str, int] = defaultdict(int)
@@ -102,8 +133,12 @@ class _NoiseHook:
             rng = self.depth_rngs.setdefault(topic, generator(self.seed, f"postprocess/depth/{topic}"))
             pixels = image_array(msg)
             metres = pixels / MM_PER_M if msg.encoding == "16UC1" else pixels
-            noisy = apply_depth_noise(metres.astype(np.float32), _camera_of(topic, self.intrinsics),
-                                      self.settings.depth, rng)
+            camera = _camera_of(topic, self.intrinsics, "depth noise")
+            if self.settings.depth.model == "realsense" and camera.lens.range_depth:
+                _refuse_through_lens(topic, camera.lens, "depth.model", "the realsense depth model is a rectified "
+                                     "pinhole stereo pair's error (z^2 / (f b)), and this camera's depth is the range "
+                                     "along each ray; use depth.model: kinect or gaussian")
+            noisy = apply_depth_noise(metres.astype(np.float32), camera.K, self.settings.depth, rng)
             stored = depth_millimetres(noisy).astype("<u2") if msg.encoding == "16UC1" else noisy.astype("<f4")
             return self.builder.image(msg.header, stored, msg.encoding)
         if msgtype == IMAGE_TYPE and self.blur is not None and msg.encoding in RGB_ENCODINGS:
@@ -137,7 +172,7 @@ class _Depths:
 class _Blur:
     """Blurs one RGB image message with the camera's motion from the bag's IMU and odometry."""
 
-    def __init__(self, reader: object, motion: BagMotion, intrinsics: dict[str, np.ndarray],
+    def __init__(self, reader: object, motion: BagMotion, intrinsics: dict[str, _CameraInfo],
                  settings: PostprocessConfig, seed: int, builder: MessageBuilder) -> None:
         self.reader, self.motion, self.intrinsics, self.settings, self.seed = reader, motion, intrinsics, settings, seed
         self.builder = builder
@@ -161,8 +196,7 @@ class _Blur:
         if frame not in self.cameras:
             self.cameras[frame] = self.motion.camera(frame)
         matches = [ns for ns in self.intrinsics if topic.startswith(ns + "/")]
-        if not matches:
-            raise InputError(f"no camera_info for image topic {topic!r}: blur needs the intrinsics", field=topic)
+        camera = _camera_of(topic, self.intrinsics, "blur")
         namespace = max(matches, key=len)
         t_ns = stamp_ns(msg.header)
         depth_msg = self._depths(namespace).nearest(t_ns)
@@ -173,12 +207,17 @@ class _Blur:
             depth = (pixels / MM_PER_M if depth_msg.encoding == "16UC1" else pixels).astype(np.float32)
         else:
             model = "homography"
+        if model == "homography" and not camera.lens.pinhole:
+            _refuse_through_lens(topic, camera.lens, "blur.model", "the homography blur model warps a pinhole's "
+                                 "image of a plane" + ("" if depth_msg is not None else ", and it is the fallback "
+                                 "where no depth image lies within 1 ms of the frame") + "; use blur.model: "
+                                 "depth_aware with the camera's depth images in the bag")
         t_end = t_ns * 1e-9
         curve = self.cameras[frame].pose_curve(t_end, exposure + readout)
         result = blur_and_shutter(image_array(msg), depth if model == "depth_aware" else None,
-                                  self.intrinsics[namespace], curve, t_end, exposure, readout,
+                                  camera.K, curve, t_end, exposure, readout,
                                   blur.sub_poses if blur is not None else 1, model,
-                                  blur.plane_distance if blur is not None else 1.0)
+                                  blur.plane_distance if blur is not None else 1.0, camera.lens)
         return self.builder.image(msg.header, np.ascontiguousarray(result.image, np.uint8), msg.encoding)
 
 

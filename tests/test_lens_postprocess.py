@@ -190,3 +190,32 @@ def test_the_rerun_export_logs_a_fisheye_without_a_pinhole(fisheye_run, tmp_path
     [note] = [values for key, values in columns["/world/camera/lens"].items() if key.endswith("TextDocument:text")]
     assert "equidistant" in str(note[0]) and "-0.01" in str(note[0])
     assert any(key.endswith("EncodedImage:blob") for key in columns["/world/camera/rgb"])
+
+
+def test_a_fisheye_runs_bag_is_post_processed_through_its_lens(fisheye_run, tmp_path):
+    """`grade postprocess BAG`: the camera_info's equidistant lens is followed (depth-aware blur and kinect depth
+    noise run); the homography blur and realsense depth are refused naming the topic and the setting, with nothing
+    written."""
+    from core.formats.bags.reader import image_array, open_bag
+
+    source = fisheye_run / "bags" / "demo"
+    for args, field in ((["--depth", "realsense"], "depth.model"),
+                        (["--blur", "--set", "blur.model=homography"], "blur.model")):
+        out = tmp_path / field
+        result = run_grade("postprocess", str(source), *args, "--out", str(out))
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert field in result.stderr and "/camera/" in result.stderr and "equidistant" in result.stderr
+        assert not out.exists() and not list(tmp_path.glob(".*partial*"))
+    out = tmp_path / "processed"
+    result = run_grade("postprocess", str(source), "--blur", "--depth", "kinect", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    topic = "/camera/rgb/image_raw"
+    images = []
+    for bag in (source, out):
+        with open_bag(bag) as reader:
+            connections = [c for c in reader.connections if c.topic == topic]
+            images.append([image_array(reader.deserialize(raw, c.msgtype)) for c, _, raw in
+                           reader.messages(connections)])
+    clean, blurred = images
+    assert len(clean) == len(blurred) > 2 and all(a.shape == b.shape for a, b in zip(clean, blurred, strict=True))
+    assert sum(not np.array_equal(a, b) for a, b in zip(clean, blurred, strict=True)) > len(clean) // 2
