@@ -5,12 +5,14 @@ realtime pacing's jitter of /clock against the wall clock.
 Run: .venv/bin/python benchmarks/live.py [--duration S] [--out DIR] [--cache DIR] [--smoke]
 
 Starts a roscore of its own (free port, its own ROS_HOME), then records configs/demo.yaml (its 640x480 camera and
-25 s, or --duration; --smoke: 96x72, 0.5 s after a 0.25 s bootstrap) three ways, each `grade generate` in a process of its own:
+25 s, or --duration; --smoke: 96x72, 0.25 s after a 0.25 s bootstrap, no humans or flying objects) three ways, each
+`grade generate` in a process of its own:
   offline    no ROS
   lockstep   --live ros1 with examples/ros1/pace_node.py answering each period once its odometry has arrived
   realtime   --live ros1, live.pacing realtime at half the offline real-time factor (so it can keep up)
-and drives the TIAGo of configs/demo-tiago.yaml with examples/ros1/waypoints_node.py to read, from commands.json
-and the recorded poses, when each command took effect and when the base first moved after the first one.
+and drives the TIAGo of configs/demo-tiago.yaml for 2 s (--smoke: 0.5 s) with examples/ros1/waypoints_node.py to
+read, from commands.json and the recorded poses, when each command took effect and when the base first moved after
+the first one.
 Needs ROS 1 (Debian: apt install ros-core python3-rospy).
 """
 
@@ -90,15 +92,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
     parser.add_argument("--cache", type=Path, help="asset cache (default: in --out)")
     parser.add_argument("--smoke", action="store_true",
-                        help="0.5 s after a 0.25 s bootstrap, a 96x72 camera: the figures mean nothing")
+                        help="0.25 s after a 0.25 s bootstrap, a 96x72 camera, no humans or flying objects, a 0.5 s TIAGo "
+                        "run: the figures mean nothing")
     args = parser.parse_args()
     if shutil.which("roscore") is None:
         raise SystemExit("needs ROS 1's roscore (Debian: apt install ros-core python3-rospy)")
     out = args.out or Path(tempfile.mkdtemp(prefix="grade-live-"))
     cache = args.cache or out / "assets"
-    duration = 0.5 if args.smoke else args.duration
-    small = (["robot.sensors.cameras.0.width=96", "robot.sensors.cameras.0.height=72", "simulation.bootstrap=0.25"]
-             if args.smoke else [])
+    duration = 0.25 if args.smoke else args.duration
+    # Smoke: the code paths only (each run is a process of its own: its imports are most of its cost).
+    small = (["robot.sensors.cameras.0.width=96", "robot.sensors.cameras.0.height=72", "simulation.bootstrap=0.25",
+              "humans.count={min: 0, max: 0}", "flying_objects.count={min: 0, max: 0}"] if args.smoke else [])
     base = [f"assets_dir={cache}", *small, *([f"simulation.duration={duration}"] if duration else [])]
     core, env = start_master(out / "ros")
     try:
@@ -110,7 +114,8 @@ def main() -> None:
         generate(env, "demo.yaml", out / "realtime", [*base, "live.pacing=realtime", f"live.rate_factor={factor}"],
                  live=True)
         jitter = read_run_info(out / "realtime").live["clock_jitter_ms"]
-        tiago = ["exploration.planner=external", "simulation.bootstrap=0.25", "simulation.duration=2",
+        tiago = ["exploration.planner=external", "simulation.bootstrap=0.25",
+                 f"simulation.duration={0.5 if args.smoke else 2}",
                  "humans.count={min: 0, max: 0}", "flying_objects.count={min: 0, max: 0}",
                  "robot.sensors.cameras.0.width=64", "robot.sensors.cameras.0.height=48", f"assets_dir={cache}"]
         generate(env, "demo-tiago.yaml", out / "tiago", tiago, live=True,
