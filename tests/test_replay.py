@@ -160,8 +160,9 @@ def test_the_run_replays_from_its_own_run_json(tmp_path, asset_cache):
     shutil.copy(CONFIGS / "demo.yaml", config)
     folder = tmp_path / "run"
     generate(load_experiment(config, ["simulation.duration=0.25", "simulation.bootstrap=0.25",
-                                      "robot.sensors.cameras.0.width=64", "robot.sensors.cameras.0.height=48"]), folder,
-             cache=asset_cache)
+                                      "robot.sensors.cameras.0.width=64", "robot.sensors.cameras.0.height=48",
+                                      "humans.count={min: 1, max: 1}", "flying_objects.count={min: 0, max: 0}"]),
+             folder, cache=asset_cache)
     config.write_text(config.read_text().replace("width: 640", "width: 320"))  # the file moved on; run.json did not
     replay(str(folder), "--out", str(tmp_path / "again"))
     assert hashes(tmp_path / "again", ("gt",)) == hashes(folder, ("gt",))
