@@ -140,6 +140,7 @@ def test_runs_in_two_environments_share_class_ids(runs, tmp_path):
 
 
 def test_yolo_export_reads_back_with_supervision(runs, tmp_path):
+    cameras = {name: Recording.open(run).camera("camera") for name, run in runs.items()}  # opened once, read often
     for task in ("detect", "segment"):
         out = export("yolo", str(runs["people"]), str(runs["house"]), "--task", task, "--out", str(tmp_path / task))
         data = yaml.safe_load((out / "data.yaml").read_text())
@@ -154,9 +155,9 @@ def test_yolo_export_reads_back_with_supervision(runs, tmp_path):
             assert dataset.classes == [data["names"][i] for i in range(len(data["names"]))]
             for path, _, detections in dataset:
                 sequence, frame = Path(path).stem.split("_camera_")
-                run = runs[sequence]
-                instance = Recording.open(run).camera("camera")[int(frame)].instance()
-                expected = boxes_of(instance, detections.class_id, dataset.classes, run)
+                camera = cameras[sequence]
+                instance = camera[int(frame)].instance()
+                expected = boxes_of(instance, camera.instances.instances)
                 assert len(detections) == len(expected)
                 for box, mask in zip(detections.xyxy, detections.mask if task == "segment" else [None] * len(detections),
                                      strict=True):
@@ -169,10 +170,10 @@ def test_yolo_export_reads_back_with_supervision(runs, tmp_path):
                         assert (mask & filled).sum() / (mask | filled).sum() > 0.9
 
 
-def boxes_of(instance: np.ndarray, class_ids: np.ndarray, names: list[str], run: Path) -> list:
-    """(xyxy in continuous pixels, mask) of each instance the COCO categories export (the default choice)."""
+def boxes_of(instance: np.ndarray, table: dict) -> list:
+    """(xyxy in continuous pixels, mask) of each instance of the image `instance` (its run's instance `table`) the
+    COCO categories export (the default choice)."""
     categories = Categories.load("coco")
-    table = Recording.open(run).camera("camera").instances.instances
     out = []
     for i in np.unique(instance[instance > 0]).tolist():
         category = categories.of(table[i]) if i in table else None
