@@ -181,7 +181,7 @@ def instrument_functions(functions: Stages) -> None:
         (renderer, "_colour_job", "tile workers: colour (shading, shadow rays)", None),
         (scene.RenderScene, "set_frame", "render thread: posing the meshes, BVH update", None),
         (renderer, "layer_view", "render thread: mesh projections", None),
-        (renderer, "AloneCoverage", "render thread: occlusion ratios", None),
+        (renderer, "alone_coverage", "render thread: occlusion ratios (a lens's ray tracing: in boxes)", None),
         (renderer, "frame_boxes", "render thread: boxes", None),
         (renderer, "_encode_metered", "render thread: auto-exposure encoding", None),
         (sensor_streams.CameraRecorder, "_write", "recorder writer: camera frame (bag images, frames.jsonl)", None),
