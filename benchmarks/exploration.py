@@ -32,11 +32,11 @@ fraction of the flat's free floor reachable by a disc of the robot's radius from
 nothing stands in the slab it flies in: it flies over tables) that the robot's own map knows, at 15, 30, 60 and
 120 s (the last value once exploration ended). Floor: the area of that reachable floor; path: the robot's
 horizontal path length; speed: path / time explored; coll.: physics steps in a contact of the robot with the
-environment, or with a person or flying object it moved towards faster than they came on (MuJoCo;
-simulation.exploration.metrics.robot_contacts), but for those while a person or object pressed it against the
-environment or carried it faster than the robot can fly or drive; pushed: steps in which only a person or object
-walked or flew into it (or pressed or carried it); replans: planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock
-measure, so it varies from run to run; everything else is deterministic).
+environment, a person or a flying object while the velocity it commands has a component towards the contact
+faster than what it touches comes on (MuJoCo; simulation.exploration.metrics.robot_contacts); pushed: other steps
+in contact (a person or object walked or flew into it, dragged it or pressed it against a wall); replans:
+planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock measure, so it
+varies from run to run; everything else is deterministic).
 """
 
 from __future__ import annotations
@@ -54,12 +54,11 @@ from core.config import ExperimentConfig
 from core.config_io import load_experiment
 from core.formats.occupancy import read_occupancy
 from core.formats.states import STATES_FILE, load_robot_path
-from core.robot_catalogue import robot_body
 from pipeline.generate import generate
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import Explorer
-from simulation.exploration.metrics import MoverVelocities, robot_contacts, rooms, rooms_visited
+from simulation.exploration.metrics import MoverVelocities, RobotMotion, robot_contacts, rooms, rooms_visited
 from simulation.mission import RobotMission
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,15 +121,13 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     end = world.time + config.simulation.bootstrap + config.simulation.duration
     mission = RobotMission(robot, config, prepared.environment, world.time + config.simulation.bootstrap, end)
     contacts, path, last = [0, 0], [0.0], [robot.pose()[:2, 3].copy()]
-    body = robot_body(config.robot)
     movers = MoverVelocities(world.physics)
     while mission.tick() and mission.result.exploration is None:
         world.step()
         pose = robot.pose()
-        moving = (pose[:3, 3], pose[:3, :3] @ robot.velocity()[0])
-        # Steps in contact the robot caused (the environment, or a person or object it moved towards faster than
-        # they came on) and steps in which only a person or object walked or flew into it.
-        caused = robot_contacts(world.physics, moving, movers.step(), body.max_speed)
+        # Steps in contact the robot caused (its command moved it towards what it touches faster than that came
+        # on) and other steps in contact (a person or object walked or flew into it).
+        caused = robot_contacts(world.physics, RobotMotion.of(robot), movers.step())
         if any(caused.values()):
             contacts[0] += 1
         elif any(robot_contacts(world.physics).values()):

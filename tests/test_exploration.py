@@ -37,7 +37,14 @@ from simulation.exploration import (
     project_ground,
     search,
 )
-from simulation.exploration.metrics import MoverVelocities, box_overlap, coverage, reachable_free, robot_contacts
+from simulation.exploration.metrics import (
+    MoverVelocities,
+    RobotMotion,
+    box_overlap,
+    coverage,
+    reachable_free,
+    robot_contacts,
+)
 from simulation.exploration.occupancy import mapping_stride
 from simulation.render import Camera
 from simulation.robots.tiago_model import CHASSIS_HALF_XY
@@ -162,6 +169,10 @@ def test_a_person_who_walked_off_does_not_leave_a_wall_but_furniture_stays():
     assert vmap.free[tuple(person)] and vmap.occupied[tuple(vmap.voxel_of(wall[0]))]
     vmap.integrate(origin, np.array([[2.05, 0.55, 0.55]]), np.array([True]), 5.0)  # someone steps in
     assert vmap.recently_hit(5.0)[tuple(person)] and vmap.dynamic[tuple(person)]
+    assert vmap.moving(5.0)[tuple(person)] and vmap.moving(5.0).sum() == 1  # the wall is no mover
+    # Looked at elsewhere a moment later, the person is no longer seen moving there, though still dynamic.
+    vmap.integrate(origin, np.array([[0.5, 0.55, 0.55]]), np.array([False]), 5.2)
+    assert vmap.dynamic[tuple(person)] and not vmap.moving(5.2).any()
     assert vmap.recently_hit(6.9)[tuple(person)] and not vmap.recently_hit(7.1)[tuple(person)]
     # Not looked at again, the person's voxel decays back to free; the wall, seen first from unknown, stays.
     vmap.integrate(origin, np.array([[0.5, 0.55, 0.55]]), np.array([False]), 7.5)
@@ -342,13 +353,11 @@ def test_robot_explores_the_demo_house_without_touching_anything(kind, asset_cac
     movers: list[MoverVelocities] = []
 
     def on_step(b: EmbeddedWorld) -> None:
-        # A person walking into the robot is no fault of the robot's: count contacts with moving bodies only while
-        # the robot moves towards them faster than they come on.
+        # A person walking into the robot is no fault of the robot's: count the contacts the robot caused, those
+        # its command moved it towards faster than what it touches came on.
         if not movers:
             movers.append(MoverVelocities(b.physics))
-        pose = b.robot().pose()
-        moving = (pose[:3, 3], pose[:3, :3] @ b.robot().velocity()[0])
-        for key, count in robot_contacts(b.physics, moving, movers[0].step()).items():
+        for key, count in robot_contacts(b.physics, RobotMotion.of(b.robot()), movers[0].step()).items():
             contacts[key] += count
         if round(b.time / b.timestep) % CHECK_EVERY == 0:
             for g in human_geoms:  # where people were, in map cells, with their capsule's radius

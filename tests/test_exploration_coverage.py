@@ -23,7 +23,7 @@ from simulation.exploration.explorer import BLIND_MARGIN, blocked_by_people, lan
 from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN
 from simulation.exploration.planner import CostMap, cost_map, search
-from simulation.exploration.tour_explorer import with_narrow_passages
+from simulation.exploration.tour_explorer import held_by_people, with_narrow_passages
 from simulation.exploration.viewpoints import TRIES, FrontierInfo, ViewpointParams, give_up, seen_from
 from tests.conftest import ROOT
 
@@ -241,3 +241,17 @@ def test_the_uav_changes_height_over_a_column_it_has_seen_free_and_else_where_it
     assert np.hypot(*(nearest - start)) * RES <= 0.6 + room + 2 * RES  # just beyond what it has not seen
     # Nothing of the column seen: where it is.
     assert spots(np.where(column == FREE, UNKNOWN, column).astype(np.int8))[start]
+
+
+def test_a_path_blocked_only_where_people_walk_is_held_up_by_them_and_one_blocked_by_a_wall_is_not():
+    """A straight path of 30 cells; a person standing on it (blocked cells where something moved lately) holds it
+    up, a wall across it does not, nor does it with the person there as well, and a clear path is not held up."""
+    traversable = np.ones((40, 40), dtype=bool)
+    walkways = np.zeros_like(traversable)
+    path = np.stack([np.full(30, 20), np.arange(5, 35)], axis=1)
+    assert not held_by_people(traversable, walkways, path)
+    walkways[15:26, 12:23] = True  # where a person walked, around them
+    traversable[18:23, 15:20] = False  # the person, on the path
+    assert held_by_people(traversable, walkways, path)
+    traversable[:, 30] = False  # a wall across the path, where nobody walked
+    assert not held_by_people(traversable, walkways, path)

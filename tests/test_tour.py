@@ -16,7 +16,7 @@ from test_uav_controller import PhysicsRobot
 from core.config import RobotConfig, UavLimits
 from core.config_io import load_experiment
 from core.geometry import yaw_of
-from core.robot_catalogue import robot_body
+from core.robot_catalogue import UAV_FRAME_HALF_SIZE, robot_body
 from pipeline.prepare import prepare
 from simulation.control import UavController, UavState
 from simulation.control.uav_controller import VELOCITY_TIME_CONSTANT
@@ -26,6 +26,7 @@ from simulation.exploration.drivers import UavDriver
 from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.metrics import (
     MoverVelocities,
+    RobotMotion,
     coverage,
     flight_map,
     reachable_free,
@@ -48,7 +49,7 @@ from simulation.exploration.viewpoints import FrontierInfo, ViewpointParams, lin
 from simulation.mission import run_mission
 from simulation.physics import StartPose, build_world
 from simulation.physics.environment import ConvexPiece, EnvironmentCollision
-from simulation.physics.kinematic import human_body
+from simulation.physics.kinematic import HUMAN_RADIUS, human_body
 from simulation.robots.uav_model import uav
 
 RES = 0.1
@@ -281,36 +282,80 @@ def test_the_uav_slows_for_its_paths_corners_and_stays_on_them():
     assert min(rates) >= 1.0
 
 
-def test_a_person_pressing_the_uav_against_a_wall_caused_that_contact_and_the_uav_flying_into_it_did():
-    """A UAV holding 10 cm from a wall; a person (a capsule) walks into it from behind at 1.5 m/s, carries it
-    faster than it can fly and stands pressing it against the wall: every step in contact, none of them the
-    robot's. The same UAV flying into the wall on its own caused its contact."""
+class CommandedRobot(PhysicsRobot):
+    """The bare MuJoCo UAV, keeping the command last sent (what `Robot.command` gives)."""
+
+    def __init__(self, world):
+        super().__init__(world)
+        self._command = np.zeros(6)
+
+    def set_command(self, command: np.ndarray) -> None:
+        self._command = np.array(command, dtype=np.float64)
+        super().set_command(command)
+
+    def command(self) -> np.ndarray:
+        return self._command.copy()
+
+
+def contact_steps(environment, walk, seconds: float, start=None, fly=None, hold_still=False) -> tuple[int, int]:
+    """(steps in contact, steps of those the UAV caused by `robot_contacts`'s rule, from its command) for a UAV
+    at the origin, 1 m up, holding where it is through its driver (`hold_still`: a set point that stays where it
+    was, which does not give way) or flying at the velocity `fly`, while a person (a capsule) stands or walks at
+    `walk(t)` (x, y of its feet; None: far off)."""
+    person, config = human_body("walker"), RobotConfig()
+    world = build_world(uav(), StartPose(0.0, 0.0, 1.0, 0.0), environment, [person])
+    robot = CommandedRobot(world)
+    driver = UavDriver(robot, config, robot_body(config))
+    movers, dt = MoverVelocities(world), world.model.opt.timestep
+    caused = touching = 0
+    for step in range(round(seconds / dt)):
+        at = walk(step * dt)
+        world.set_kinematic_pose(person.body_name, np.array([*(at if at is not None else (-9.0, 0.0)), 0.0]),
+                                 np.array([1.0, 0.0, 0.0, 0.0]))
+        if fly is not None:
+            driver.controller.set_velocity_target(np.asarray(fly, dtype=np.float64))
+            driver.update()
+        elif hold_still:
+            driver.controller.set_position_target(np.array([0.0, 0.0, 1.0]))
+            driver.update()
+        else:
+            driver.hold() if step == 0 else driver.update()
+        world.step()
+        state = UavState.from_joint_states(world.joint_states())
+        motion = RobotMotion(state.position, state.velocity, robot.command()[:3])
+        caused += any(robot_contacts(world, motion, movers.step()).values())
+        touching += any(robot_contacts(world).values())
+    return touching, caused
+
+
+def test_the_uav_causes_a_contact_only_through_the_velocity_it_commands():
+    """Who caused a contact, by the rule of `robot_contacts` (the UAV's command towards the contact against the
+    person's own velocity there), on analytic cases, each with many steps in contact:
+    - a person walking at 1.5 m/s into a hovering UAV, and on, carrying it along: theirs, every step;
+    - the UAV flying at 0.3 m/s into a person standing 0.8 m ahead: the UAV's, every step;
+    - a person walking past the hovering UAV, their shoulder through its frame's edge, dragging it sideways:
+      theirs, every step, while the UAV's hold gives way (`UavDriver.update`); a set point that stays where it
+      was pulls the UAV back into the person, and those steps are the UAV's;
+    - a UAV holding 10 cm from a wall that a person walks into from behind, carries faster than it can fly and
+      presses against the wall: theirs, every step; the UAV flying into the wall on its own: its own."""
+    touching, caused = contact_steps(None, lambda t: (-1.5 + 1.5 * t, 0.0), 3.0)
+    assert touching > 300 and caused == 0
+    touching, caused = contact_steps(None, lambda t: (0.8, 0.0), 3.0, fly=[0.3, 0.0, 0.0])
+    assert touching > 300 and caused == touching
+    beside = HUMAN_RADIUS + UAV_FRAME_HALF_SIZE[0] - 0.035  # the shoulder 3.5 cm into the frame's side
+
+    def passing(t):
+        return beside, -2.0 + 1.5 * t
+
+    touching, caused = contact_steps(None, passing, 3.0)
+    assert touching > 20 and caused == 0
+    touching, caused = contact_steps(None, passing, 3.0, hold_still=True)
+    assert touching > 50 and caused > 20
     wall = np.array([[x, y, z] for x in (0.335, 0.5) for y in (-1.0, 1.0) for z in (0.0, 2.0)])
     environment = EnvironmentCollision(0.0, (ConvexPiece("/wall", None, "hull", wall),))
-    person, config = human_body("walker"), RobotConfig()
-
-    def steps(walks: bool) -> tuple[int, int]:
-        world = build_world(uav(), StartPose(0.0, 0.0, 1.0, 0.0), environment, [person])
-        robot = PhysicsRobot(world)
-        driver = UavDriver(robot, config, robot_body(config))
-        movers, dt = MoverVelocities(world), world.model.opt.timestep
-        if not walks:
-            driver.controller.set_velocity_target(np.array([0.3, 0.0, 0.0]))
-        caused = touching = 0
-        for step in range(round(1.5 / dt)):
-            x = min(-1.0 + 1.5 * step * dt, -0.36) if walks else -3.0
-            world.set_kinematic_pose(person.body_name, np.array([x, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 0.0]))
-            driver.hold() if walks and step == 0 else driver.update()
-            world.step()
-            state = UavState.from_joint_states(world.joint_states())
-            counts = robot_contacts(world, (state.position, state.velocity), movers.step(), config.uav.max_speed)
-            caused += any(counts.values())
-            touching += robot_contacts(world)["environment"] > 0
-        return caused, touching
-
-    caused, touching = steps(walks=True)
+    touching, caused = contact_steps(environment, lambda t: (min(-1.0 + 1.5 * t, -0.36), 0.0), 1.5)
     assert touching > 100 and caused == 0  # pressed against the wall, by the person
-    caused, touching = steps(walks=False)
+    touching, caused = contact_steps(environment, lambda t: None, 1.5, fly=[0.3, 0.0, 0.0])
     assert touching > 100 and caused == touching
 
 
@@ -501,8 +546,8 @@ def test_tour_explores_the_demo_flat_within_the_limits_without_touching_anything
             movers.append(MoverVelocities(b.physics))
         pose = b.robot().pose()
         linear, angular = b.robot().velocity()
-        # Contacts the robot caused: with the environment, or with a person it moved towards faster than they came on.
-        for key, count in robot_contacts(b.physics, (pose[:3, 3], pose[:3, :3] @ linear), movers[0].step()).items():
+        # Contacts the robot caused: its command moved it towards what it touches faster than that came on.
+        for key, count in robot_contacts(b.physics, RobotMotion.of(b.robot()), movers[0].step()).items():
             contacts[key] += count
         touching = robot_contacts(b.physics)
         if touching["human"] or touching["object"]:

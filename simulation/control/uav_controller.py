@@ -160,6 +160,20 @@ class UavController:
             self._acceleration = saved
         return offset
 
+    def drop_motion(self) -> None:
+        """Stop commanding motion now: the reference velocity and acceleration drop to zero (not within the limits:
+        the servos then stop the UAV at once), for a UAV that something else moves (a person who walked into it),
+        so that it commands nothing of its own against or along the push. Nothing before the first command."""
+        if self._velocity is not None:
+            self._velocity = np.zeros(3)
+            self._acceleration = np.zeros(3)
+
+    @property
+    def reference_velocity(self) -> np.ndarray:
+        """The velocity (world, m/s) the commanded motion has now, without the servos' lead (see "Servos"): the
+        UAV flying on its own moves with it within millimetres per second. Zero before the first command."""
+        return np.zeros(3) if self._velocity is None else self._velocity.copy()
+
     @property
     def position_target(self) -> np.ndarray | None:
         return None if self._position_target is None else self._position_target.copy()

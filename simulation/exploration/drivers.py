@@ -27,6 +27,11 @@ from core.robot_catalogue import RobotBody, robot_body
 from simulation.backend import Robot
 from simulation.control import PlanarController, UavController, UavState
 
+PUSH_TOLERANCE = 0.03  # m/s: a UAV flying on its own moves with its controller's reference velocity within 1 cm/s;
+# one whose velocity departs from it by more is being pushed
+BASE_PUSH_TOLERANCE = 0.1  # m/s: the same for a ground base and its commanded twist (applied at once, or through
+# the S-curve within a few cm/s)
+
 
 class UavDriver:
     """A flying base (the UAV, a description robot with drive floating)."""
@@ -53,15 +58,32 @@ class UavDriver:
         self._send()
 
     def hold(self) -> None:
-        """Hover where the UAV comes to rest braking from the motion it had when holding began (a set point where
-        it was would make it overshoot by its stopping distance and fly back)."""
+        """Hover where the UAV comes to rest braking from the motion it had when holding began (a set point where it
+        was would make it overshoot by its stopping distance and fly back); pushed, where the push leaves it
+        (`update`)."""
         if self._hold is None:
             self._hold = self.robot.pose()[:3, 3] + self.controller.stopping_offset(self.dt)
-        self.controller.set_position_target(self._hold, None)
-        self._send()
+            self.controller.set_position_target(self._hold, None)
+        self.update()
+
+    def give_way(self) -> None:
+        """Something pushes the UAV: hold (`update` drops its motion and holds where the push leaves it)."""
+        self.hold()
+
+    def pushed(self) -> bool:
+        """Whether the UAV's velocity departs from the velocity its controller commands by more than
+        `PUSH_TOLERANCE`: something other than its controller (a person walking into it) moves it."""
+        velocity = UavState.from_joint_states(self.robot.joint_states()).velocity
+        return float(np.linalg.norm(velocity - self.controller.reference_velocity)) > PUSH_TOLERANCE
 
     def update(self) -> None:
-        """One physics step on: the next command towards the current set point."""
+        """One physics step on: the next command towards the current set point. Holding, the UAV gives way to a
+        push: it drops the motion it had and holds where the push leaves it, commanding nothing of its own while
+        pushed (neither on into whoever pushes it, nor back, nor on with the push's speed into what lies beyond)."""
+        if self._hold is not None and self.pushed():
+            self.controller.drop_motion()
+            self._hold = self.robot.pose()[:3, 3]
+            self.controller.set_position_target(self._hold, None)
         self._send()
 
     def stop(self) -> None:
@@ -97,8 +119,21 @@ class BaseDriver:
         """Brake to a stop (within the acceleration limits)."""
         self.robot.set_command(self.controller.command(self._pose(), None, None, self.dt))
 
+    def give_way(self) -> None:
+        """Something pushes the base: stop commanding motion at once (neither on into whoever pushes it, nor
+        back)."""
+        self.stop()
+
+    def pushed(self) -> bool:
+        """Whether the base's velocity departs from its commanded twist by more than `BASE_PUSH_TOLERANCE`:
+        something other than its drive (a person walking into it) moves it."""
+        command = self.robot.command()
+        return float(np.linalg.norm(self.robot.velocity()[0][:2] - command[:2])) > BASE_PUSH_TOLERANCE
+
     def update(self) -> None:
-        """One physics step on: the twist holds until the next call."""
+        """One physics step on: the twist holds until the next call, but for a push (`give_way` at once)."""
+        if self.pushed():
+            self.give_way()
 
     def stop(self) -> None:
         self.robot.set_command(np.zeros(3))

@@ -79,6 +79,7 @@ TRAFFIC_MEMORY = 30.0  # s a place where something moved is avoided
 LOOK_AGAIN = 10.0  # s of waiting for a person in the way on between two looks around
 FULL_TURN = 2 * math.pi
 PLANNING_PHASES = ("transfer", "explore")
+PUSH_SETTLE = 0.25  # s after a push during which the robot still gives way
 
 
 class Explorer:
@@ -137,6 +138,7 @@ class Explorer:
         self.reason: Reason | None = None
         self._start: float | None = None  # when the first tick came
         self._step, self._stopped = 0, False
+        self._pushed_at = -math.inf  # when something last pushed the robot
 
     # ------------------------------------------------------------ the loop
 
@@ -205,9 +207,9 @@ class Explorer:
         self.map.integrate(origin, ends, hits, robot.world.time)
         # Until the UAV reaches its cruise altitude it keeps the margin below, where it has not looked, but
         # not above: it was placed there, clear of the ceiling, which may be close.
-        layers = self._layers(self.altitude) if self._flight_z is None else self._layers(self._flight_z, above=0.0)
+        layers = self._map_layers()
         self.grid = self._project(layers)
-        self._moved[self.map.dynamic[:, :, layers].any(axis=2)] = robot.world.time
+        self._moved[self._moving(layers)] = robot.world.time
         self.walkways = self._walkways()
         self.costs = self._cost_map(self.grid)
         known = (self.grid.state != UNKNOWN) & self.region
@@ -217,6 +219,14 @@ class Explorer:
             self.reason = "explored"
         elif not self._path_clear():
             self._replan_now = True
+
+    def _moving(self, layers: slice) -> np.ndarray:
+        """The map's columns (bool over the 2D map) where something moving is seen at this update."""
+        return self.map.moving(self.robot.world.time)[:, :, layers].any(axis=2)
+
+    def _map_layers(self) -> slice:
+        """The voxel layers of the 2D map now."""
+        return self._layers(self.altitude) if self._flight_z is None else self._layers(self._flight_z, above=0.0)
 
     def slab(self, height: float, below: float = UAV_VERTICAL_MARGIN,
              above: float = UAV_VERTICAL_MARGIN) -> tuple[float, float]:
@@ -266,6 +276,9 @@ class Explorer:
     # ------------------------------------------------------------ planning
 
     def _plan(self) -> None:
+        if self._pushed():  # plan once the push is over, from where it left the robot
+            self._replan_now = True
+            return
         self._replan_now = False
         if self.phase == "transfer" and self.follower is not None and self._path_clear():
             return
@@ -396,6 +409,14 @@ class Explorer:
         position, yaw = self._pose()
         if self.phase == "spin":
             self._spin(position, yaw)
+        elif self._pushed():
+            # Something pushes the robot (a person walking into it): it gives way, drops its path and goes on from
+            # where the push leaves it once it is over.
+            if self.phase == "descend":
+                self._descend_at = position[:2].copy()
+            self._replan_now = True
+            self._drop_path()
+            self.driver.give_way()
         elif self.phase == "descend":
             self.driver.go(self._descend_at, yaw, self.altitude)
             if abs(position[2] - self.altitude) <= ALTITUDE_TOLERANCE:
@@ -407,11 +428,25 @@ class Explorer:
         else:
             self._track(position, yaw)
 
+    def _drop_path(self) -> None:
+        self.follower = None
+
+    def _pushed(self) -> bool:
+        """Whether something pushes the robot (its drive's `pushed`), or did within the last `PUSH_SETTLE` s (a
+        person walking alongside pushes it on and off)."""
+        now = self.robot.world.time
+        if self.driver.pushed():
+            self._pushed_at = now
+        return now < self._pushed_at + PUSH_SETTLE
+
     def _spin(self, position: np.ndarray, yaw: float) -> None:
         if self._last_yaw is not None:
             self._turned += abs(float(wrap_angle(yaw - self._last_yaw)))
         self._last_yaw = yaw
         if self._turned < self._turn:
+            if self._pushed():  # give way first (`_control`), then turn on
+                self.driver.give_way()
+                return
             refuge = self._refuge(position)
             if refuge is None:
                 self.driver.spin()
@@ -462,8 +497,9 @@ class Explorer:
 
     def _hold(self, position: np.ndarray, yaw: float) -> None:
         """Hold where the robot is, unless a flying robot stands closer to an obstacle than its radius (a person
-        pushed it there, say): then it moves off first (`_refuge`) rather than hold in contact."""
-        refuge = self._refuge(position) if self.flies else None
+        pushed it there, say): then it moves off first (`_refuge`) rather than hold in contact; but not while
+        something still pushes it (the refuge may lie back towards whoever does): its hold gives way."""
+        refuge = self._refuge(position) if self.flies and not self._pushed() else None
         if refuge is None:
             self.driver.hold()
         else:

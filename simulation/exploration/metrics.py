@@ -9,7 +9,8 @@
 - `flight_map`: the 2D map as a UAV flying in a slab sees it: a cell is occupied where the ground-truth surface
   voxels (occupancy.npz `voxels`) have anything in the slab, so furniture below it does not block the UAV.
 - `robot_contacts`: current MuJoCo contacts of the robot's chassis with the environment, people, objects
-  (those a person or object caused, walking or flying into it or pressing it against the environment, apart);
+  (or only those the robot caused: it causes a contact only through the velocity it commands, `RobotMotion`;
+  those a person or object caused, walking or flying into it, dragging it or pressing it against a wall, apart);
   `MoverVelocities`: how fast people and objects (MuJoCo mocap bodies, which have no velocity of their own) moved
   over the last step.
 - `box_overlap`: ground-truth occupied cells or voxels inside the robot's body box (shrunk by a cell,
@@ -32,6 +33,7 @@ from scipy import ndimage
 from core.assets.layout import OCCUPANCY_FILE
 from core.errors import ConfigError
 from core.formats.occupancy import read_occupancy, read_voxels
+from simulation.backend import Robot
 from simulation.exploration.frontiers import FOUR_NEIGHBOURS, label_parts
 from simulation.exploration.occupancy import UNKNOWN, Grid2D
 from simulation.exploration.planner import clearance_map
@@ -142,28 +144,43 @@ class FloorCoverage:
         self.history.append((time, coverage(grid, self.truth, self.origin, self.resolution)))
 
 
-CARRIED = 1.25  # a robot moving faster than this times its speed limit is being carried by a push
-CREEP = 0.01  # m/s: a robot at rest up to numerical noise (pressed against a person who stands still) moves into nothing
+CREEP = 0.01  # m/s: a robot moving towards a contact up to this (a hold settling) moves into nothing
 
 
-def robot_contacts(world: PhysicsWorld, approaching: tuple[np.ndarray, np.ndarray] | None = None,
-                   movers: np.ndarray | None = None, speed_limit: float | None = None) -> dict[str, int]:
+@dataclass(frozen=True)
+class RobotMotion:
+    """How a robot moves at a physics step, for `robot_contacts`: where it is, how it moves (measured) and how
+    its own drive would move it (the velocity it commands, which a person dragging it does not change)."""
+
+    position: np.ndarray  # (3,) world, m
+    velocity: np.ndarray  # (3,) world, m/s, measured
+    commanded: np.ndarray  # (3,) world, m/s
+
+    @classmethod
+    def of(cls, robot: Robot) -> RobotMotion:
+        """A robot's motion now: its pose and odometry, and its command last set (`Robot.set_command`): a flying
+        base's x, y, z joint velocities (world axes), a ground base's twist (vx, vy in its own frame)."""
+        pose = robot.pose()
+        command = robot.command()
+        commanded = command[:3].copy() if len(command) == 6 else pose[:3, :2] @ command[:2]
+        return cls(pose[:3, 3].copy(), pose[:3, :3] @ robot.velocity()[0], commanded)
+
+
+def robot_contacts(world: PhysicsWorld, motion: RobotMotion | None = None,
+                   movers: np.ndarray | None = None) -> dict[str, int]:
     """Current contacts of the robot's chassis / frame, by what it touches: "environment" (static
     geoms; the floor plane excluded), "human" and "object" (kinematic bodies named human/..., object/...).
 
-    With `approaching` = (robot position, world velocity), only the contacts the robot caused count: one with a
-    moving (kinematic) body only while the robot moves towards the contact point faster than the body moves
-    towards the robot there, by more than `CREEP` (`movers`: each mocap body's world velocity (nmocap, 3),
-    `MoverVelocities`; default: at rest): a person walking into a hovering robot, or into one that is pushed back towards them by its
-    position hold, is not a collision the robot caused. Nor is a contact with the environment while such a body
-    is pushing the robot: a person who walks into the robot presses it against what stands behind it. Nor, given
-    the robot's `speed_limit` (m/s), anything it touches while it moves faster than `CARRIED` times that: it cannot
-    on its own, a person or object that ran into it is carrying it."""
+    With the robot's `motion`, only the contacts the robot caused count. A robot causes a contact only through
+    what it commands: a contact counts while the velocity the robot commands has a component towards the contact
+    point greater, by more than `CREEP`, than the other body's own velocity towards the robot there (the
+    environment's: none; people's and objects': `movers`, each mocap body's world velocity (nmocap, 3),
+    `MoverVelocities`; default: at rest). So a person who walks into a hovering robot, drags one whose hold
+    gives way or presses it against a wall, moves it, but it does not command that motion: those contacts are
+    theirs, whatever the robot's measured velocity; a robot flying or driving into a wall, into someone standing
+    or faster into someone coming on, or whose hold flies it back into whoever pushed it, caused them."""
     model, data = world.model, world.data
     counts = {"environment": 0, "human": 0, "object": 0}
-    if approaching is not None and speed_limit is not None and np.linalg.norm(approaching[1]) > CARRIED * speed_limit:
-        return counts
-    touching = []  # (what it touches: "environment" | "human" | "object", whether that pushed the robot)
     for index in range(data.ncon):
         pair = data.contact.geom[index]
         types = model.geom_contype[pair]
@@ -173,21 +190,20 @@ def robot_contacts(world: PhysicsWorld, approaching: tuple[np.ndarray, np.ndarra
         kind = model.geom_contype[other]
         body = int(model.geom_bodyid[other])
         if kind & STATIC_BIT:
-            touching.append(("environment", False))
+            what, mocap = "environment", None
         elif kind & KINEMATIC_BIT:
-            pushed = False
-            if approaching is not None:
-                position, velocity = approaching
-                towards = data.contact.pos[index] - position
-                towards /= max(float(np.linalg.norm(towards)), 1e-9)
-                own = float(np.dot(velocity, towards))
-                theirs = 0.0 if movers is None else -float(np.dot(movers[model.body_mocapid[body]], towards))
-                pushed = own <= max(theirs, 0.0) + CREEP
-            touching.append(("human" if model.body(body).name.startswith("human/") else "object", pushed))
-    pressed = any(pushed and kind != "environment" and approaching is not None for kind, pushed in touching)
-    for kind, pushed in touching:
-        if not pushed and not (kind == "environment" and pressed):
-            counts[kind] += 1
+            what = "human" if model.body(body).name.startswith("human/") else "object"
+            mocap = int(model.body_mocapid[body])
+        else:
+            continue
+        if motion is not None:
+            towards = data.contact.pos[index] - motion.position
+            towards /= max(float(np.linalg.norm(towards)), 1e-9)
+            own = float(np.dot(motion.commanded, towards))
+            theirs = 0.0 if mocap is None or movers is None else -float(np.dot(movers[mocap], towards))
+            if own <= max(theirs, 0.0) + CREEP:
+                continue
+        counts[what] += 1
     return counts
 
 

@@ -221,6 +221,11 @@ class VoxelMap:
             self.log_odds[stale] = self.log_odds_model.minimum
             self.dynamic[stale] = False
 
+    def moving(self, time: float) -> np.ndarray:
+        """Bool voxels where something moving is seen at `time`: dynamic voxels hit then (a dynamic voxel stays one
+        for `decay` s after its last hit, after whoever was there has left)."""
+        return self.dynamic & (self.last_hit >= time)
+
     @property
     def occupied(self) -> np.ndarray:
         return self.observed & (self.log_odds > 0)

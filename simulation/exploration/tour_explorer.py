@@ -39,15 +39,15 @@ than `SWERVE` (at `SWERVE_SPEED` or more) waits until the UAV has braked to a st
 its velocity, it would drift off both. A robot closer to an obstacle than its radius moves off first without
 turning, as in the frontier explorer, and the UAV holds nowhere closer (a person may have pushed it there).
 
-Heading. While the TIAGo moves, its heading stays within `LOOK_FRACTION` of the camera's half field of view of
-the way it goes, and it stops and turns on the spot first while the way it goes is outside the camera's view: its
-ground map holds floor seen free, which may lie under a table top not seen yet. The turn to the viewpoint's yaw
-is done along the way as far as that allows. The way the robot goes is towards the path a lookahead on (the
-UAV's set point itself may be right by it). The UAV's map is the slab it flies in, seen free, so it moves and
-turns freely, but where the path just ahead crosses places where people walk (the walkways) it too keeps the
-way ahead in view, creeping at `CREEP_SPEED` while it turns: people come through doorways. Where the path just
-ahead crosses cells not seen yet (unknown cells right around the robot count as passable) either robot faces
-the way it goes.
+Heading. While the robot moves, the way it goes stays in its camera's view: the TIAGo's heading within
+`LOOK_FRACTION` of the camera's half field of view of it (its ground map holds floor seen free, which may lie under
+a table top not seen yet), the UAV's within the half field of view; and it turns first while the way it goes is
+outside that (the TIAGo on the spot, the UAV creeping at `CREEP_SPEED`). The UAV's map is the slab it flies in,
+seen free, but people walk into it from anywhere: flying sideways or backwards, it flew into people walking
+across its way that it could not see, and it yields only to what it sees. The turn to the viewpoint's yaw is
+done along the way as far as that allows. The way the robot goes is towards the path a lookahead on (the UAV's
+set point itself may be right by it). Where the path just ahead crosses cells not seen yet (unknown cells right
+around the robot count as passable) either robot faces the way it goes.
 
 Narrow places. The UAV's disc fits its frame's corners and its hard clearance covers the map's cells and its
 tracking; doorways 1.1 m wide, mapped a cell narrower, fit the disc but not the clearance. There (`TIGHT_WEIGHT`,
@@ -56,11 +56,21 @@ stopping distance), facing the way it goes (its frame's side, not its corners, t
 never stopping there to look.
 
 Yielding. While something that moves (a person, a flying object) was seen in the last `YIELD_MEMORY` s ahead of
-the robot (within `YIELD_CONE` of the way it goes), within `YIELD_DISTANCE` beyond its disc, clearance and safety
-margin, the robot brakes to a stop (the UAV on its path, at `YIELD_BRAKE_FRACTION` of its acceleration limit) and
-lets it pass, for at most `YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes
-round them. (Waiting for everything moving within the UAV's stopping distance as well kept it from the doorways
-people use.)
+the robot (within `YIELD_CONE` of the way it goes; the map's dynamic voxels hit at a map update, not those a
+person left less than the map's decay ago), within `YIELD_DISTANCE` beyond its disc, clearance and safety margin,
+the robot brakes to a stop (the UAV on its path, at `YIELD_BRAKE_FRACTION` of its acceleration limit) and lets
+it pass, for at most `YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes round
+them. (Waiting for everything moving within the UAV's stopping distance as well kept it from the doorways people
+use, and so did waiting for whatever the map saw coming into its way, its velocity estimated from update to
+update: issue 46's sweep, median 0.93 -> 0.91.) A path that
+people walking across block (its blocked cells all on walkways) is kept, the robot stopped on it, for up to
+`HELD_PATIENCE` s before the tour is solved again: solving it whenever someone walked across the path flipped
+between far-apart targets, and the robot, turning first at each, stood in a doorway for tens of seconds.
+
+Pushes. People are kinematic: one who walks into the robot moves it. A robot pushed (its velocity departs from
+what it commands, `pushed`) drops its path and gives way (simulation.exploration.explorer: the UAV drops its
+motion and holds where the push leaves it, a ground base stops), and plans again from there once the push is
+over.
 
 A viewpoint is reached when the robot is within `goal_tolerance` of it facing its yaw within
 `yaw_tolerance`; the robot holds there for `DWELL_MAPS` map updates (the map takes in what the camera sees
@@ -116,6 +126,7 @@ YIELD_MEMORY = 0.3  # s: something that moved this recently (the last map update
 YIELD_DISTANCE = 0.2  # m beyond the robot's disc, clearance and safety margin within which it waits for it
 YIELD_CONE = math.radians(45.0)  # off the way ahead
 YIELD_PATIENCE = 2.0  # s the robot waits for it; then it goes on (the map blocks a person standing in the way)
+HELD_PATIENCE = 3.0  # s the robot keeps to its path, stopped on it, while people walking across block it
 LOOK_FRACTION = 0.8  # of the camera's half field of view: how far the heading may be off the way the robot goes
 BRAKE_FRACTION = 0.5  # of the acceleration limit: how fast the trajectory's reference slows down and speeds up again
 YIELD_BRAKE_FRACTION = 1.0  # ... and how fast it stops for something moving close ahead
@@ -163,6 +174,7 @@ class TourExplorer(Explorer):
         self._swerve = False  # a new path waits for the robot to brake to a stop on the current one
         self._arrived: float | None = None  # when the robot reached the current viewpoint
         self._yielding: float | None = None  # since when something moving has been close ahead
+        self._held: float | None = None  # since when the path has been held up by people
         self._rows: dict[tuple[int, int], np.ndarray] = {}  # path lengths from a viewpoint cell to every cell
         self._row_times: dict[tuple[int, int], float] = {}  # when each was computed
         self.tour: list[int] = []  # cluster ids in tour order at the last planning
@@ -200,6 +212,9 @@ class TourExplorer(Explorer):
         if self.phase != "explore":
             super()._plan()
             return
+        if self._pushed():  # plan once the push is over, from where it left the robot
+            self._replan_now = True
+            return
         self._replan_now, self._swerve = False, False
         start = self._start_cell()
         if start is None:  # boxed in for now: wait
@@ -212,23 +227,33 @@ class TourExplorer(Explorer):
         cost, predecessors = dijkstra(graph, directed=True, indices=flat, return_predecessors=True)
         tree = SearchTree(start, cost.reshape(shape), predecessors)
         mask = frontier_mask(self.seen, self.region) & ~self.exhausted
-        # Viewpoints only where the robot can go now, and not where people walk while there are others.
         tight = self._tight()
+        if self.target is not None and self.follower is not None:
+            _, viewpoint = self.target
+            in_view, near = self._in_view(viewpoint, mask), self._near(viewpoint)
+            # Committed while anything is left to see from there (a tour re-solved whenever a cluster shrinks
+            # below its minimum size on the way flips between far-apart targets), and while the way there is only
+            # held up by people, for `HELD_PATIENCE` s (the tour re-solved whenever someone walks across the path
+            # flips between targets as they walk).
+            if len(in_view) >= self.info.params.min_size or (len(in_view) and not near):
+                reachable = (np.isfinite(tree.cost[viewpoint.cell]) and self.region[viewpoint.cell]
+                             and not tight[viewpoint.cell])
+                if reachable and self._path_clear():
+                    self._held = None
+                    return
+                now = self.robot.world.time
+                if self._held_by_people() and (self._held is None or now < self._held + HELD_PATIENCE):
+                    self._held = now if self._held is None else self._held
+                    return
+            elif near:  # its frontier is seen from near; what is left in view (past people) stays unseen
+                left = self._in_view(viewpoint, mask, past_people=True)
+                self.exhausted[left[:, 0], left[:, 1]] = True
+                mask[left[:, 0], left[:, 1]] = False
+        self._held = None
+        # Viewpoints only where the robot can go now, and not where people walk while there are others.
         for avoid in (self.walkways, np.zeros_like(self.walkways)):
             reach = np.where(avoid | tight | ~self.region, np.inf, tree.cost)
             clusters = self.info.update(mask, self.grid.state == OCCUPIED, np.isfinite(reach))
-            if self.target is not None and self.follower is not None:
-                _, viewpoint = self.target
-                in_view, near = self._in_view(viewpoint, mask), self._near(viewpoint)
-                # Committed while anything is left to see from there: a tour re-solved whenever a cluster
-                # shrinks below its minimum size on the way flips between far-apart targets.
-                if len(in_view) >= self.info.params.min_size or (len(in_view) and not near):
-                    if np.isfinite(reach[viewpoint.cell]) and self._path_clear():
-                        return
-                elif near:  # its frontier is seen from near; what is left in view (past people) stays unseen
-                    left = self._in_view(viewpoint, mask, past_people=True)
-                    self.exhausted[left[:, 0], left[:, 1]] = True
-                    mask[left[:, 0], left[:, 1]] = False
             options = {c.id: [v for v in c.viewpoints if np.isfinite(reach[v.cell])] for c in clusters.values()}
             options = {i: v for i, v in options.items() if v}
             if options:
@@ -318,6 +343,14 @@ class TourExplorer(Explorer):
         self._goal_deadline = (self.robot.world.time + GOAL_TIME_FACTOR * self.trajectory.duration
                                + GOAL_TIME_SLACK)
 
+    def _drop_path(self) -> None:
+        self.trajectory = self.follower = None
+
+    def _held_by_people(self) -> bool:
+        """Whether the rest of the current path is blocked only where people walk: they walk on."""
+        cells = self.grid.cell_of(self.follower.ahead()).reshape(-1, 2)
+        return held_by_people(self.costs.traversable, self.walkways, cells[self.grid.contains(cells)])
+
     def _near(self, viewpoint: Viewpoint) -> bool:
         """Within `NEAR` of the viewpoint, looking its way."""
         position, yaw = self._pose()
@@ -371,7 +404,10 @@ class TourExplorer(Explorer):
             return
         velocity = (self.robot.pose()[:3, :3] @ self.robot.velocity()[0])[:2]
         speed = float(np.linalg.norm(velocity))
-        stop = self._swerve  # a new path waits until the robot stopped on this one
+        if self._held is not None and self._path_clear():
+            self._held = None
+        # A new path waits until the robot stopped on this one; a path people walk across, until they passed.
+        stop = self._swerve or self._held is not None
         brake = BRAKE_FRACTION
         if self._swerve and speed < MOVING:
             self._replan_now = True
@@ -394,13 +430,12 @@ class TourExplorer(Explorer):
             travel = math.atan2(away[1], away[0])
             ahead = self._cells_ahead(follower, position)
             blind = bool(np.any(self.grid.state[ahead[:, 0], ahead[:, 1]] == UNKNOWN)) or tight
-            if blind or not self.flies or self.walkways[ahead[:, 0], ahead[:, 1]].any():
-                look = 0.0 if blind else self.look
-                heading = travel + float(np.clip(wrap_angle(heading - travel), -look, look))
-                if abs(float(wrap_angle(travel - yaw))) > (self.look if blind else self.half_fov):
-                    # Turn first: a flying robot creeping along its path as it turns (stopped on it before a
-                    # narrow place), a ground one going for the path where it is (its base brakes in place).
-                    turn_first, stop, slow = True, stop or tight, True
+            look = 0.0 if blind else self.look
+            heading = travel + float(np.clip(wrap_angle(heading - travel), -look, look))
+            if abs(float(wrap_angle(travel - yaw))) > (self.look if blind else self.half_fov):
+                # Turn first: a flying robot creeping along its path as it turns (stopped on it before a narrow
+                # place), a ground one going for the path where it is (its base brakes in place).
+                turn_first, stop, slow = True, stop or tight, True
         # The reference advances with time (a flying robot's scaled down to a stop along the path within its limits:
         # its position loop would overshoot a set point snapped back), and only while it is within a lookahead of
         # the robot's progress.
@@ -467,6 +502,13 @@ class TourExplorer(Explorer):
             beyond = position[:2] + reach[:, None] * (way / length)
         cells = self.grid.cell_of(beyond).reshape(-1, 2)
         return cells[self.grid.contains(cells)]
+
+
+def held_by_people(traversable: np.ndarray, walkways: np.ndarray, cells: np.ndarray) -> bool:
+    """Whether a path's `cells` (K, 2) are blocked (not `traversable`) somewhere, and only on `walkways` (where
+    people walked lately: those in the way walk on, a wall or furniture does not)."""
+    blocked = cells[~traversable[cells[:, 0], cells[:, 1]]]
+    return bool(len(blocked)) and bool(walkways[blocked[:, 0], blocked[:, 1]].all())
 
 
 def with_narrow_passages(costs: CostMap, passable: np.ndarray, radius: float) -> CostMap:
