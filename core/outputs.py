@@ -79,7 +79,11 @@ def check_output_folder(folder: str | Path, what: str = "output folder") -> Path
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise GradeError(f"{what} is an existing file, not a folder; choose another path", folder)
-    if folder.is_dir() and any(folder.iterdir()) and not _is_ours(folder):
+    try:
+        foreign = folder.is_dir() and any(folder.iterdir()) and not _is_ours(folder)
+    except FileNotFoundError:  # removed while looked at: its writer finished with nothing in it (output_lock)
+        foreign = False
+    if foreign:
         raise GradeError(
             f"{what} is not empty and was not written by GRADE (no {', '.join(MARKER_FILES)} or {LOCK_FILE}); "
             "refusing to write into it so none of its files are replaced or deleted. Choose an "
@@ -115,7 +119,11 @@ def _holder(lock: Path) -> str:
 def _acquire(lock: Path, wait: bool, what: str, folder: Path) -> int:
     """An fd holding the exclusive flock of `lock`."""
     while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except FileNotFoundError:  # the holder removed its empty folder just now: make it again
+            folder.mkdir(parents=True, exist_ok=True)
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except OSError as exc:

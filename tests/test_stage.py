@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -145,6 +146,18 @@ def lock_holder(folder: Path, marker: Path):
         process.wait()
 
 
+def wait_until_blocked_on(lock: Path, patience_s: float = 120.0) -> None:
+    """Return once /proc/locks lists a process blocked on `lock`'s flock (a "->" line for its inode): an event,
+    not a guess at how long a thread takes to start. `patience_s` only turns a hang into a failure."""
+    inode = f":{os.stat(lock).st_ino} "
+    deadline = time.monotonic() + patience_s
+    while not any(line.split(":", 1)[1].lstrip().startswith("->") and inode in line
+                  for line in Path("/proc/locks").read_text().splitlines()):
+        assert time.monotonic() < deadline, f"nothing queued on {lock} within {patience_s:g} s"
+        time.sleep(0.005)
+
+
+@pytest.mark.skipif(not Path("/proc/locks").is_file(), reason="needs /proc/locks to see the waiter queue")
 def test_a_second_writer_is_refused_naming_the_holder_and_wait_queues_behind_it(tmp_path):
     run, marker = tmp_path / "run", tmp_path / "marker"
     seen: list[str] = []
@@ -158,6 +171,7 @@ def test_a_second_writer_is_refused_naming_the_holder_and_wait_queues_behind_it(
             pass
         waiter = threading.Thread(target=queued)
         waiter.start()
+        wait_until_blocked_on(run / LOCK_FILE)  # the holder lets go only once the waiter queues behind it
     waiter.join()
     assert seen == ["released"]  # it got the lock only once the holder had finished
 
