@@ -44,7 +44,7 @@ class Server:
     def received(self) -> dict[str, dict[str, list]]:
         """Stop the server (Ctrl-C, which finishes its file) and read what it saved: per entity, its columns."""
         self.process.send_signal(signal.SIGINT)
-        self.process.wait(timeout=30)
+        self.process.wait(timeout=300)  # only a hang guard: it writes out all it received first (>30 s loaded)
         return rrd_columns(self.rrd)
 
 
