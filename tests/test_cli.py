@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import traceback
 
 import pytest
 import yaml
@@ -204,7 +205,8 @@ def test_short_help_completion_and_verbosity_options(tmp_path, asset_cache):
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0 and result.output.startswith("Usage: grade"), (args, result.output)
     completion = CliRunner().invoke(app, ["--show-completion", "bash"])
-    assert completion.exit_code == 0 and "_grade_completion" in completion.output
+    assert completion.exit_code == 0 and "_grade_completion" in completion.output, (
+        completion.output, "".join(traceback.format_exception(completion.exception)) if completion.exception else None)
     assert_refused(run_grade("-v", "-q", "config", "validate", str(CONFIGS / "demo.yaml")), "-v/-q")
     log = tmp_path / "grade.log"
     result = run_grade("--log-file", str(log), "prepare", str(CONFIGS / "demo.yaml"), "--out", str(tmp_path / "run"),
