@@ -57,9 +57,17 @@ def _relative(frame_pose: np.ndarray, poses: np.ndarray) -> tuple[np.ndarray, np
     return np.ascontiguousarray(relative[..., :3, :3]), np.ascontiguousarray(relative[..., :3, 3])
 
 
-def _check_lens(lens: Lens) -> None:
+def _warp_terms(inverse: np.ndarray, K: np.ndarray, lens: Lens, frame_pose: np.ndarray, poses: np.ndarray) -> tuple:
+    """The row kernels' arguments after the image and the inverse depth: each pixel's ray, the poses relative to
+    the frame's, the lens's terms and the intrinsics."""
     if lens.pinhole:
         raise ValueError("lens_warp is for lenses other than pinhole: warp.py reprojects a pinhole's frames")
+    height, width = inverse.shape
+    fx, fy, cx, cy = float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2])
+    rotations, centres = _relative(frame_pose, poses)
+    model, coefficients, reach = _lens_terms(lens)
+    rays = _camera_rays((fx, fy, cx, cy), lens, width, height)
+    return rays, rotations, centres, model, coefficients, reach, fx, fy, cx, cy
 
 
 def lens_average(rgb: np.ndarray, inverse: np.ndarray, K: np.ndarray, lens: Lens, frame_pose: np.ndarray,
@@ -67,28 +75,14 @@ def lens_average(rgb: np.ndarray, inverse: np.ndarray, K: np.ndarray, lens: Lens
     """(H, W, 3) uint8: per output pixel, the mean over the S poses of its row (`poses` (R, S, 4, 4), R = H or 1)
     of the frame `rgb` (seen from `frame_pose`) sampled bilinearly at its source, or its own colour where the
     source is not ok; `inverse` (H, W) the frame's inverse depth (warp.inverse_depth)."""
-    _check_lens(lens)
-    height, width = inverse.shape
-    fx, fy, cx, cy = float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2])
-    rotations, centres = _relative(frame_pose, poses)
-    model, coefficients, reach = _lens_terms(lens)
-    rays = _camera_rays((fx, fy, cx, cy), lens, width, height)
-    return _average_rows(np.ascontiguousarray(rgb, np.uint8), inverse, rays, rotations, centres, model, coefficients,
-                         reach, fx, fy, cx, cy)
+    return _average_rows(np.ascontiguousarray(rgb, np.uint8), inverse, *_warp_terms(inverse, K, lens, frame_pose, poses))
 
 
 def lens_nearest(label: np.ndarray, inverse: np.ndarray, K: np.ndarray, lens: Lens, frame_pose: np.ndarray,
                  poses: np.ndarray) -> np.ndarray:
     """`label` (H, W) warped to one pose per row (`poses` (R, 4, 4), R = H or 1), nearest pixel; a pixel whose
     source is not ok keeps its own label."""
-    _check_lens(lens)
-    height, width = inverse.shape
-    fx, fy, cx, cy = float(K[0, 0]), float(K[1, 1]), float(K[0, 2]), float(K[1, 2])
-    rotations, centres = _relative(frame_pose, poses)
-    model, coefficients, reach = _lens_terms(lens)
-    rays = _camera_rays((fx, fy, cx, cy), lens, width, height)
-    return _nearest_rows(np.ascontiguousarray(label), inverse, rays, rotations, centres, model, coefficients, reach,
-                         fx, fy, cx, cy)
+    return _nearest_rows(np.ascontiguousarray(label), inverse, *_warp_terms(inverse, K, lens, frame_pose, poses))
 
 
 @njit(cache=True, nogil=True, inline="always")
