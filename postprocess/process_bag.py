@@ -99,12 +99,12 @@ def _lens(topic: str, distortion_model: str, D: list[float]) -> Lens:
                          "are plumb_bob (5 coefficients) and equidistant (4)", field=topic) from None
 
 
-def _camera_of(topic: str, intrinsics: dict[str, _CameraInfo], purpose: str) -> _CameraInfo:
-    """The camera an image topic belongs to: the camera_info whose namespace is the longest prefix."""
+def _namespace_of(topic: str, intrinsics: dict[str, _CameraInfo], purpose: str) -> str:
+    """The camera namespace an image topic belongs to: the camera_info's whose namespace is the longest prefix."""
     matches = [ns for ns in intrinsics if topic.startswith(ns + "/")]
     if not matches:
         raise InputError(f"no camera_info for image topic {topic!r}: {purpose} needs the intrinsics", field=topic)
-    return intrinsics[max(matches, key=len)]
+    return max(matches, key=len)
 
 
 def _refuse_through_lens(topic: str, lens: Lens, setting: str, why: str) -> None:
@@ -133,7 +133,7 @@ class _NoiseHook:
             rng = self.depth_rngs.setdefault(topic, generator(self.seed, f"postprocess/depth/{topic}"))
             pixels = image_array(msg)
             metres = pixels / MM_PER_M if msg.encoding == "16UC1" else pixels
-            camera = _camera_of(topic, self.intrinsics, "depth noise")
+            camera = self.intrinsics[_namespace_of(topic, self.intrinsics, "depth noise")]
             if self.settings.depth.model == "realsense" and camera.lens.range_depth:
                 _refuse_through_lens(topic, camera.lens, "depth.model", "the realsense depth model is a rectified "
                                      "pinhole stereo pair's error (z^2 / (f b)), and this camera's depth is the range "
@@ -195,9 +195,8 @@ class _Blur:
         frame = msg.header.frame_id
         if frame not in self.cameras:
             self.cameras[frame] = self.motion.camera(frame)
-        matches = [ns for ns in self.intrinsics if topic.startswith(ns + "/")]
-        camera = _camera_of(topic, self.intrinsics, "blur")
-        namespace = max(matches, key=len)
+        namespace = _namespace_of(topic, self.intrinsics, "blur")
+        camera = self.intrinsics[namespace]
         t_ns = stamp_ns(msg.header)
         depth_msg = self._depths(namespace).nearest(t_ns)
         model = blur.model if blur is not None else "depth_aware"
