@@ -63,6 +63,13 @@ class SensorRecorder:
         child), sent once on /tf_static."""
         return []
 
+    def optical_frames(self, sensors: list[Any]) -> list[tuple[str, str, np.ndarray]]:
+        """The static transforms of rendering sensors: each one's optical frame in its body frame."""
+        robot, topics = self.recording.robot, self.recording.topics
+        return [(topics.frame(sensor.name), topics.optical_frame(sensor.name),
+                 np.linalg.inv(robot.sensor_pose(sensor.name)) @ robot.camera_pose(sensor.name))
+                for sensor in sensors]
+
     def sample_step_start(self, step: int) -> None:
         """The readings of the step from `step` to `step + 1`, stamped with the state it started from."""
 

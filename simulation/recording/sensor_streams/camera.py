@@ -29,10 +29,7 @@ class CameraRecorder(SensorRecorder):
 
     def static_transforms(self) -> list[tuple[str, str, np.ndarray]]:
         """Each camera's optical frame in its body frame (all cameras, recorded or not: the TF tree is the robot's)."""
-        robot, topics = self.recording.robot, self.recording.topics
-        return [(topics.frame(camera.name), topics.optical_frame(camera.name),
-                 np.linalg.inv(robot.sensor_pose(camera.name)) @ robot.camera_pose(camera.name))
-                for camera in self.configured]
+        return self.optical_frames(self.configured)
 
     def sample_pose(self, t: float) -> None:
         recording = self.recording

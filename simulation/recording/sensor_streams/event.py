@@ -38,10 +38,7 @@ class EventRecorder(SensorRecorder):
 
     def static_transforms(self) -> list[tuple[str, str, np.ndarray]]:
         """Each event camera's optical frame in its body frame, as a camera's."""
-        robot, topics = self.recording.robot, self.recording.topics
-        return [(topics.frame(sensor.name), topics.optical_frame(sensor.name),
-                 np.linalg.inv(robot.sensor_pose(sensor.name)) @ robot.camera_pose(sensor.name))
-                for sensor in self.sensors]
+        return self.optical_frames(self.sensors)
 
     def sample(self, step: int, t: float) -> None:
         if not self.sensors:
