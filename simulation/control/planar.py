@@ -85,6 +85,13 @@ class PlanarController:
         acceleration limits: how a commanded twist (a live run's cmd_vel) reaches the base."""
         return self._shape(np.asarray(twist, dtype=np.float64), dt)
 
+    def stop(self) -> np.ndarray:
+        """A zero twist at once, outside the acceleration limits (the base gives way to a push, or its mission
+        ends): the next command starts from rest, not from the twist before the stop, which the base no longer
+        has and which would drive it on the old way, by then perhaps into a wall a push left it next to."""
+        self._twist = np.zeros(3)
+        return self._twist.copy()
+
     def _shape(self, wanted: np.ndarray, dt: float) -> np.ndarray:
         change = wanted - self._twist
         change[:2] = clip_norm(change[:2], self.limits.max_acceleration * dt)

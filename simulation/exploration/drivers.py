@@ -136,7 +136,7 @@ class BaseDriver:
             self.give_way()
 
     def stop(self) -> None:
-        self.robot.set_command(np.zeros(3))
+        self.robot.set_command(self.controller.stop())
 
 
 def make_driver(robot: Robot, config: RobotConfig, dt: float) -> UavDriver | BaseDriver:
