@@ -180,6 +180,29 @@ def test_a_person_who_walked_off_does_not_leave_a_wall_but_furniture_stays():
     assert vmap.occupied[tuple(vmap.voxel_of(wall[0]))]
 
 
+def test_a_persons_trail_stops_blocking_once_seen_through_and_the_person_blocks_where_they_stand():
+    """Someone walking down a corridor seen free: each voxel they stood in blocks until a later frame sees through
+    it (they walked on), not for the decay behind them; where they stand now, and a voxel not seen since, blocks."""
+    vmap = VoxelMap(np.zeros(3), np.array([4.0, 1.0, 1.0]), RES, decay=2.0)
+    origin = np.array([0.05, 0.55, 0.55])
+    wall = np.array([[3.95, 0.55, 0.55]])
+    for t in range(5):
+        vmap.integrate(origin, wall, np.array([True]), float(t))
+    steps = [np.array([x, 0.55, 0.55]) for x in (2.55, 2.75, 2.95)]  # walking away from the camera, 1 m/s
+    for k, person in enumerate(steps):
+        vmap.integrate(origin, person[None], np.array([True]), 5.0 + 0.2 * k)
+    now = 5.4
+    blocked = vmap.recently_hit(now)
+    assert blocked[tuple(vmap.voxel_of(steps[-1]))]  # where they stand
+    # The voxels they stood in before lie on the ray to where they stand now: seen through, free again.
+    for person in steps[:-1]:
+        assert not blocked[tuple(vmap.voxel_of(person))] and vmap.free[tuple(vmap.voxel_of(person))]
+    # Looked at elsewhere, the voxel where they were last seen keeps blocking for the decay.
+    vmap.integrate(origin, np.array([[0.5, 0.55, 0.55]]), np.array([False]), 6.0)
+    assert vmap.recently_hit(6.9)[tuple(vmap.voxel_of(steps[-1]))]
+    assert not vmap.recently_hit(7.5)[tuple(vmap.voxel_of(steps[-1]))]
+
+
 # ---------------------------------------------------------------- frontiers, goals and paths on hand-made grids
 
 

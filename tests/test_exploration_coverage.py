@@ -23,7 +23,7 @@ from simulation.exploration.explorer import BLIND_MARGIN, blocked_by_people, lan
 from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN
 from simulation.exploration.planner import CostMap, cost_map, search
-from simulation.exploration.tour_explorer import held_by_people, with_narrow_passages
+from simulation.exploration.tour_explorer import BLOCKAGE_MARGIN, around_blockage, held_by_people, with_narrow_passages
 from simulation.exploration.viewpoints import TRIES, FrontierInfo, ViewpointParams, give_up, seen_from
 from tests.conftest import ROOT
 
@@ -146,6 +146,49 @@ def test_a_person_in_one_of_two_doorways_is_bypassed_through_the_other():
     i, j = np.nonzero((blocked == OCCUPIED) & (state != OCCUPIED))
     gap = np.min(np.hypot(path[:, None, 0] - i[None], path[:, None, 1] - j[None])) * RES - RES / 2
     assert gap >= RADIUS  # the robot's disc never touches the person
+
+
+def test_while_a_person_holds_the_doorway_up_the_frontier_on_this_side_is_gone_to_and_the_far_one_after():
+    """Two rooms and one doorway; unknown floor beyond the doorway and in a corner of the robot's own room. The
+    path to the far room, planned while the doorway was free, is held up once a person steps into it; shut there
+    (and `BLOCKAGE_MARGIN` round it), the map leaves the corner's frontier reachable, by a way that keeps out of
+    the person's, and the far room's not. Once they walked on, the way from the corner to the far room is clear
+    through the doorway."""
+    state = two_rooms(((15, 25),))
+    state[46:59, 1:39] = UNKNOWN  # the far room's far part
+    state[1:8, 30:39] = UNKNOWN  # a corner of the robot's own room
+    start, far = (10, 8), (40, 20)
+    path = search(costs_of(state), start).path_to(far)
+    assert path is not None and ((path[:, 0] == 30) & (path[:, 1] >= 15) & (path[:, 1] < 25)).any()
+    blocked, walkways = person_at(state, (30, 20))
+    costs = costs_of(blocked)
+    assert held_by_people(costs.traversable, walkways, path)
+    around = around_blockage(costs, path)
+    tree = search(around, start)
+    info = FrontierInfo(RES, ViewpointParams(fov=math.radians(90)))
+    clusters = info.update(frontier_mask(state), blocked == OCCUPIED, np.isfinite(tree.cost))
+    own = [c for c in clusters.values() if c.centroid[0] < 30]
+    corner = next(v.cell for c in own for v in c.viewpoints if np.isfinite(tree.cost[v.cell]))  # the corner's ...
+    assert not np.isfinite(tree.cost[31:]).any()  # ... not the far room's
+    way = tree.path_to(corner)
+    held = path[~costs.traversable[path[:, 0], path[:, 1]]]
+    gap = np.min(np.hypot(way[:, None, 0] - held[None, :, 0], way[:, None, 1] - held[None, :, 1])) * RES
+    assert gap > BLOCKAGE_MARGIN
+    # They walked on: from the corner, through the doorway to the far room.
+    back = search(costs_of(state), corner).path_to(far)
+    assert back is not None and ((back[:, 0] == 30) & (back[:, 1] >= 15) & (back[:, 1] < 25)).any()
+
+
+def test_a_path_held_up_in_one_of_two_doorways_goes_round_through_the_other():
+    state = two_rooms(((5, 15), (25, 35)))
+    start, far = (10, 8), (50, 8)
+    path = search(costs_of(state), start).path_to(far)
+    assert path is not None and path[path[:, 0] == 30, 1].max() < 15  # through the near door
+    blocked, walkways = person_at(state, (30, 10))
+    costs = costs_of(blocked)
+    assert held_by_people(costs.traversable, walkways, path)
+    way = search(around_blockage(costs, path), start).path_to(far)
+    assert way is not None and way[way[:, 0] == 30, 1].min() >= 25  # through the other door
 
 
 def test_frontier_hidden_behind_furniture_from_its_viewpoint_is_clustered_again_and_seen_from_another():

@@ -16,11 +16,11 @@ turns to the frontier cell its goal looks at; a frontier still there after that,
 in time, is marked exhausted so the robot never circles a spot it cannot see. It starts with a turn in
 place (`exploration.initial_turn_deg`, a full one by default); the UAV then moves to its cruise
 altitude, first sideways to a spot whose column down (or up) to the cruise slab it has seen free. When
-frontiers are left but none can be reached it turns a full turn in place once more (people and flying
-objects may have left obstacles it has not seen go). If a person still stands in the way on (the frontier
-would be within sight were the obstacles where things moved lately not there: someone in the only
-doorway), it waits, looking around every `LOOK_AGAIN` s, for as long as its time lasts: the map clears
-where the person was once they walk on. Exploration ends when the known fraction of the map's region
+frontiers are left but none can be reached while a person stands in the way on (the frontier would be
+within sight were the obstacles where things moved lately not there: someone in the only doorway), it
+waits, facing the way on and looking around every `LOOK_AGAIN` s, for as long as its time lasts: the map
+clears where the person was once they walk on; else it turns a full turn in place once more (people and
+flying objects may have left obstacles it has not seen go). Exploration ends when the known fraction of the map's region
 reaches `stop_explored_fraction`, when no frontier is left or none can be reached after that look
 around and nobody is in the way, or at the time budget.
 
@@ -79,6 +79,9 @@ TRAFFIC_MEMORY = 30.0  # s a place where something moved is avoided
 LOOK_AGAIN = 10.0  # s of waiting for a person in the way on between two looks around
 FULL_TURN = 2 * math.pi
 PLANNING_PHASES = ("transfer", "explore")
+REFUGE_MEMORY = 1.0  # s: something seen moving this recently ...
+REFUGE_DISTANCE = 0.5  # m: ... within this beyond the disc, clearance and safety margin keeps a holding UAV from
+# moving off
 PUSH_SETTLE = 0.25  # s after a push during which the robot still gives way
 
 
@@ -330,24 +333,27 @@ class Explorer:
 
     def _out_of_goals(self, frontiers: np.ndarray, reach: np.ndarray) -> None:
         """No frontier worth a trip (the cells of `frontiers`) can be reached (`reach`: the path cost from the robot
-        to each cell). If some are left, look around once more (people and objects may have left stale obstacles in
-        the way); then, while a person stands in the way on to them, wait, looking around now and then; finish if
-        none are left or nobody is in the way. A robot that set off without a full look around makes one before
+        to each cell). While a person stands in the way on to those left, wait, looking around now and then (a look
+        around first turned away from them for seconds, and they may walk on at once); else, if some are left,
+        look around once more (people and objects may have left stale obstacles in the way); finish if none are
+        left or nobody is in the way. A robot that set off without a full look around makes one before
         it concludes there are none."""
         self.goal, self.follower = None, None
         left = bool(frontiers.any())
         if not left and self._seen_around:
             self.reason = "no frontier"
-        elif not self._looked_around:
-            self._looked_around = True
-            self._look_around()
         elif left and self._blocked_by_people(frontiers, reach):
+            # Wait for them facing the way on (a look around first would turn away for seconds, and they may
+            # walk on at once).
             now = self.robot.world.time
             if self._waiting_since is None:
                 self._waiting_since = now
             elif now >= self._waiting_since + LOOK_AGAIN:
                 self._waiting_since = None
                 self._look_around()
+        elif not self._looked_around:
+            self._looked_around = True
+            self._look_around()
         else:
             self.reason = "no frontier"
 
@@ -498,8 +504,11 @@ class Explorer:
     def _hold(self, position: np.ndarray, yaw: float) -> None:
         """Hold where the robot is, unless a flying robot stands closer to an obstacle than its radius (a person
         pushed it there, say): then it moves off first (`_refuge`) rather than hold in contact; but not while
-        something still pushes it (the refuge may lie back towards whoever does): its hold gives way."""
-        refuge = self._refuge(position) if self.flies and not self._pushed() else None
+        something still pushes it (the refuge may lie back towards whoever does): its hold gives way; nor while
+        something moving is near (`_mover_near`): the nearest cell with room may lie where a person walks next,
+        and one who walks into a robot that holds still moves it."""
+        moving_off = self.flies and not self._pushed() and not self._mover_near(position)
+        refuge = self._refuge(position) if moving_off else None
         if refuge is None:
             self.driver.hold()
         else:
@@ -517,6 +526,14 @@ class Explorer:
             return None
         start = self._start_cell()
         return None if start is None else self.grid.center_of(np.array(start))
+
+    def _mover_near(self, position: np.ndarray) -> bool:
+        """Whether something moving was seen in the last `REFUGE_MEMORY` s within the robot's disc, clearance,
+        safety margin and `REFUGE_DISTANCE` of `position`."""
+        cells = np.argwhere(self._moved >= self.robot.world.time - REFUGE_MEMORY)
+        reach = self.driver.radius + self.driver.clearance + self.params.safety_margin + REFUGE_DISTANCE
+        return bool(len(cells)) and bool((np.linalg.norm(self.grid.center_of(cells) - position[:2], axis=1)
+                                          <= reach).any())
 
 
 def landing_spots(column: np.ndarray, costs: CostMap, reach: np.ndarray, room: float, safety_margin: float) -> np.ndarray:

@@ -11,7 +11,9 @@ frames: that is what clears the cells a person walked out of.
 
 Moving people (and flying objects) are handled by time. Every voxel remembers when it was last hit,
 and `recently_hit` marks the hits of the last `decay` seconds as obstacles whatever their log-odds, so
-a person seen a moment ago blocks the path at once. A hit on a voxel the map was sure was free (log-odds
+a person seen a moment ago blocks the path at once, until a later frame sees through the voxel (a ray
+passes it without a hit): they walked on, and their trail does not block the way for `decay` s behind
+them (someone pacing through a doorway would keep it shut). A hit on a voxel the map was sure was free (log-odds
 at or below `DYNAMIC_BELOW`) marks it dynamic: something moved in. A dynamic voxel not hit again for
 `decay` seconds goes back to free, so a person who walked off while the robot looked elsewhere does not
 leave a wall behind; a static surface is first seen from unknown or uncertain space and never decays.
@@ -141,6 +143,7 @@ class VoxelMap:
     log_odds: np.ndarray = field(init=False)
     observed: np.ndarray = field(init=False)
     last_hit: np.ndarray = field(init=False)
+    last_miss: np.ndarray = field(init=False)
     dynamic: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -155,6 +158,7 @@ class VoxelMap:
         self.log_odds = np.zeros(shape, dtype=np.float32)
         self.observed = np.zeros(shape, dtype=bool)
         self.last_hit = np.full(shape, -np.inf)
+        self.last_miss = np.full(shape, -np.inf)
         self.dynamic = np.zeros(shape, dtype=bool)
 
     @property
@@ -213,6 +217,7 @@ class VoxelMap:
         self.observed.reshape(-1)[miss_index] = True
         self.observed.reshape(-1)[hit_index] = True
         self.last_hit.reshape(-1)[hit_index] = time
+        self.last_miss.reshape(-1)[miss_index] = time
 
     def _expire(self, time: float) -> None:
         """Dynamic voxels not hit for `decay` s go back to free."""
@@ -235,8 +240,9 @@ class VoxelMap:
         return self.observed & (self.log_odds <= 0)
 
     def recently_hit(self, time: float) -> np.ndarray:
-        """Voxels hit within the last `decay` seconds before `time` (moving obstacles)."""
-        return self.last_hit >= time - self.decay
+        """Voxels hit within the last `decay` seconds before `time` and not seen through since (moving
+        obstacles)."""
+        return (self.last_hit >= time - self.decay) & (self.last_miss < self.last_hit)
 
 
 def _grid(vmap: VoxelMap, occupied: np.ndarray, free: np.ndarray) -> Grid2D:

@@ -60,10 +60,15 @@ the robot (within `YIELD_CONE` of the way it goes; the map's dynamic voxels hit 
 person left less than the map's decay ago), within `YIELD_DISTANCE` beyond its disc, clearance and safety margin,
 the robot brakes to a stop (the UAV on its path, at `YIELD_BRAKE_FRACTION` of its acceleration limit) and lets
 it pass, for at most `YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes round
-them. (Waiting for everything moving within the UAV's stopping distance as well kept it from the doorways people
+them. Something moving seen further ahead, but within the way the UAV goes before it could stop for it (a map
+update's wait, its controller's lag and its braking: `_reaction_distance`), slows it at once to `CREEP_SPEED`.
+(Waiting for everything moving within the UAV's stopping distance as well kept it from the doorways people
 use, and so did waiting for whatever the map saw coming into its way, its velocity estimated from update to
-update: issue 46's sweep, median 0.93 -> 0.91.) A path that
-people walking across block (its blocked cells all on walkways) is kept, the robot stopped on it, for up to
+update: issue 46's sweep, median 0.93 -> 0.91.) A path that people walking across block (its blocked cells
+all on walkways) is kept, the robot stopped on it, for `HELD_ELSEWHERE` s; then, while it is still held up, the
+robot goes meanwhile to frontier it can reach without passing them (on the map with the blocked cells and
+`BLOCKAGE_MARGIN` round them shut, `around_blockage`: elsewhere in its room, or through another door), and the
+tour takes the held one up again once the way there clears; where there is none, it keeps to the path up to
 `HELD_PATIENCE` s before the tour is solved again: solving it whenever someone walked across the path flipped
 between far-apart targets, and the robot, turning first at each, stood in a doorway for tens of seconds.
 
@@ -79,9 +84,9 @@ exhausted. The rest of its cluster (cells hidden from there by furniture the map
 was chosen), like the cluster of a viewpoint not reached in time, is clustered anew with viewpoints on the map
 as it is now, and a frontier cell is given up once `TRIES` of its viewpoints were (viewpoints.give_up).
 
-When no cluster has a reachable viewpoint, the explorer looks around, then waits while a person stands in
-the way on (simulation.exploration.explorer): the tour goes round through another door where there is one,
-since the person's cells block the map, and through the person's doorway once they walked on.
+When no cluster has a reachable viewpoint, the explorer waits while a person stands in the way on, else looks
+around (simulation.exploration.explorer): the tour goes round through another door where there is one, since
+the person's cells block the map, and through the person's doorway once they walked on.
 """
 
 from __future__ import annotations
@@ -89,6 +94,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import ndimage
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
@@ -105,7 +111,7 @@ from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.motion_plan import MotionLimits, MotionPlan, Reference, plan_motion
 from simulation.exploration.occupancy import FREE, OCCUPIED, UNKNOWN, Grid2D
 from simulation.exploration.params import ExplorationArea, ExplorerParams
-from simulation.exploration.planner import SAFETY_WEIGHT, CostMap, SearchTree, grid_graph
+from simulation.exploration.planner import SAFETY_WEIGHT, CostMap, SearchTree, grid_graph, search
 from simulation.exploration.tour import cost_matrix, refine, solve_tour, travel_time
 from simulation.exploration.viewpoints import (
     Cluster,
@@ -127,6 +133,8 @@ YIELD_DISTANCE = 0.2  # m beyond the robot's disc, clearance and safety margin w
 YIELD_CONE = math.radians(45.0)  # off the way ahead
 YIELD_PATIENCE = 2.0  # s the robot waits for it; then it goes on (the map blocks a person standing in the way)
 HELD_PATIENCE = 3.0  # s the robot keeps to its path, stopped on it, while people walking across block it
+HELD_ELSEWHERE = 1.0  # s held up before it looks for frontier it can go to meanwhile without passing them
+BLOCKAGE_MARGIN = 0.5  # m round the cells people block a held path in that the way elsewhere keeps out of
 LOOK_FRACTION = 0.8  # of the camera's half field of view: how far the heading may be off the way the robot goes
 BRAKE_FRACTION = 0.5  # of the acceleration limit: how fast the trajectory's reference slows down and speeds up again
 YIELD_BRAKE_FRACTION = 1.0  # ... and how fast it stops for something moving close ahead
@@ -244,13 +252,35 @@ class TourExplorer(Explorer):
                 now = self.robot.world.time
                 if self._held_by_people() and (self._held is None or now < self._held + HELD_PATIENCE):
                     self._held = now if self._held is None else self._held
+                    if now < self._held + HELD_ELSEWHERE:
+                        return
+                    # Held up a while: meanwhile, frontier the robot can go to without passing them, if any.
+                    tree = search(self._around(), start)
+                    clusters, options = self._options(tree, mask, tight)
+                    if not options:
+                        return
+                    self._held = None
+                    self._set_off_on_tour(graph, tree, clusters, options)
                     return
             elif near:  # its frontier is seen from near; what is left in view (past people) stays unseen
                 left = self._in_view(viewpoint, mask, past_people=True)
                 self.exhausted[left[:, 0], left[:, 1]] = True
                 mask[left[:, 0], left[:, 1]] = False
         self._held = None
-        # Viewpoints only where the robot can go now, and not where people walk while there are others.
+        clusters, options = self._options(tree, mask, tight)
+        if not options:
+            self.target = self.trajectory = None
+            left = np.zeros(shape, dtype=bool)
+            for cluster in clusters.values():
+                left[cluster.cells[:, 0], cluster.cells[:, 1]] = True
+            self._out_of_goals(left, tree.cost)
+            return
+        self._set_off_on_tour(graph, tree, clusters, options)
+
+    def _options(self, tree: SearchTree, mask: np.ndarray,
+                 tight: np.ndarray) -> tuple[dict[int, Cluster], dict[int, list[Viewpoint]]]:
+        """The frontier clusters of `mask` and, by cluster id, their viewpoints the robot can go to on `tree`: only
+        where it can go now, and not where people walk while there are others (none: no cluster has one)."""
         for avoid in (self.walkways, np.zeros_like(self.walkways)):
             reach = np.where(avoid | tight | ~self.region, np.inf, tree.cost)
             clusters = self.info.update(mask, self.grid.state == OCCUPIED, np.isfinite(reach))
@@ -258,13 +288,12 @@ class TourExplorer(Explorer):
             options = {i: v for i, v in options.items() if v}
             if options:
                 break
-        else:
-            self.target = self.trajectory = None
-            left = np.zeros(shape, dtype=bool)
-            for cluster in clusters.values():
-                left[cluster.cells[:, 0], cluster.cells[:, 1]] = True
-            self._out_of_goals(left, tree.cost)
-            return
+        return clusters, options
+
+    def _set_off_on_tour(self, graph: csr_matrix, tree: SearchTree, clusters: dict[int, Cluster],
+                         options: dict[int, list[Viewpoint]]) -> None:
+        """Solve the tour over the `options` (paths between viewpoints on `graph`, from the robot on `tree`),
+        refine its head and set off for its first viewpoint."""
         self._looked_around, self._waiting_since = False, None
         ids = sorted(options)
         order = self._tour(graph, tree, ids, options)
@@ -272,6 +301,11 @@ class TourExplorer(Explorer):
         head = self.tour[:REFINE_DEPTH]
         choice = self._refine(tree, [options[i] for i in head])
         self._set_off(tree, clusters[head[0]], options[head[0]][choice[0]])
+
+    def _around(self) -> CostMap:
+        """The robot's cost map with the cells where people hold up the current path shut (`around_blockage`)."""
+        cells = self.grid.cell_of(self.follower.ahead()).reshape(-1, 2)
+        return around_blockage(self.costs, cells[self.grid.contains(cells)])
 
     def _tour(self, graph: csr_matrix, tree: SearchTree, ids: list[int],
               options: dict[int, list[Viewpoint]]) -> list[int]:
@@ -411,8 +445,11 @@ class TourExplorer(Explorer):
         brake = BRAKE_FRACTION
         if self._swerve and speed < MOVING:
             self._replan_now = True
+        wary = False  # something moving within the way the robot goes before it stops: slow down at once
         if not self._yield(position, follower):
             self._yielding = None
+            wary = self.flies and self._yield(position, follower, self._reaction_distance(speed))
+            brake = YIELD_BRAKE_FRACTION if wary else brake
         elif self._yielding is None or now <= self._yielding + YIELD_PATIENCE:
             self._yielding = now if self._yielding is None else self._yielding
             if not self.flies:  # a ground base brakes where it is, within its own limits, without overshoot
@@ -425,7 +462,7 @@ class TourExplorer(Explorer):
         heading = reference.yaw(self.yaw_lead)
         # The way the robot goes: to the path a lookahead on (the set point itself may be right by the robot).
         away = follower.point_at(follower.progress + self.params.lookahead) - position[:2]
-        slow = turn_first = tight
+        turn_first, slow = tight, tight or wary
         if np.linalg.norm(away) > self.params.goal_tolerance:  # keep the way ahead in view (module notes)
             travel = math.atan2(away[1], away[0])
             ahead = self._cells_ahead(follower, position)
@@ -460,6 +497,12 @@ class TourExplorer(Explorer):
             return
         self.driver.go(carrot, heading, self._height(), feedforward)
 
+    def _reaction_distance(self, speed: float) -> float:
+        """How far the UAV goes from `speed` before it stops for something it sees moving: a map update's wait,
+        its controller's lag, and braking at `YIELD_BRAKE_FRACTION` of its acceleration limit."""
+        return (speed * (1.0 / self.params.map_hz + VELOCITY_TIME_CONSTANT)
+                + speed * speed / (2 * YIELD_BRAKE_FRACTION * self.limits.acceleration))
+
     def _stopping_distance(self, speed: float) -> float:
         """How far the robot goes from `speed` before it stops on its path: the reference slows at
         `BRAKE_FRACTION` of the acceleration limit, and the robot follows it a velocity time constant behind."""
@@ -472,16 +515,16 @@ class TourExplorer(Explorer):
         cells = cells[self.grid.contains(cells)]
         return bool(self._tight()[cells[:, 0], cells[:, 1]].any())
 
-    def _yield(self, position: np.ndarray, follower: PathFollower) -> bool:
-        """Whether something that moves (a person) was seen lately close ahead, within `YIELD_DISTANCE` beyond the
-        robot's disc, clearance and safety margin: the robot then waits for it to pass rather than move on into its
-        way."""
+    def _yield(self, position: np.ndarray, follower: PathFollower, beyond: float = 0.0) -> bool:
+        """Whether something that moves (a person) was seen lately close ahead, within `YIELD_DISTANCE` (and
+        `beyond` m more) beyond the robot's disc, clearance and safety margin: the robot then waits for it to pass
+        rather than move on into its way."""
         cells = np.argwhere(self._moved >= self.robot.world.time - YIELD_MEMORY)
         if not len(cells):
             return False
         offsets = self.grid.center_of(cells) - position[:2]
         way = follower.point_at(follower.progress + self.params.lookahead) - position[:2]
-        reach = self.driver.radius + self.driver.clearance + self.params.safety_margin + YIELD_DISTANCE
+        reach = self.driver.radius + self.driver.clearance + self.params.safety_margin + YIELD_DISTANCE + beyond
         distance = np.linalg.norm(offsets, axis=1)
         ahead = offsets @ way >= math.cos(YIELD_CONE) * distance * np.linalg.norm(way)
         near = (distance <= reach) & ahead
@@ -509,6 +552,16 @@ def held_by_people(traversable: np.ndarray, walkways: np.ndarray, cells: np.ndar
     people walked lately: those in the way walk on, a wall or furniture does not)."""
     blocked = cells[~traversable[cells[:, 0], cells[:, 1]]]
     return bool(len(blocked)) and bool(walkways[blocked[:, 0], blocked[:, 1]].all())
+
+
+def around_blockage(costs: CostMap, cells: np.ndarray) -> CostMap:
+    """`costs` with a path's blocked cells (`cells` (K, 2) not traversable: people stand there) and
+    `BLOCKAGE_MARGIN` round them shut: a way that does not pass them."""
+    blocked = np.zeros(costs.traversable.shape, dtype=bool)
+    cells = cells[~costs.traversable[cells[:, 0], cells[:, 1]]]
+    blocked[cells[:, 0], cells[:, 1]] = True
+    shut = ndimage.distance_transform_edt(~blocked) * costs.resolution <= BLOCKAGE_MARGIN
+    return CostMap(costs.traversable & ~shut, costs.penalty, costs.clearance, costs.resolution)
 
 
 def with_narrow_passages(costs: CostMap, passable: np.ndarray, radius: float) -> CostMap:
