@@ -40,6 +40,9 @@ FLYING_CLEARANCE = 0.15
 # The TIAGo++ Omni's chassis half extents; the head tops out below TIAGO_HEIGHT even with the torso fully raised.
 TIAGO_CHASSIS_HALF_XY = (0.33, 0.28)
 TIAGO_HEIGHT = 1.5
+# The diameter its chassis corners sweep turning on the spot: the volume placement keeps clear at its start, so
+# that it can turn there (its camera has not seen what stands right behind it).
+TIAGO_REACH = 2 * math.hypot(*TIAGO_CHASSIS_HALF_XY)
 TIAGO_WHEEL_RADIUS = 0.0762  # base_link's origin is the centre of its wheel axles
 
 
@@ -121,7 +124,7 @@ class TiagoOmni(Kind):
         tiago = robot.tiago
         return RobotBody(
             "tiago_omni", "holonomic", self.LINKS, "head_2_link",
-            (("imu_body", BASE_LINK), ("imu_camera", "head_2_link")), "cylinder", (0.7, 0.7, 1.2),
+            (("imu_body", BASE_LINK), ("imu_camera", "head_2_link")), "cylinder", (TIAGO_REACH, TIAGO_REACH, 1.2),
             math.hypot(*TIAGO_CHASSIS_HALF_XY), 0.0, TIAGO_HEIGHT, tiago.max_speed, tiago.max_yaw_rate_deg,
             TIAGO_WHEEL_RADIUS, s_curve=tiago.velocity_profile == "s_curve",
             joint_controllers=(("head_controller", ("head_1_joint", "head_2_joint")),
