@@ -10,6 +10,7 @@ from core.config import RobotConfig
 from core.robot_catalogue import TIAGO_CHASSIS_HALF_XY, robot_body
 from simulation.exploration.drivers import BaseDriver
 from simulation.exploration.metrics import RobotMotion, robot_contacts
+from simulation.exploration.occupancy import FREE, OCCUPIED, Grid2D
 from simulation.physics import StartPose, build_world
 from simulation.physics.environment import ConvexPiece, EnvironmentCollision
 from simulation.robots.tiago_model import lightweight
@@ -82,3 +83,44 @@ def test_a_base_stopped_short_of_a_wall_and_told_to_stay_does_not_drive_on_into_
     # From rest, the twist towards a target a few millimetres off changes by at most the acceleration limit.
     assert speeds[0] <= limits.max_acceleration * CONTROL_EVERY * dt + 1e-9
     assert max(speeds) < 0.05
+
+
+def box_map(lo: tuple[float, float], hi: tuple[float, float], resolution: float = 0.1) -> Grid2D:
+    """A 2D map of the floor round the origin, free but for the cells a box from `lo` to `hi` (x, y) reaches into:
+    what a robot's map holds of it, a whole cell wherever it has any of the box."""
+    origin = np.array([-2.0, -2.0])
+    state = np.full((60, 60), FREE, dtype=np.int8)
+    first = np.floor((np.array(lo) - origin) / resolution).astype(int)
+    last = np.ceil((np.array(hi) - origin) / resolution).astype(int)
+    state[first[0]:last[0], first[1]:last[1]] = OCCUPIED
+    return Grid2D(state, origin, resolution)
+
+
+def test_a_base_that_knows_a_box_does_not_cut_its_corner():
+    """The base goes straight for a point beyond a box's corner, as a carrot on a path round the box pulls it,
+    the straight line taking its chassis through the corner. Told nothing of the box, it drives into it, those steps its own;
+    told its map (`know`), a whole cell round the box's every part, it never touches the box: its guard vetoes every
+    twist whose motion and braking would sweep the chassis into a cell the map holds occupied."""
+    lo, hi = (0.6, 0.45), (1.4, 1.5)
+    piece = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (0.0, 1.0)])
+    target = np.array([2.5, 0.9])
+
+    def drive(known: bool) -> tuple[int, int]:
+        world = build_world(lightweight(), StartPose(0.0, 0.0),
+                            EnvironmentCollision(0.0, (ConvexPiece("/box", None, "hull", piece),)))
+        robot = BaseRobot(world)
+        dt = world.model.opt.timestep
+        driver = BaseDriver(robot, robot_body(RobotConfig(kind="tiago_omni")), CONTROL_EVERY * dt)
+        if known:
+            driver.know(box_map(lo, hi))
+        caused = touching = 0
+        for k in range(round(4.0 / dt)):
+            driver.go(target, 0.0) if k % CONTROL_EVERY == 0 else driver.update()
+            world.step()
+            caused += any(robot_contacts(world, RobotMotion.of(robot)).values())
+            touching += any(robot_contacts(world).values())
+        return touching, caused
+
+    touching, caused = drive(known=False)
+    assert touching > 50 and caused > 50
+    assert drive(known=True) == (0, 0)

@@ -14,7 +14,9 @@ holonomic law gives times the cosine of its heading error (none while facing mor
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -26,6 +28,16 @@ YAW_GAIN = 2.0  # 1/s: yaw rate per radian of heading error
 MAX_ACCELERATION = 1.0  # m/s^2
 MAX_YAW_ACCELERATION = 3.0  # rad/s^2
 FACE_DISTANCE = 0.1  # m: a non-holonomic base faces its target while it is farther than this
+
+
+class TwistGuard(Protocol):
+    """What may veto a base's twists (vx, vy, wz in its frame): simulation.exploration.footprint_guard."""
+
+    def admissible(self, twist: np.ndarray) -> bool:
+        """Whether the base may take `twist` now."""
+
+    def fallbacks(self, wanted: np.ndarray) -> Iterable[np.ndarray]:
+        """Twists to try in turn instead of `wanted`, where it is vetoed."""
 
 
 @dataclass(frozen=True)
@@ -55,9 +67,10 @@ class PlanarController:
         return self._twist.copy()
 
     def command(self, pose: tuple[float, float, float], target: np.ndarray | None, heading: float | None,
-                dt: float) -> np.ndarray:
+                dt: float, guard: TwistGuard | None = None) -> np.ndarray:
         """The twist for the next `dt` s: towards `target` (x, y; None: stay) turning to `heading` (rad;
-        None: keep turning rate zero). `pose` is the base's (x, y, yaw)."""
+        None: keep turning rate zero). `pose` is the base's (x, y, yaw). A `guard`, where given, vetoes twists
+        (`_shape`)."""
         if not dt > 0:
             raise ValueError(f"dt must be > 0, got {dt}")
         x, y, yaw = pose
@@ -73,12 +86,12 @@ class PlanarController:
             local = np.array([max(local[0], 0.0), 0.0])
         rate = 0.0 if heading is None else self.yaw_gain * float(wrap_angle(heading - yaw))
         rate = float(np.clip(rate, -self.limits.max_yaw_rate, self.limits.max_yaw_rate))
-        return self._shape(np.array([local[0], local[1], rate]), dt)
+        return self._shape(np.array([local[0], local[1], rate]), dt, guard)
 
-    def spin(self, rate: float, dt: float) -> np.ndarray:
-        """Turn in place at `rate` rad/s (limited)."""
+    def spin(self, rate: float, dt: float, guard: TwistGuard | None = None) -> np.ndarray:
+        """Turn in place at `rate` rad/s (limited); `guard` as in `command`."""
         rate = float(np.clip(rate, -self.limits.max_yaw_rate, self.limits.max_yaw_rate))
-        return self._shape(np.array([0.0, 0.0, rate]), dt)
+        return self._shape(np.array([0.0, 0.0, rate]), dt, guard)
 
     def track(self, twist: np.ndarray, dt: float) -> np.ndarray:
         """The twist for the next `dt` s towards `twist` (vx, vy, wz; already within the speed limits), within the
@@ -92,10 +105,20 @@ class PlanarController:
         self._twist = np.zeros(3)
         return self._twist.copy()
 
-    def _shape(self, wanted: np.ndarray, dt: float) -> np.ndarray:
+    def _shape(self, wanted: np.ndarray, dt: float, guard: TwistGuard | None = None) -> np.ndarray:
+        """The twist towards `wanted` within the acceleration limits; where a `guard` vetoes it, towards the first
+        of its fallbacks it lets through (a non-holonomic base's, forward only), and failing those, braking."""
+        twist = self._towards(wanted, dt)
+        if guard is not None and not guard.admissible(twist):
+            fallbacks = (f if self.holonomic else np.array([max(f[0], 0.0), 0.0, f[2]]) for f in guard.fallbacks(wanted))
+            twist = next((t for t in (self._towards(f, dt) for f in fallbacks) if guard.admissible(t)),
+                         self._towards(np.zeros(3), dt))
+        self._twist = twist
+        return twist.copy()
+
+    def _towards(self, wanted: np.ndarray, dt: float) -> np.ndarray:
         change = wanted - self._twist
         change[:2] = clip_norm(change[:2], self.limits.max_acceleration * dt)
         change[2] = float(np.clip(change[2], -self.limits.max_yaw_acceleration * dt,
                                   self.limits.max_yaw_acceleration * dt))
-        self._twist = self._twist + change
-        return self._twist.copy()
+        return self._twist + change

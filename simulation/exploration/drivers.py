@@ -12,7 +12,10 @@ A driver's `radius` is the disc the planner keeps clear around the robot's centr
 extra margin on top of it. The UAV needs one: its disc fits its frame's corners exactly, its position
 loop lags the carrot point and cuts corners by about a decimetre, and a person's collision capsule
 reaches a little beyond the body the camera sees. The TIAGo's disc around its base's corners already
-leaves 0.1 m off its front and sides, and a margin on top would shut 1.1 m doorways.
+leaves 0.1 m off its front and sides, and a margin on top would shut 1.1 m doorways. Instead, every twist a ground
+base is sent passes its `FootprintGuard` first (simulation.exploration.footprint_guard): the explorer gives it the
+robot's map at each update (`know`), and a twist whose motion and braking would sweep the chassis into a cell the
+map holds occupied is replaced by one that slides along it, backs off from it, or is slower, or the base brakes.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import numpy as np
 
 from core.config import RobotConfig
 from core.geometry import yaw_of
-from core.robot_catalogue import RobotBody, robot_body
+from core.robot_catalogue import TIAGO_CHASSIS_HALF_XY, RobotBody, robot_body
 from simulation.backend import Robot
 from simulation.control import PlanarController, UavController, UavState
+from simulation.exploration.footprint_guard import FootprintGuard, PoseGuard
+from simulation.exploration.occupancy import Grid2D
 
 PUSH_TOLERANCE = 0.03  # m/s: a UAV flying on its own moves with its controller's reference velocity within 1 cm/s;
 # one whose velocity departs from it by more is being pushed
@@ -101,19 +106,29 @@ class BaseDriver:
         self.robot, self.dt = robot, dt
         self.controller = PlanarController.from_body(body)
         self.radius, self.clearance, self.speed = body.radius, body.clearance, body.max_speed
+        limits = self.controller.limits
+        self.guard = FootprintGuard(footprint(body), limits.max_acceleration, limits.max_yaw_acceleration)
+
+    def know(self, grid: Grid2D) -> None:
+        """The robot's map as it is now: its twists keep the chassis off what the map holds occupied
+        (`FootprintGuard`)."""
+        self.guard.know(grid)
+
+    def _guard(self) -> PoseGuard:
+        return self.guard.at(self._pose(), self.dt)
 
     def _pose(self) -> tuple[float, float, float]:
         pose = self.robot.pose()
         return float(pose[0, 3]), float(pose[1, 3]), yaw_of(pose)
 
     def spin(self) -> None:
-        self.robot.set_command(self.controller.spin(self.controller.limits.max_yaw_rate, self.dt))
+        self.robot.set_command(self.controller.spin(self.controller.limits.max_yaw_rate, self.dt, self._guard()))
 
     def go(self, target: np.ndarray, heading: float, altitude: float | None = None,
            velocity: np.ndarray | None = None) -> None:
         """Drive for the point (x, y) turning to `heading`; `altitude` and `velocity` are ignored (the base
         controller's S-curve shapes its own approach)."""
-        self.robot.set_command(self.controller.command(self._pose(), target, heading, self.dt))
+        self.robot.set_command(self.controller.command(self._pose(), target, heading, self.dt, self._guard()))
 
     def hold(self) -> None:
         """Brake to a stop (within the acceleration limits)."""
@@ -137,6 +152,13 @@ class BaseDriver:
 
     def stop(self) -> None:
         self.robot.set_command(self.controller.stop())
+
+
+def footprint(body: RobotBody) -> tuple[float, float]:
+    """A ground base's footprint, half extents (m): the TIAGo's chassis box, else the box of its collision volume."""
+    if body.kind == "tiago_omni":
+        return TIAGO_CHASSIS_HALF_XY
+    return body.volume_extents[0] / 2, body.volume_extents[1] / 2
 
 
 def make_driver(robot: Robot, config: RobotConfig, dt: float) -> UavDriver | BaseDriver:

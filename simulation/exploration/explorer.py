@@ -215,6 +215,8 @@ class Explorer:
         self._moved[self._moving(layers)] = robot.world.time
         self.walkways = self._walkways()
         self.costs = self._cost_map(self.grid)
+        if not self.flies:
+            self.driver.know(self.grid)
         known = (self.grid.state != UNKNOWN) & self.region
         fraction = float(np.count_nonzero(known) / np.count_nonzero(self.region))
         self.history.append((robot.world.time, fraction))
