@@ -29,14 +29,16 @@ TOLERANCE = 0.1
 DT = 1.0 / 240.0
 IMU_EXCESS = 1.0 + DT / SERVO_TIME_CONSTANT
 MIN_TRAVEL = 1.0  # m from the start, in the horizontal plane
-# Small and quick: depth only at 64x48, no bags; the demo's IMUs and flight as configured.
+# Small and quick: depth only at 64x48, no bags; the demo's IMUs, flying objects and planner as configured. No
+# people: one who walks into the hovering UAV pushes it harder than its own limits allow (the demo's walker does
+# at 14.9 s), and those limits are what is checked here.
 QUICK = ["robot.sensors.cameras.0.width=64", "robot.sensors.cameras.0.height=48",
-         "robot.sensors.cameras.0.outputs=[depth]", "recording.bag_formats=[]"]
+         "robot.sensors.cameras.0.outputs=[depth]", "recording.bag_formats=[]", "humans.count={min: 0, max: 0}"]
 
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory, asset_cache):
-    """The demo config over its whole duration, at a small camera resolution."""
+    """The demo config over its whole duration, at a small camera resolution, without people."""
     run = tmp_path_factory.mktemp("demo") / "run"
     generate(load_experiment(CONFIGS / "demo.yaml", QUICK), run, cache=asset_cache)
     return Recording.open(run)
