@@ -69,6 +69,14 @@ class RobotBody:
     # (controller, its joints): the ros_control controllers a live run takes trajectory_msgs/JointTrajectory
     # commands for, on <ns>/<controller>/command, as the real robot does (simulation.live.commands)
     joint_controllers: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # m: a ground base's chassis half extents, where they are not its collision volume's (the TIAGo's volume is
+    # the circle it sweeps turning)
+    chassis_half_xy: tuple[float, float] | None = None
+
+    @property
+    def footprint(self) -> tuple[float, float]:
+        """A ground base's footprint, half extents (m): its chassis box, else the box of its collision volume."""
+        return self.chassis_half_xy or (self.volume_extents[0] / 2, self.volume_extents[1] / 2)
 
     @property
     def flies(self) -> bool:
@@ -128,7 +136,8 @@ class TiagoOmni(Kind):
             math.hypot(*TIAGO_CHASSIS_HALF_XY), 0.0, TIAGO_HEIGHT, tiago.max_speed, tiago.max_yaw_rate_deg,
             TIAGO_WHEEL_RADIUS, s_curve=tiago.velocity_profile == "s_curve",
             joint_controllers=(("head_controller", ("head_1_joint", "head_2_joint")),
-                               ("torso_controller", ("torso_lift_joint",))))
+                               ("torso_controller", ("torso_lift_joint",))),
+            chassis_half_xy=TIAGO_CHASSIS_HALF_XY)
 
 
 class Custom(Kind):

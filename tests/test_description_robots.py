@@ -17,7 +17,7 @@ from scipy.spatial.transform import Rotation
 from core.config import RobotConfig
 from core.config_io import load_experiment
 from core.errors import ConfigError, InputError
-from core.formats.bags.reader import read_messages
+from core.formats.bags.reader import read_messages, stamp_ns
 from core.recording import Recording
 from core.robot_catalogue import robot_body
 from core.robot_description import load_description
@@ -133,6 +133,29 @@ def test_the_husky_drives_forward_only_and_its_wheels_roll_with_it(husky_run, re
         angles = np.unwrap(positions[wheel.joint])
         expected = (forward.sum() - (turned[-1] - turned[0]) * wheel.y) / wheel.radius
         assert angles[-1] - angles[0] == pytest.approx(expected, rel=0.03, abs=0.05)
+
+
+def test_the_husky_odometry_twist_is_in_base_link(husky_run):
+    """/odom's twist is base_link's velocity in its own frame (x forward), not in the principal axes of its
+    inertia, into which the compiler turns a description's full inertia tensor: integrated over the run, its
+    forward speed gives the distance the base drove along its heading."""
+    recording = Recording.open(husky_run)
+    path = recording.robot_path()
+    yaw = Rotation.from_quat(path.quat_wxyz[:, [1, 2, 3, 0]]).as_euler("xyz")[:, 2]
+    forward = np.einsum("ij,ij->i", np.diff(path.position[:, :2], axis=0),
+                        np.stack([np.cos(yaw[:-1]), np.sin(yaw[:-1])], axis=1)).sum()
+    bag = next((husky_run / "bags").rglob("*.bag"))
+    stamps, linear, turn = [], [], []
+    for _, _, message in read_messages(bag, ["/odom"]):
+        stamps.append(stamp_ns(message.header) * 1e-9)
+        twist = message.twist.twist
+        linear.append([twist.linear.x, twist.linear.y, twist.linear.z])
+        turn.append(twist.angular.z)
+    linear = np.array(linear)
+    assert forward > 0.5
+    assert np.trapezoid(linear[:, 0], stamps) == pytest.approx(forward, rel=0.05)
+    assert np.abs(linear[:, 1:]).max() < 0.05 * np.abs(linear[:, 0]).max()  # no sliding, no climbing
+    assert np.trapezoid(turn, stamps) == pytest.approx(np.unwrap(yaw)[-1] - yaw[0], abs=0.05)
 
 
 def test_a_husky_run_replays_byte_for_byte(husky_run, tmp_path):

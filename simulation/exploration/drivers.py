@@ -26,7 +26,7 @@ import numpy as np
 
 from core.config import RobotConfig
 from core.geometry import yaw_of
-from core.robot_catalogue import TIAGO_CHASSIS_HALF_XY, RobotBody, robot_body
+from core.robot_catalogue import RobotBody, robot_body
 from simulation.backend import Robot
 from simulation.control import PlanarController, UavController, UavState
 from simulation.exploration.footprint_guard import FootprintGuard, PoseGuard
@@ -107,7 +107,7 @@ class BaseDriver:
         self.controller = PlanarController.from_body(body)
         self.radius, self.clearance, self.speed = body.radius, body.clearance, body.max_speed
         limits = self.controller.limits
-        self.guard = FootprintGuard(footprint(body), limits.max_acceleration, limits.max_yaw_acceleration)
+        self.guard = FootprintGuard(body.footprint, limits.max_acceleration, limits.max_yaw_acceleration)
 
     def know(self, grid: Grid2D) -> None:
         """The robot's map as it is now: its twists keep the chassis off what the map holds occupied
@@ -152,13 +152,6 @@ class BaseDriver:
 
     def stop(self) -> None:
         self.robot.set_command(self.controller.stop())
-
-
-def footprint(body: RobotBody) -> tuple[float, float]:
-    """A ground base's footprint, half extents (m): the TIAGo's chassis box, else the box of its collision volume."""
-    if body.kind == "tiago_omni":
-        return TIAGO_CHASSIS_HALF_XY
-    return body.volume_extents[0] / 2, body.volume_extents[1] / 2
 
 
 def make_driver(robot: Robot, config: RobotConfig, dt: float) -> UavDriver | BaseDriver:

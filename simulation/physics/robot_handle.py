@@ -198,7 +198,9 @@ class RobotHandle:
         world = self.world
         world.update_kinematics()
         velocity = np.zeros(6)
-        mujoco.mj_objectVelocity(world.model, world.data, mujoco.mjtObj.mjOBJ_BODY, self.base_body, velocity, 1)
+        # XBODY: base_link's own frame. BODY would be its inertial frame, which the compiler turns to the principal
+        # axes of a description's full inertia tensor (the Husky's: forward along its z).
+        mujoco.mj_objectVelocity(world.model, world.data, mujoco.mjtObj.mjOBJ_XBODY, self.base_body, velocity, 1)
         return velocity[3:].copy(), velocity[:3].copy()
 
     def joint_states(self) -> dict[str, tuple[float, float]]:
