@@ -162,6 +162,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("marked realdata but not using the realdata fixture: " + ", ".join(unguarded))
 
 
+# Execs its arguments with SIGINT at its default: a shell starts background jobs (CI's too) with SIGINT ignored, a
+# child keeps an ignored signal through exec, and Python and the Rerun server then ignore Ctrl-C. (A launcher, not
+# Popen's preexec_fn, which is unsafe in a process with threads.)
+_DEFAULT_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])"
+
+
+def with_default_sigint(args: list[str]) -> list[str]:
+    """`args` to run as a terminal's foreground process would: stopped by Ctrl-C (SIGINT), however the suite was
+    started."""
+    return [sys.executable, "-S", "-c", _DEFAULT_SIGINT, *args]
+
+
 def run_grade(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run the CLI as a user would, in a process of its own (tests/cli_process.py)."""
     return run_cli(list(args), cwd or ROOT, timeout)

@@ -25,7 +25,7 @@ from core.formats.manifest import MANIFEST
 from core.formats.run_info import RUN_FILE
 from core.outputs import LOCK_FILE
 from core.recording import Recording
-from tests.conftest import CONFIGS, TINY_RUN, assert_refused, requires_extra, run_grade
+from tests.conftest import CONFIGS, TINY_RUN, assert_refused, requires_extra, run_grade, with_default_sigint
 from tests.rrd_columns import rrd_columns
 
 LIDAR = "lidar"
@@ -62,7 +62,8 @@ def serve(tmp_path) -> Iterator[Callable[[str], Server]]:
 
     def start(name: str) -> Server:
         port, rrd = _free_port(), tmp_path / f"{name}.rrd"
-        process = subprocess.Popen([str(binary), "--bind", "127.0.0.1", "--port", str(port), "--save", str(rrd)],
+        process = subprocess.Popen(with_default_sigint([str(binary), "--bind", "127.0.0.1", "--port", str(port),
+                                                        "--save", str(rrd)]),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         started.append(process)
         deadline = time.monotonic() + SERVER_START_S

@@ -22,7 +22,7 @@ from core.formats.run_info import read_run_info
 from core.outputs import LOCK_FILE
 from core.recording import Recording
 from pipeline.generate import RECORD_OUTPUTS
-from tests.conftest import CONFIGS, assert_refused, copy_run, run_grade
+from tests.conftest import CONFIGS, assert_refused, copy_run, run_grade, with_default_sigint
 
 pytestmark = pytest.mark.slow
 
@@ -133,11 +133,8 @@ def test_wait_queues_behind_the_writer_then_finds_the_run_done(tmp_path, assets)
 
 def test_ctrl_c_says_how_to_resume_and_the_rerun_completes(tmp_path, assets):
     run_dir = tmp_path / "run"
-    # A shell starts background jobs (CI's too) with SIGINT ignored, and Python keeps an ignored SIGINT:
-    # give the child the default disposition, as a terminal's foreground process has.
-    process = subprocess.Popen(grade_args(run_dir, assets, LONGER), cwd=tmp_path, env=env(), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(with_default_sigint(grade_args(run_dir, assets, LONGER)), cwd=tmp_path, env=env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not any(run_dir.glob(".record.*.partial/gt")) and time.monotonic() < deadline:
         time.sleep(0.05)
