@@ -6,13 +6,17 @@ Run: .venv/bin/python benchmarks/exploration.py [--budget 120] [--scenes flat,ho
      (robots: uav, lightweight, physical, and the description robots husky (the Clearpath Husky URDF of
      ../shared/realdata, differential) and quadrotor (an MJCF quadrotor this script writes, floating))
      [--planners frontier,tour] [--seed 42 | --seeds A-B] [--results FILE.jsonl] [--humans MIN,MAX]
-     [--objects MIN,MAX] [--resolution 0.1] [--uav-speed M/S] [--cache DIR] [--smoke]
+     [--objects MIN,MAX] [--resolution 0.1] [--uav-speed M/S] [--cache DIR] [--contacts] [--smoke]
      .venv/bin/python benchmarks/exploration.py --demo [--planners frontier,tour]
 
 --seeds A-B (or A,B,...): each seed's flat (its rooms, furniture, people and objects), then the distribution per
 robot and planner: the coverage at the budget (min, median, share of seeds at 0.9 or more) and the contacts.
 --results FILE: each run's row is added to FILE (JSON lines) as it ends, and runs already there (same scene,
-robot, planner, seed and budget) are not run again: a long sweep is split into several calls. --smoke: the UAV in
+robot, planner, seed and budget) are not run again: a long sweep is split into several calls. --contacts: each
+contact the robot caused, as it ends its run: its simulation time span and physics steps, what it touched, the
+contact point's bearing off the robot's heading (its camera's field of view: 100 deg) and the velocity the robot
+commands into it against the one the other body comes on with (negative: it moves away); who moved into whom.
+--smoke: the UAV in
 the flat with 1 human and 1 flying object, each planner for 1 simulated second; with --demo, 0.25 s of the demo
 with a 96x72 camera (the figures mean nothing). --cache: the asset cache to convert into (default: a temporary
 folder; --demo converts into its own).
@@ -43,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -58,7 +63,7 @@ from pipeline.generate import generate
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import Explorer
-from simulation.exploration.metrics import MoverVelocities, RobotMotion, robot_contacts, rooms, rooms_visited
+from simulation.exploration.metrics import Contact, MoverVelocities, RobotMotion, contact_points, rooms, rooms_visited
 from simulation.mission import RobotMission
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,7 +88,7 @@ ROBOTS = {  # name -> overrides
                   "robot.sensors.cameras.0.mount.link=camera_mount"],
 }
 HOUSE = ROOT.parent / "shared" / "realdata" / "front3d" / "0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"
-SMOKE = {"robots": "uav", "budget": 1.0, "humans": [1, 1], "objects": [1, 1]}
+SMOKE = {"robots": "uav", "budget": 1.0, "humans": [1, 1], "objects": [1, 1], "contacts": True}
 SMOKE_DEMO = ["simulation.duration=0.25", "simulation.bootstrap=0.25", "humans.count={min: 1, max: 1}",
               "flying_objects.count={min: 1, max: 1}", "robot.sensors.cameras.0.width=96",
               "robot.sensors.cameras.0.height=72"]
@@ -121,16 +126,19 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
     end = world.time + config.simulation.bootstrap + config.simulation.duration
     mission = RobotMission(robot, config, prepared.environment, world.time + config.simulation.bootstrap, end)
     contacts, path, last = [0, 0], [0.0], [robot.pose()[:2, 3].copy()]
-    movers = MoverVelocities(world.physics)
+    movers, events = MoverVelocities(world.physics), []
     while mission.tick() and mission.result.exploration is None:
         world.step()
         pose = robot.pose()
         # Steps in contact the robot caused (its command moved it towards what it touches faster than that came
         # on) and other steps in contact (a person or object walked or flew into it).
-        caused = robot_contacts(world.physics, RobotMotion.of(robot), movers.step())
-        if any(caused.values()):
+        points = contact_points(world.physics, RobotMotion.of(robot), movers.step())
+        caused = [c for c in points if c.caused]
+        if caused:
             contacts[0] += 1
-        elif any(robot_contacts(world.physics).values()):
+            if args.contacts:
+                note_contact(events, world.time, world.timestep, pose, max(caused, key=lambda c: c.own - c.theirs))
+        elif points:
             contacts[1] += 1
         path[0] += float(np.linalg.norm(pose[:2, 3] - last[0]))
         last[0] = pose[:2, 3].copy()
@@ -143,7 +151,30 @@ def run(scene: str, name: str, planner: str, args: argparse.Namespace, work: Pat
             "floor": floor.area,
             "coverage": at, "history": floor.history, "path": path[0], "speed": path[0] / seconds,
             "collisions": contacts[0], "pushed": contacts[1], "replans": result.replans,
-            "plan_cpu": result.planning_time / seconds, "end": f"{result.reason} {result.time:.0f}s"}
+            "plan_cpu": result.planning_time / seconds, "end": f"{result.reason} {result.time:.0f}s",
+            **({"contact_events": events} if args.contacts else {})}
+
+
+def note_contact(events: list[dict], time: float, step: float, pose: np.ndarray, contact: Contact) -> None:
+    """Add a physics step at simulation `time` in a contact the robot caused to `events`: the step right after an
+    event's last one, with the same body, extends it. An event keeps its first step's bearing of the contact
+    point off the robot's heading and both sides' velocities into it."""
+    last = events[-1] if events else None
+    if last is not None and last["body"] == contact.body and time - last["end"] <= 1.5 * step:
+        last["end"], last["steps"] = time, last["steps"] + 1
+        return
+    offset = contact.point[:2] - pose[:2, 3]
+    bearing = math.atan2(offset[1], offset[0]) - math.atan2(pose[1, 0], pose[0, 0])
+    events.append({"start": time, "end": time, "steps": 1, "body": contact.body,
+                   "bearing_deg": math.degrees(math.remainder(bearing, 2 * math.pi)),
+                   "own": contact.own, "theirs": contact.theirs})
+
+
+def contact_lines(row: dict) -> list[str]:
+    """A run's contacts the robot caused, one line each (--contacts)."""
+    return [f"  {e['start']:.3f}-{e['end']:.3f} s, {e['steps']} steps: {e['body']}, {e['bearing_deg']:+.0f} deg off "
+            f"its heading; it commands {e['own']:.2f} m/s into it, that comes on at {e['theirs']:+.2f} m/s"
+            for e in row.get("contact_events", [])]
 
 
 def demo(planner: str, work: Path, overrides: list[str] | None = None) -> str:
@@ -238,6 +269,8 @@ def main() -> None:
     parser.add_argument("--uav-speed", type=float, default=None, help="robot.uav.max_speed (default: the config's)")
     parser.add_argument("--demo", action="store_true", help="record configs/demo.yaml with each planner instead")
     parser.add_argument("--cache", type=Path, default=None, help="asset cache (default: a temporary folder)")
+    parser.add_argument("--contacts", action="store_true",
+                        help="list each contact the robot caused: when, what, where, both sides' velocities")
     parser.add_argument("--smoke", action="store_true", help="the smallest run (meaningless figures)")
     args = parser.parse_args()
     if args.smoke:
@@ -269,7 +302,8 @@ def main() -> None:
                                     file.write(json.dumps(row) + "\n")
                         rows.append(row)
                         print(f"done {scene} {name} {planner} seed {seed}: {row['coverage'][-1]:.3f}, "
-                              f"{row['collisions']} steps in contact, {row['end']}", flush=True)
+                              f"{row['collisions']} steps in contact, {row['end']}", *contact_lines(row),
+                              sep="\n", flush=True)
     rows.sort(key=key)
     print(f"\nbudget {args.budget:.0f} s; coverage of the reachable floor at 15, 30, 60, 120 s (the last value once "
           f"exploration ended); coll.: physics steps in a contact the robot caused; pushed: steps in which only a "

@@ -25,8 +25,10 @@ from simulation.exploration import ExplorationArea, ExplorerParams
 from simulation.exploration.drivers import UavDriver
 from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.metrics import (
+    CREEP,
     MoverVelocities,
     RobotMotion,
+    contact_points,
     coverage,
     flight_map,
     reachable_free,
@@ -297,11 +299,12 @@ class CommandedRobot(PhysicsRobot):
         return self._command.copy()
 
 
-def contact_steps(environment, walk, seconds: float, start=None, fly=None, hold_still=False) -> tuple[int, int]:
+def contact_steps(environment, walk, seconds: float, start=None, fly=None, hold_still=False,
+                  points: list | None = None) -> tuple[int, int]:
     """(steps in contact, steps of those the UAV caused by `robot_contacts`'s rule, from its command) for a UAV
     at the origin, 1 m up, holding where it is through its driver (`hold_still`: a set point that stays where it
     was, which does not give way) or flying at the velocity `fly`, while a person (a capsule) stands or walks at
-    `walk(t)` (x, y of its feet; None: far off)."""
+    `walk(t)` (x, y of its feet; None: far off). `points` receives each step's `contact_points`."""
     person, config = human_body("walker"), RobotConfig()
     world = build_world(uav(), StartPose(0.0, 0.0, 1.0, 0.0), environment, [person])
     robot = CommandedRobot(world)
@@ -323,8 +326,11 @@ def contact_steps(environment, walk, seconds: float, start=None, fly=None, hold_
         world.step()
         state = UavState.from_joint_states(world.joint_states())
         motion = RobotMotion(state.position, state.velocity, robot.command()[:3])
-        caused += any(robot_contacts(world, motion, movers.step()).values())
+        velocities = movers.step()
+        caused += any(robot_contacts(world, motion, velocities).values())
         touching += any(robot_contacts(world).values())
+        if points is not None:
+            points.append(contact_points(world, motion, velocities))
     return touching, caused
 
 
@@ -357,6 +363,24 @@ def test_the_uav_causes_a_contact_only_through_the_velocity_it_commands():
     assert touching > 100 and caused == 0  # pressed against the wall, by the person
     touching, caused = contact_steps(environment, lambda t: None, 1.5, fly=[0.3, 0.0, 0.0])
     assert touching > 100 and caused == touching
+
+
+def test_each_contact_point_says_what_the_uav_touched_and_who_moved_into_whom():
+    """`contact_points` on two of the cases above. Flying at 0.3 m/s into a person standing ahead: every point is
+    on the person, ahead of the UAV, which heads into it at up to its speed while the person comes on at 0; the
+    UAV's, each. A person walking at 1.5 m/s into the hovering UAV: they come on at their speed, and the UAV
+    commands nothing into them; theirs, each."""
+    flying: list = []
+    contact_steps(None, lambda t: (0.8, 0.0), 3.0, fly=[0.3, 0.0, 0.0], points=flying)
+    flying = [c for step in flying for c in step]
+    assert len(flying) > 300 and {(c.what, c.body) for c in flying} == {("human", "human/walker")}
+    assert all(c.point[0] > UAV_FRAME_HALF_SIZE[0] - 0.01 and c.theirs == 0.0 and c.caused for c in flying)
+    assert max(c.own for c in flying) == pytest.approx(0.3, abs=0.01)
+    walked: list = []
+    contact_steps(None, lambda t: (-1.5 + 1.5 * t, 0.0), 3.0, points=walked)
+    first = next(step for step in walked if step)
+    assert all(c.body == "human/walker" and c.point[0] < 0 and not c.caused for c in first)
+    assert all(c.theirs == pytest.approx(1.5, abs=0.05) and abs(c.own) <= CREEP for c in first)
 
 
 # ---------------------------------------------------------------- frontier clusters and viewpoints

@@ -11,6 +11,7 @@
 - `robot_contacts`: current MuJoCo contacts of the robot's chassis with the environment, people, objects
   (or only those the robot caused: it causes a contact only through the velocity it commands, `RobotMotion`;
   those a person or object caused, walking or flying into it, dragging it or pressing it against a wall, apart);
+  `contact_points`: each of them, what it touches and both sides' velocities into it (who moved into whom);
   `MoverVelocities`: how fast people and objects (MuJoCo mocap bodies, which have no velocity of their own) moved
   over the last step.
 - `box_overlap`: ground-truth occupied cells or voxels inside the robot's body box (shrunk by a cell,
@@ -166,6 +167,55 @@ class RobotMotion:
         return cls(pose[:3, 3].copy(), pose[:3, :3] @ robot.velocity()[0], commanded)
 
 
+@dataclass(frozen=True)
+class Contact:
+    """One contact point of the robot's chassis / frame at a physics step (`contact_points`)."""
+
+    what: str  # "environment" (static geometry), "human" or "object"
+    body: str  # what it touches: the kinematic body's name (human/..., object/...), or the static geom's
+    point: np.ndarray  # (3,) world, m
+    own: float  # m/s: the velocity the robot commands, towards the point (0 without the robot's motion)
+    theirs: float  # m/s: the other body's own velocity towards the robot there (the environment's: none)
+
+    @property
+    def caused(self) -> bool:
+        """The robot's (`robot_contacts`): it heads into the point faster, by more than `CREEP`, than the other
+        comes on."""
+        return self.own > max(self.theirs, 0.0) + CREEP
+
+
+def contact_points(world: PhysicsWorld, motion: RobotMotion | None = None,
+                   movers: np.ndarray | None = None) -> list[Contact]:
+    """Current contacts of the robot's chassis / frame with static geometry, people and objects (the floor plane
+    excluded), with the robot's `motion` and the `movers`' velocities (`robot_contacts`) resolved at each."""
+    model, data = world.model, world.data
+    found = []
+    for index in range(data.ncon):
+        pair = data.contact.geom[index]
+        types = model.geom_contype[pair]
+        if not (types[0] & CHASSIS_BIT or types[1] & CHASSIS_BIT):
+            continue
+        other = int(pair[1] if types[0] & CHASSIS_BIT else pair[0])
+        kind = model.geom_contype[other]
+        body = int(model.geom_bodyid[other])
+        if kind & STATIC_BIT:
+            what, name, mocap = "environment", model.geom(other).name or f"geom {other}", None
+        elif kind & KINEMATIC_BIT:
+            name = model.body(body).name
+            what, mocap = ("human" if name.startswith("human/") else "object"), int(model.body_mocapid[body])
+        else:
+            continue
+        point = data.contact.pos[index].copy()
+        own = theirs = 0.0
+        if motion is not None:
+            towards = point - motion.position
+            towards /= max(float(np.linalg.norm(towards)), 1e-9)
+            own = float(np.dot(motion.commanded, towards))
+            theirs = 0.0 if mocap is None or movers is None else -float(np.dot(movers[mocap], towards))
+        found.append(Contact(what, name, point, own, theirs))
+    return found
+
+
 def robot_contacts(world: PhysicsWorld, motion: RobotMotion | None = None,
                    movers: np.ndarray | None = None) -> dict[str, int]:
     """Current contacts of the robot's chassis / frame, by what it touches: "environment" (static
@@ -179,31 +229,10 @@ def robot_contacts(world: PhysicsWorld, motion: RobotMotion | None = None,
     gives way or presses it against a wall, moves it, but it does not command that motion: those contacts are
     theirs, whatever the robot's measured velocity; a robot flying or driving into a wall, into someone standing
     or faster into someone coming on, or whose hold flies it back into whoever pushed it, caused them."""
-    model, data = world.model, world.data
     counts = {"environment": 0, "human": 0, "object": 0}
-    for index in range(data.ncon):
-        pair = data.contact.geom[index]
-        types = model.geom_contype[pair]
-        if not (types[0] & CHASSIS_BIT or types[1] & CHASSIS_BIT):
-            continue
-        other = int(pair[1] if types[0] & CHASSIS_BIT else pair[0])
-        kind = model.geom_contype[other]
-        body = int(model.geom_bodyid[other])
-        if kind & STATIC_BIT:
-            what, mocap = "environment", None
-        elif kind & KINEMATIC_BIT:
-            what = "human" if model.body(body).name.startswith("human/") else "object"
-            mocap = int(model.body_mocapid[body])
-        else:
-            continue
-        if motion is not None:
-            towards = data.contact.pos[index] - motion.position
-            towards /= max(float(np.linalg.norm(towards)), 1e-9)
-            own = float(np.dot(motion.commanded, towards))
-            theirs = 0.0 if mocap is None or movers is None else -float(np.dot(movers[mocap], towards))
-            if own <= max(theirs, 0.0) + CREEP:
-                continue
-        counts[what] += 1
+    for contact in contact_points(world, motion, movers):
+        if motion is None or contact.caused:
+            counts[contact.what] += 1
     return counts
 
 
