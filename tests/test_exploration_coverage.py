@@ -43,7 +43,7 @@ def test_run_json_reports_the_benchmarks_reachable_floor_coverage_of_the_same_ru
     """The benchmark's run and `grade generate` of the same config (the benchmark's small depth camera, one
     person) give the same coverage at every map update, from the end of the bootstrap; `grade view` plots it."""
     args = argparse.Namespace(seed=42, cache=asset_cache, resolution=RES, humans=[1, 1], objects=[0, 0],
-                              uav_speed=None, budget=BUDGET)
+                              uav_speed=None, budget=BUDGET, contacts=False)
     row = benchmark.run("flat", "uav", "tour", args, tmp_path)
     config = benchmark.experiment("flat", "uav", "tour", args, tmp_path)
     run = generate(config, tmp_path / "run", cache=asset_cache).run
