@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, requires_extra
+from conftest import ROOT, requires_extra, with_default_sigint
 
 from core.errors import ConfigError, GradeError, InputError
 from core.formats.bags import messages as m
@@ -145,9 +145,9 @@ def test_topics_and_ros2_type_names_are_discovered_by_cyclone_tools(domain):
 
         # The tool builds a reader from the type it fetches over XTypes and the writer's QoS: transient local on
         # /tf_static, so it gets the static transforms written before it started, decoded from rosbags' bytes.
-        proc = subprocess.Popen([str(CLI), "subscribe", "rt/tf_static", "-i", str(domain), "-r", "1s",
-                                 "--suppress-progress-bar", "--color", "none"], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=cli_env())
+        proc = subprocess.Popen(with_default_sigint([str(CLI), "subscribe", "rt/tf_static", "-i", str(domain), "-r",
+                                                     "1s", "--suppress-progress-bar", "--color", "none"]),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=cli_env())
         try:
             out = read_until(proc, ["child_frame_id='camera_link'", "child_frame_id='imu_link'"], DEADLINE_S)
         finally:
