@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -208,7 +209,7 @@ def test_short_help_completion_and_verbosity_options(tmp_path, asset_cache):
     # (the suite's own may have none: run detached, pytest's parent is init). The second command keeps bash from
     # exec'ing grade in its place.
     grade = Path(sys.executable).with_name("grade")
-    completion = subprocess.run(["bash", "-c", f"'{grade}' --show-completion; exit $?"], capture_output=True,
+    completion = subprocess.run(["bash", "-c", f"{shlex.quote(str(grade))} --show-completion; exit $?"], capture_output=True,
                                 text=True, timeout=60, check=False)
     assert completion.returncode == 0 and "_grade_completion" in completion.stdout, completion.stdout + completion.stderr
     assert_refused(run_grade("-v", "-q", "config", "validate", str(CONFIGS / "demo.yaml")), "-v/-q")
