@@ -53,7 +53,7 @@ CASES = {
     "backend.py": Case(("--out", "{out}", "--cache", "{cache}"), "speed ratio against MuJoCo's renderer", fresh=True),
     "batch_scaling.py": Case(("--out", "{out}", "--cache", "{cache}"), "absolute scaling 1 -> 2 workers"),
     "blur.py": Case((), "fast: "),
-    "cli_startup.py": Case((), "grade export coco --help"),
+    "cli_startup.py": Case(("--cache", "{cache}"), "grade generate (tiny"),
     "convert_amass.py": Case(("--sample", "{realdata}/amass/dmpl_sample.npz"), "points  :", realdata=True),
     "convert_front3d.py": Case(("{realdata}/front3d/0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json",), "package size",
                                realdata=True),
