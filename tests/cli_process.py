@@ -12,6 +12,7 @@ as the console script would.
 from __future__ import annotations
 
 import functools
+import gc
 import multiprocessing
 import multiprocessing.forkserver
 import os
@@ -78,6 +79,7 @@ def run_in_child(call: Callable[[], object], stdout: str, stderr: str) -> int:
 
 
 def _child(args: list[str], cwd: str, stdout: str, stderr: str, sys_path: list[str]) -> None:
+    gc.freeze()  # the server's imports live as long as the child: its collections need not walk them
     sys.path[:] = sys_path
     os.environ.update(CLI_ENV)
     os.chdir(cwd)
