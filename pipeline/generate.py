@@ -28,7 +28,6 @@ from core.formats.run_info import (
     write_run_info,
 )
 from core.formats.run_layout import RECORD_OUTPUTS
-from core.formats.scene_layout import read_scene_layout
 from core.progress import console, get_logger, make_progress
 from core.robot_catalogue import KINDS, Custom
 from core.rundir import Stopwatch, content_hash, sha256_file
@@ -175,6 +174,8 @@ def _asset_hashes(prepared) -> dict[str, str]:
 
 def _asset_records(scene: Path) -> list[AssetRecord]:
     """The packages the scene places, each once, in scene order."""
+    from core.formats.scene_layout import read_scene_layout  # USD (70 MB): not for a run refused before it starts
+
     layout = read_scene_layout(scene)
     placed = [layout.environment, *layout.humans, *layout.objects, *layout.animals]
     return [asset_record(package) for package in dict.fromkeys(p.package for p in placed)]

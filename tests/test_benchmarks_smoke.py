@@ -80,6 +80,7 @@ CASES = {
     "realism.py": Case(("--out", "{out}", "--cache", "{cache}", "--house",
                         "{realdata}/front3d/0a17c68b-b74d-4d81-afe4-bc2ed405f0ec.json"), "Cycles target",
                        extra="bpy", realdata=True),
+    "refusals.py": Case((), "slowest: "),
     "render.py": Case(("--profile",), "96x54: "),
     "replay_speed.py": Case(("--run", "{run}", "--out", "{out}", "--cache", "{cache}"), "physics: "),
     "slam.py": Case(("--out", "{out}", "--cache", "{cache}"), "orbslam3-rgbd on dynamic", extra="pyorbslam3"),
