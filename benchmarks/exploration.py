@@ -14,8 +14,9 @@ robot and planner: the coverage at the budget (min, median, share of seeds at 0.
 --results FILE: each run's row is added to FILE (JSON lines) as it ends, and runs already there (same scene,
 robot, planner, seed and budget) are not run again: a long sweep is split into several calls. --contacts: each
 contact the robot caused, as it ends its run: its simulation time span and physics steps, what it touched, the
-contact point's bearing off the robot's heading (its camera's field of view: 100 deg) and the velocity the robot
-commands into it against the one the other body comes on with (negative: it moves away); who moved into whom.
+contact point's bearing off the robot's heading (its camera's field of view: 100 deg; a UAV's X frame is touched
+at its arm tips, +-45 deg) and, for a person or object, its centre's, and the velocity the robot commands into it
+against the one the other body comes on with (negative: it moves away); who moved into whom.
 --smoke: the UAV in
 the flat with 1 human and 1 flying object, each planner for 1 simulated second; with --demo, 0.25 s of the demo
 with a 96x72 camera (the figures mean nothing). --cache: the asset cache to convert into (default: a temporary
@@ -163,17 +164,24 @@ def note_contact(events: list[dict], time: float, step: float, pose: np.ndarray,
     if last is not None and last["body"] == contact.body and time - last["end"] <= 1.5 * step:
         last["end"], last["steps"] = time, last["steps"] + 1
         return
-    offset = contact.point[:2] - pose[:2, 3]
-    bearing = math.atan2(offset[1], offset[0]) - math.atan2(pose[1, 0], pose[0, 0])
     events.append({"start": time, "end": time, "steps": 1, "body": contact.body,
-                   "bearing_deg": math.degrees(math.remainder(bearing, 2 * math.pi)),
+                   "bearing_deg": bearing_deg(pose, contact.point),
+                   "origin_deg": None if contact.origin is None else bearing_deg(pose, contact.origin),
                    "own": contact.own, "theirs": contact.theirs})
+
+
+def bearing_deg(pose: np.ndarray, point: np.ndarray) -> float:
+    """The bearing (deg, (-180, 180]) of `point` off the heading of the robot at `pose`, in the ground plane."""
+    offset = point[:2] - pose[:2, 3]
+    bearing = math.atan2(offset[1], offset[0]) - math.atan2(pose[1, 0], pose[0, 0])
+    return math.degrees(math.remainder(bearing, 2 * math.pi))
 
 
 def contact_lines(row: dict) -> list[str]:
     """A run's contacts the robot caused, one line each (--contacts)."""
-    return [f"  {e['start']:.3f}-{e['end']:.3f} s, {e['steps']} steps: {e['body']}, {e['bearing_deg']:+.0f} deg off "
-            f"its heading; it commands {e['own']:.2f} m/s into it, that comes on at {e['theirs']:+.2f} m/s"
+    return [f"  {e['start']:.3f}-{e['end']:.3f} s, {e['steps']} steps: {e['body']}, touched {e['bearing_deg']:+.0f} deg "
+            "off its heading" + ("" if e.get("origin_deg") is None else f", its centre at {e['origin_deg']:+.0f} deg")
+            + f"; it commands {e['own']:.2f} m/s into it, that comes on at {e['theirs']:+.2f} m/s"
             for e in row.get("contact_events", [])]
 
 

@@ -376,11 +376,14 @@ def test_each_contact_point_says_what_the_uav_touched_and_who_moved_into_whom():
     assert len(flying) > 300 and {(c.what, c.body) for c in flying} == {("human", "human/walker")}
     assert all(c.point[0] > UAV_FRAME_HALF_SIZE[0] - 0.01 and c.theirs == 0.0 and c.caused for c in flying)
     assert max(c.own for c in flying) == pytest.approx(0.3, abs=0.01)
+    # Where the person is, not where they touch: the body origin placed 0.8 m ahead.
+    assert all(c.origin[:2] == pytest.approx([0.8, 0.0], abs=1e-6) for c in flying)
     walked: list = []
     contact_steps(None, lambda t: (-1.5 + 1.5 * t, 0.0), 3.0, points=walked)
     first = next(step for step in walked if step)
     assert all(c.body == "human/walker" and c.point[0] < 0 and not c.caused for c in first)
     assert all(c.theirs == pytest.approx(1.5, abs=0.05) and abs(c.own) <= CREEP for c in first)
+    assert all(c.origin[0] < c.point[0] < 0 and c.origin[1] == pytest.approx(0.0, abs=1e-6) for c in first)
 
 
 # ---------------------------------------------------------------- frontier clusters and viewpoints

@@ -176,6 +176,8 @@ class Contact:
     point: np.ndarray  # (3,) world, m
     own: float  # m/s: the velocity the robot commands, towards the point (0 without the robot's motion)
     theirs: float  # m/s: the other body's own velocity towards the robot there (the environment's: none)
+    origin: np.ndarray | None = None  # (3,) world, m: a person's or object's body origin (where they are, not
+    # where they touch: a UAV's X frame is touched at its arm tips, ±45° off its heading, wherever they came from)
 
     @property
     def caused(self) -> bool:
@@ -212,7 +214,7 @@ def contact_points(world: PhysicsWorld, motion: RobotMotion | None = None,
             towards /= max(float(np.linalg.norm(towards)), 1e-9)
             own = float(np.dot(motion.commanded, towards))
             theirs = 0.0 if mocap is None or movers is None else -float(np.dot(movers[mocap], towards))
-        found.append(Contact(what, name, point, own, theirs))
+        found.append(Contact(what, name, point, own, theirs, None if mocap is None else data.xpos[body].copy()))
     return found
 
 
