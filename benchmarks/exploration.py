@@ -60,6 +60,7 @@ from core.config import ExperimentConfig
 from core.config_io import load_experiment
 from core.formats.occupancy import read_occupancy
 from core.formats.states import STATES_FILE, load_robot_path
+from core.geometry import yaw_of
 from pipeline.generate import generate
 from pipeline.prepare import prepare
 from simulation.embedded import EmbeddedWorld
@@ -173,7 +174,7 @@ def note_contact(events: list[dict], time: float, step: float, pose: np.ndarray,
 def bearing_deg(pose: np.ndarray, point: np.ndarray) -> float:
     """The bearing (deg, (-180, 180]) of `point` off the heading of the robot at `pose`, in the ground plane."""
     offset = point[:2] - pose[:2, 3]
-    bearing = math.atan2(offset[1], offset[0]) - math.atan2(pose[1, 0], pose[0, 0])
+    bearing = math.atan2(offset[1], offset[0]) - yaw_of(pose)
     return math.degrees(math.remainder(bearing, 2 * math.pi))
 
 

@@ -35,7 +35,8 @@ def batch(seeds: list[int], variants: list[dict]) -> str:
     return f"base: {DEMO}\nseeds: {seeds}\nvariants: [{listed}]\n"
 
 
-# name: (what to put at the config's path: its text, or a function making it), the command after `grade`.
+# name: what to put at the config's path (its text, or a function making it there); `batch ...` cases run
+# `grade batch`, the others `grade config validate`.
 YAML: dict[str, str | Callable[[Path], None]] = {
     "alias bomb (10^9 values)": alias_bomb(10, 9),
     "alias cycle": "a: &a [*a]\n",
@@ -56,10 +57,9 @@ def refuse(args: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     """Wall s, peak resident MB and exit status of `grade ARGS`."""
     start = time.perf_counter()
     process = subprocess.Popen([str(GRADE), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss / 1024, process.returncode
+    _, status, usage = os.wait4(process.pid, 0)  # reaps it, with its own peak memory
+    process.returncode = os.waitstatus_to_exitcode(status)  # so that Popen does not wait for it again
+    return time.perf_counter() - start, usage.ru_maxrss / 1024, process.returncode
 
 
 def cases(folder: Path, smoke: bool) -> list[tuple[str, list[str], dict[str, str]]]:

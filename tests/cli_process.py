@@ -62,6 +62,7 @@ def project_modules() -> list[str]:
 def run_in_child(call: Callable[[], object], stdout: str, stderr: str) -> int:
     """In a forked child: file descriptors 1 and 2 (C libraries' output too) to the files `stdout` and `stderr`,
     then `call()`; its exit status as the interpreter gives it (an exception other than SystemExit goes on)."""
+    gc.freeze()  # the server's imports live as long as the child: its collections need not walk them
     for fd, path in ((1, stdout), (2, stderr)):
         target = os.open(path, os.O_WRONLY | os.O_TRUNC)
         os.dup2(target, fd)
@@ -79,7 +80,6 @@ def run_in_child(call: Callable[[], object], stdout: str, stderr: str) -> int:
 
 
 def _child(args: list[str], cwd: str, stdout: str, stderr: str, sys_path: list[str]) -> None:
-    gc.freeze()  # the server's imports live as long as the child: its collections need not walk them
     sys.path[:] = sys_path
     os.environ.update(CLI_ENV)
     os.chdir(cwd)

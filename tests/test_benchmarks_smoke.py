@@ -12,7 +12,6 @@ size means nothing; the test checks that the script exits 0 and prints the line 
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import resource
@@ -100,7 +99,6 @@ def test_every_benchmark_has_a_smoke_case():
 def _run_script(script: str, args: list[str], cwd: str, stdout: str, stderr: str, usage: str) -> None:
     """In the forked child: run `script` as `python script ARGS` would, its output to files, and write the CPU
     seconds it took (its own and its children's) to `usage`."""
-    gc.freeze()  # the server's imports live as long as the child: its collections need not walk them
     sys.path[:] = [str(Path(script).parent), *_CLEAN_SYS_PATH]
     sys.dont_write_bytecode = True
     tempfile.tempdir = cwd
