@@ -3,7 +3,8 @@ against tour planner: coverage over time, path, speed, collisions, replans, plan
 scene or the distribution over many.
 
 Run: .venv/bin/python benchmarks/exploration.py [--budget 120] [--scenes flat,house] [--robots uav,lightweight]
-     (robots: uav, lightweight, physical, and the description robots husky (the Clearpath Husky URDF of
+     (robots: uav, uav4 (the UAV with depth cameras to its left, back and right as well, all four mapping:
+     exploration.cameras), lightweight, physical, and the description robots husky (the Clearpath Husky URDF of
      ../shared/realdata, differential) and quadrotor (an MJCF quadrotor this script writes, floating))
      [--planners frontier,tour] [--seed 42 | --seeds A-B] [--results FILE.jsonl] [--humans MIN,MAX]
      [--objects MIN,MAX] [--resolution 0.1] [--uav-speed M/S] [--cache DIR] [--contacts] [--smoke]
@@ -79,8 +80,16 @@ QUADROTOR = """<mujoco model="quadrotor"><worldbody><body name="base_link"><free
   <geom name="frame" type="box" size="0.22 0.22 0.05" mass="0" rgba="0.2 0.3 0.8 1"/>
   <body name="camera_mount" pos="0.12 0 -0.02"/></body></worldbody></mujoco>"""
 TIAGO_CAMERA = ["robot.sensors.cameras.0.mount.link=head_2_link", "robot.sensors.cameras.0.mount.rpy_deg=[0,25,0]"]
+# Four depth cameras at right angles on the UAV's camera link: the first as every robot's, the others mapping too.
+FRONT_CAMERA = "{name: camera, mount: {link: camera_link, translation: [0.1, 0, 0]}}"
+SIDE_CAMERAS = ", ".join(f"{{name: {name}, mount: {{link: camera_link, translation: {xy}, rpy_deg: [0, 0, {yaw}]}}, "
+                         "width: 64, height: 48, fov_deg: 100, outputs: [depth]}"
+                         for name, xy, yaw in (("left", [0, 0.1, 0], 90), ("back", [-0.1, 0, 0], 180),
+                                               ("right", [0, -0.1, 0], -90)))
 ROBOTS = {  # name -> overrides
     "uav": ["robot.kind=uav"],
+    "uav4": ["robot.kind=uav", f"robot.sensors.cameras=[{FRONT_CAMERA}, {SIDE_CAMERAS}]",
+             "exploration.cameras=[camera, left, back, right]"],
     "lightweight": ["robot.kind=tiago_omni", "robot.tiago.model=lightweight", *TIAGO_CAMERA],
     "physical": ["robot.kind=tiago_omni", "robot.tiago.model=physical", *TIAGO_CAMERA],
     "husky": ["robot.kind=custom", f"robot.description={HUSKY}", "robot.drive=differential",

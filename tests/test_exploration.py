@@ -329,6 +329,11 @@ def test_bad_exploration_settings_name_the_field(tmp_path):
     with pytest.raises(ConfigError) as error:
         ExplorerParams.from_config(config, camera="no_such_camera")
     assert "no_such_camera" in error.value.message
+    for cameras, mention in (("[camera, back]", "['back'], which robot does not carry"),
+                             ("[camera, camera]", "['camera'] more than once")):
+        with pytest.raises(ConfigError, match="cameras") as error:
+            load_experiment(CONFIGS / "demo.yaml", [f"exploration.cameras={cameras}"])
+        assert mention in error.value.message
     area = ExplorationArea(np.zeros(3), np.ones(3), 0.0)
     with pytest.raises(ConfigError) as error:
         explore(None, config, area)  # refused before the world is touched

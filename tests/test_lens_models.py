@@ -417,7 +417,7 @@ def test_coco_keypoints_are_projected_through_the_lens(lens):
 
 def test_exploration_refuses_to_map_through_a_lens():
     """The explorers back-project depth through K: a distorted first camera is refused, naming it; a fisheye listed
-    after a pinhole one is fine."""
+    after a pinhole one is fine, unless exploration.cameras lists it to map with."""
     from core.config_io import load_experiment
     from simulation.exploration.params import ExplorerParams
     from tests.conftest import CONFIGS
@@ -427,3 +427,6 @@ def test_exploration_refuses_to_map_through_a_lens():
         ExplorerParams.from_config(load_experiment(CONFIGS / "demo.yaml", fisheye))
     second = ["robot.sensors.cameras=[{name: camera}, {name: fisheye, model: equidistant, fov_deg: 180}]"]
     assert ExplorerParams.from_config(load_experiment(CONFIGS / "demo.yaml", second)).camera == "camera"
+    with pytest.raises(ConfigError, match=r"camera 'fisheye'.*equidistant.*exploration.cameras") as error:
+        ExplorerParams.from_config(load_experiment(CONFIGS / "demo.yaml", [*second, "exploration.cameras=[camera, fisheye]"]))
+    assert error.value.field == "exploration.cameras"

@@ -19,7 +19,7 @@ from core.geometry import yaw_of
 from core.robot_catalogue import UAV_FRAME_HALF_SIZE, robot_body
 from pipeline.prepare import prepare
 from simulation.control import UavController, UavState
-from simulation.control.uav_controller import VELOCITY_TIME_CONSTANT
+from simulation.control.uav_controller import VELOCITY_TIME_CONSTANT, wrap_angle
 from simulation.embedded import EmbeddedWorld
 from simulation.exploration import ExplorationArea, ExplorerParams
 from simulation.exploration.drivers import UavDriver
@@ -558,6 +558,36 @@ def explore_flat(kind: str, asset_cache, folder, budget: float, on_step=None, on
     start = world.robot().pose()[:2, 3].copy()
     return config, prepared, start, explorer, explorer.run(
         on_step, None if on_map is None else lambda t, grid: on_map(explorer, grid))
+
+
+def test_the_map_takes_in_every_camera_exploration_lists(asset_cache, tmp_path):
+    """`exploration.cameras`: a UAV with a second camera looking back maps, in the same map updates, what lies
+    behind it, where its front camera (100 deg) cannot see; every cell it knows lies in one of the two views."""
+    cameras = [f"{{name: {name}, mount: {{link: camera_link, rpy_deg: [0, 0, {yaw}]}}, width: 64, height: 48, "
+               "fov_deg: 100, outputs: [depth]}" for name, yaw in (("front", 0), ("rear", 180))]
+    overrides = EXPLORE_OVERRIDES + ROBOT_OVERRIDES["uav"] + [
+        f"assets_dir={asset_cache}", "humans.count.min=0", "humans.count.max=0", "exploration.initial_turn_deg=0",
+        f"robot.sensors.cameras=[{', '.join(cameras)}]", "exploration.cameras=[front, rear]"]
+    config = load_experiment(CONFIGS / "demo.yaml", overrides)
+    prepared = prepare(config, tmp_path)
+    world = EmbeddedWorld(config, prepared.scene)
+    params = ExplorerParams.from_config(config, budget=0.2)
+    assert (params.camera, params.map_cameras) == ("front", ("front", "rear"))
+    explorer = TourExplorer(world.robot(), config.robot, params, ExplorationArea.from_package(prepared.environment))
+    start = world.robot().pose()
+    updates = []
+    result = explorer.run(on_map=lambda t, grid: updates.append(t))
+    turned = abs(float(wrap_angle(yaw_of(world.robot().pose()) - yaw_of(start))))
+    known = np.argwhere(result.grid.state != UNKNOWN)
+    offsets = result.grid.center_of(known) - start[:2, 3]
+    bearing = np.degrees(np.abs(wrap_angle(np.arctan2(offsets[:, 1], offsets[:, 0]) - yaw_of(start))))
+    far = np.linalg.norm(offsets, axis=1) > 0.5  # the cells around the robot's own disc are seen at a slant
+    # The front camera sees up to 50 deg off the heading and the rear one from 130 deg, give or take the turn
+    # made meanwhile and the cells' half diagonal.
+    slack = math.degrees(turned) + 10.0
+    assert len(updates) == 1 and turned < math.radians(10)
+    assert not np.any(far & (bearing > 50 + slack) & (bearing < 130 - slack))
+    assert np.count_nonzero(far & (bearing >= 130 - slack)) > 200 and np.count_nonzero(far & (bearing <= 50 + slack)) > 200
 
 
 @pytest.mark.parametrize("kind", ["uav", "tiago_omni"])

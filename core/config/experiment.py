@@ -173,6 +173,16 @@ class ExperimentConfig(Strict):
         return self
 
     @model_validator(mode="after")
+    def _exploration_cameras_exist(self) -> ExperimentConfig:
+        for _, key, robot, exploration in self.robot_entries():
+            names = [camera.name for camera in robot.sensors.cameras]
+            missing = [name for name in exploration.cameras if name not in names]
+            if missing:
+                raise ValueError(f"exploration.cameras names {missing}, which {key} does not carry; its cameras: "
+                                 f"{names}")
+        return self
+
+    @model_validator(mode="after")
     def _external_needs_live(self) -> ExperimentConfig:
         external = [key for _, key, _, exploration in self.robot_entries() if exploration.planner == "external"]
         if external and self.live.middleware == "none":

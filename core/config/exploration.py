@@ -24,6 +24,11 @@ class ExplorationConfig(Strict):
     initial_turn_deg: Annotated[float, Field(ge=0, le=360)] = Field(
         360.0, description="frontier and tour planners: how far the robot turns in place before it sets off (360: a full "
                            "look around; the start pose faces the most open direction, so less sets off sooner)")
+    cameras: list[str] = Field(
+        default_factory=list, description="frontier and tour planners: the depth cameras whose images build the "
+        "robot's map, each pinhole; the first is the one it looks with (the viewpoints it picks, the way it goes "
+        "kept in its view). Empty: the robot's first camera. A robot with cameras to its sides and back maps the "
+        "people beside and behind it too")
     stop_distance: PositiveFloat | None = Field(
         None, description="waypoints planner: the robot waits while its first camera's depth shows something in "
                           "its way (its width, its height) closer than this many m ahead of its body (another "
@@ -33,4 +38,11 @@ class ExplorationConfig(Strict):
     def _waypoints(self) -> ExplorationConfig:
         if self.planner == "waypoints" and not self.waypoints:
             raise ValueError("planner 'waypoints' needs a non-empty 'waypoints' list")
+        return self
+
+    @model_validator(mode="after")
+    def _cameras_once(self) -> ExplorationConfig:
+        twice = sorted({name for name in self.cameras if self.cameras.count(name) > 1})
+        if twice:
+            raise ValueError(f"cameras lists {twice} more than once")
         return self

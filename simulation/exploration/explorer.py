@@ -1,7 +1,8 @@
-"""Frontier-based active exploration on the map the robot builds from its own depth camera.
+"""Frontier-based active exploration on the map the robot builds from its own depth cameras.
 
 The loop, in simulation time (physics steps of the world):
-- every 1 / map_hz s: render the depth camera, integrate it into the voxel map, project the 2D map the
+- every 1 / map_hz s: render the depth camera (each of `exploration.cameras`: one map update from all of them),
+  integrate it into the voxel map, project the 2D map the
   robot plans on (UAV: the slab it flies in; TIAGo: floor seen and nothing in its height band), inflate
   it, and check the explored fraction (known cells of the exploration region) and the current path;
   a path cell that turned untraversable (a person stepped in) triggers a replan at once;
@@ -93,8 +94,9 @@ class Explorer:
     """
 
     def __init__(self, robot: Robot, config: RobotConfig, params: ExplorerParams, area: ExplorationArea):
-        if params.camera not in robot.camera_names():
-            raise ConfigError(f"no camera named {params.camera!r}; cameras: {robot.camera_names()}",
+        missing = [name for name in params.map_cameras if name not in robot.camera_names()]
+        if missing:
+            raise ConfigError(f"no camera named {missing[0]!r}; cameras: {robot.camera_names()}",
                               field="robot.sensors.cameras")
         self.robot, self.params = robot, params
         self.body = robot_body(config)
@@ -185,7 +187,8 @@ class Explorer:
             self.driver.update()
         self._step += 1
         if self._step % self._map_every == 0:  # the next step perceives: its frame renders its depth first
-            robot.expect_depth(self.params.camera)
+            for camera in self.params.map_cameras:
+                robot.expect_depth(camera)
         return True
 
     def result(self) -> ExplorationResult:
@@ -201,13 +204,16 @@ class Explorer:
 
     def _perceive(self) -> None:
         robot, params = self.robot, self.params
-        frame = robot.depth(params.camera)
-        K = frame.camera.K
-        stride = mapping_stride(K, params.max_range, self.map.resolution)
-        origin, ends, returned = depth_rays(frame.depth, K, frame.camera.pose, params.max_range, stride)
-        # A ground robot's floor (the map's lowest layer) is free space, not an obstacle.
-        hits = returned if self.flies else returned & (ends[:, 2] >= self.map.lo[2] + self.map.resolution)
-        self.map.integrate(origin, ends, hits, robot.world.time)
+        views = []
+        for camera in params.map_cameras:
+            frame = robot.depth(camera)
+            K = frame.camera.K
+            stride = mapping_stride(K, params.max_range, self.map.resolution)
+            origin, ends, returned = depth_rays(frame.depth, K, frame.camera.pose, params.max_range, stride)
+            # A ground robot's floor (the map's lowest layer) is free space, not an obstacle.
+            hits = returned if self.flies else returned & (ends[:, 2] >= self.map.lo[2] + self.map.resolution)
+            views.append((origin, ends, hits))
+        self.map.integrate_views(views, robot.world.time)
         # Until the UAV reaches its cruise altitude it keeps the margin below, where it has not looked, but
         # not above: it was placed there, clear of the ceiling, which may be close.
         layers = self._map_layers()

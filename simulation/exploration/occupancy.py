@@ -195,17 +195,24 @@ class VoxelMap:
 
     def integrate(self, origin: np.ndarray, endpoints: np.ndarray, hits: np.ndarray, time: float) -> None:
         """Update from rays `origin` -> `endpoints`; end points with `hits` are obstacles, others free."""
-        origin = np.asarray(origin, dtype=np.float64)
-        endpoints = np.asarray(endpoints, dtype=np.float64).reshape(-1, 3)
-        hits = np.asarray(hits, dtype=bool).reshape(-1)
-        if len(hits) != len(endpoints):
-            raise ValueError(f"{len(endpoints)} end points but {len(hits)} hit flags")
+        self.integrate_views([(origin, endpoints, hits)], time)
+
+    def integrate_views(self, views: list[tuple[np.ndarray, np.ndarray, np.ndarray]], time: float) -> None:
+        """One update from the rays of several cameras at once, each view (origin, end points, hits) as in
+        `integrate`: a voxel two cameras see gets one update, as a voxel two rays of one camera see does."""
         size = self.log_odds.size
         missed, hit = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
-        self._traverse(origin, endpoints, missed)
-        ends, shape = np.ascontiguousarray(self.voxel_of(endpoints).T), np.array(self.shape, np.int64)
-        voxel_kernels.mark_voxels(ends, ~hits, shape, missed)
-        voxel_kernels.mark_voxels(ends, hits, shape, hit)
+        shape = np.array(self.shape, np.int64)
+        for origin, endpoints, hits in views:
+            origin = np.asarray(origin, dtype=np.float64)
+            endpoints = np.asarray(endpoints, dtype=np.float64).reshape(-1, 3)
+            hits = np.asarray(hits, dtype=bool).reshape(-1)
+            if len(hits) != len(endpoints):
+                raise ValueError(f"{len(endpoints)} end points but {len(hits)} hit flags")
+            self._traverse(origin, endpoints, missed)
+            ends = np.ascontiguousarray(self.voxel_of(endpoints).T)
+            voxel_kernels.mark_voxels(ends, ~hits, shape, missed)
+            voxel_kernels.mark_voxels(ends, hits, shape, hit)
         hit_index = np.flatnonzero(hit)
         missed[hit_index] = False
         miss_index = np.flatnonzero(missed)

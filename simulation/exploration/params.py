@@ -41,7 +41,8 @@ class ExplorationArea:
 
 @dataclass(frozen=True)
 class ExplorerParams:
-    camera: str
+    camera: str  # the one the robot looks with: its viewpoints, and the way it goes kept in its view
+    also_maps: tuple[str, ...] = ()  # the other cameras whose depth goes into the map (exploration.cameras)
     map_resolution: float = 0.1
     safety_margin: float = 0.3
     replan_period: float = 1.0
@@ -59,24 +60,35 @@ class ExplorerParams:
     initial_turn: float = 2 * math.pi  # rad turned in place before setting off
     goal: GoalParams = field(default_factory=GoalParams)
 
+    @property
+    def map_cameras(self) -> tuple[str, ...]:
+        """Every camera whose depth builds the map, the looking one first."""
+        return (self.camera, *self.also_maps)
+
     @classmethod
     def from_config(cls, config: ExperimentConfig, camera: str | None = None, **overrides) -> ExplorerParams:
-        """From `exploration` and `simulation.duration`; `camera` defaults to the robot's first camera."""
-        cameras = [c.name for c in config.robot.sensors.cameras]
+        """From `exploration` and `simulation.duration`; `camera` defaults to the first of `exploration.cameras`, or
+        the robot's first camera."""
+        cameras = {c.name: c for c in config.robot.sensors.cameras}
         if not cameras:
             raise ConfigError("exploration needs a depth camera; robot.sensors.cameras is empty",
                               field="robot.sensors.cameras")
+        listed = config.exploration.cameras
         if camera is not None and camera not in cameras:
-            raise ConfigError(f"no camera named {camera!r}; cameras: {cameras}", field="robot.sensors.cameras")
-        looking = next(c for c in config.robot.sensors.cameras if c.name == (camera or cameras[0]))
-        if looking.model != "pinhole":
-            # The map is built by back-projecting depth through K: through a lens that would put every point in
-            # the wrong cell.
-            raise ConfigError(f"exploration maps with camera {looking.name!r}'s depth as a pinhole camera's, and it "
-                              f"is {looking.model}: make the robot's first camera a pinhole one (list the "
-                              "distorted camera after it)", field="robot.sensors.cameras")
+            raise ConfigError(f"no camera named {camera!r}; cameras: {list(cameras)}", field="robot.sensors.cameras")
+        looking = camera or (listed[0] if listed else next(iter(cameras)))
+        mapping = [looking, *(name for name in listed if name != looking)]
+        for name in mapping:
+            if cameras[name].model != "pinhole":
+                # The map is built by back-projecting depth through K: through a lens that would put every point
+                # in the wrong cell.
+                raise ConfigError(f"exploration maps with camera {name!r}'s depth as a pinhole camera's, and it "
+                                  f"is {cameras[name].model}: " + (
+                                      "list pinhole cameras only in exploration.cameras" if listed else
+                                      "make the robot's first camera a pinhole one (list the distorted camera "
+                                      "after it)"), field="exploration.cameras" if listed else "robot.sensors.cameras")
         exploration = config.exploration
-        values = {"camera": camera or cameras[0], "map_resolution": exploration.map_resolution,
+        values = {"camera": looking, "also_maps": tuple(mapping[1:]), "map_resolution": exploration.map_resolution,
                   "safety_margin": exploration.safety_margin, "replan_period": exploration.replan_period,
                   "stop_explored_fraction": exploration.stop_explored_fraction,
                   "initial_turn": math.radians(exploration.initial_turn_deg), "budget": config.simulation.duration}
