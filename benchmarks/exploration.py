@@ -38,8 +38,9 @@ fraction of the flat's free floor reachable by a disc of the robot's radius from
 nothing stands in the slab it flies in: it flies over tables) that the robot's own map knows, at 15, 30, 60 and
 120 s (the last value once exploration ended). Floor: the area of that reachable floor; path: the robot's
 horizontal path length; speed: path / time explored; coll.: physics steps in a contact of the robot with the
-environment, a person or a flying object while the velocity it commands has a component towards the contact
-faster than what it touches comes on (MuJoCo; simulation.exploration.metrics.robot_contacts); pushed: other steps
+environment, a person or a flying object while the velocity it commands has a component along the contact normal
+faster than what it touches comes on there, or moves off (MuJoCo; simulation.exploration.metrics.robot_contacts);
+pushed: other steps
 in contact (a person or object walked or flew into it, dragged it or pressed it against a wall); replans:
 planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock measure, so it
 varies from run to run; everything else is deterministic).

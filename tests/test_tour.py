@@ -26,6 +26,7 @@ from simulation.exploration.drivers import UavDriver
 from simulation.exploration.frontiers import frontier_mask
 from simulation.exploration.metrics import (
     CREEP,
+    Contact,
     MoverVelocities,
     RobotMotion,
     contact_points,
@@ -300,19 +301,26 @@ class CommandedRobot(PhysicsRobot):
 
 
 def contact_steps(environment, walk, seconds: float, start=None, fly=None, hold_still=False,
-                  points: list | None = None) -> tuple[int, int]:
+                  points: list | None = None, anchored: bool = False) -> tuple[int, int]:
     """(steps in contact, steps of those the UAV caused by `robot_contacts`'s rule, from its command) for a UAV
     at the origin, 1 m up, holding where it is through its driver (`hold_still`: a set point that stays where it
     was, which does not give way) or flying at the velocity `fly`, while a person (a capsule) stands or walks at
-    `walk(t)` (x, y of its feet; None: far off). `points` receives each step's `contact_points`."""
+    `walk(t)` (x, y of its feet; None: far off; `anchored`: from where the UAV is when they first appear).
+    `points` receives each step's `contact_points`."""
     person, config = human_body("walker"), RobotConfig()
     world = build_world(uav(), StartPose(0.0, 0.0, 1.0, 0.0), environment, [person])
     robot = CommandedRobot(world)
     driver = UavDriver(robot, config, robot_body(config))
     movers, dt = MoverVelocities(world), world.model.opt.timestep
     caused = touching = 0
+    anchor = None
     for step in range(round(seconds / dt)):
         at = walk(step * dt)
+        if anchored and at is not None:
+            if anchor is None:
+                joints = world.joint_states()
+                anchor = joints["uav_x"][0], joints["uav_y"][0]
+            at = (anchor[0] + at[0], anchor[1] + at[1])
         world.set_kinematic_pose(person.body_name, np.array([*(at if at is not None else (-9.0, 0.0)), 0.0]),
                                  np.array([1.0, 0.0, 0.0, 0.0]))
         if fly is not None:
@@ -335,15 +343,20 @@ def contact_steps(environment, walk, seconds: float, start=None, fly=None, hold_
 
 
 def test_the_uav_causes_a_contact_only_through_the_velocity_it_commands():
-    """Who caused a contact, by the rule of `robot_contacts` (the UAV's command towards the contact against the
-    person's own velocity there), on analytic cases, each with many steps in contact:
+    """Who caused a contact, by the rule of `robot_contacts` (the UAV's command into the person along the contact
+    normal against the person's own velocity there), on analytic cases, each with many steps in contact:
     - a person walking at 1.5 m/s into a hovering UAV, and on, carrying it along: theirs, every step;
     - the UAV flying at 0.3 m/s into a person standing 0.8 m ahead: the UAV's, every step;
     - a person walking past the hovering UAV, their shoulder through its frame's edge, dragging it sideways:
       theirs, every step, while the UAV's hold gives way (`UavDriver.update`); a set point that stays where it
       was pulls the UAV back into the person, and those steps are the UAV's;
     - a UAV holding 10 cm from a wall that a person walks into from behind, carries faster than it can fly and
-      presses against the wall: theirs, every step; the UAV flying into the wall on its own: its own."""
+      presses against the wall: theirs, every step; the UAV flying into the wall on its own: its own;
+    - the UAV flying at 0.3 m/s after someone walking off at 0.1 m/s 20 cm ahead: it catches up and presses on:
+      its own, every step.
+    Along the contact normal, into the other body: a sliding shoulder neither comes on nor moves off, and a
+    contact in which the other moves off faster than the robot follows is ending (no gap closes): not the
+    robot's."""
     touching, caused = contact_steps(None, lambda t: (-1.5 + 1.5 * t, 0.0), 3.0)
     assert touching > 300 and caused == 0
     touching, caused = contact_steps(None, lambda t: (0.8, 0.0), 3.0, fly=[0.3, 0.0, 0.0])
@@ -356,13 +369,21 @@ def test_the_uav_causes_a_contact_only_through_the_velocity_it_commands():
     touching, caused = contact_steps(None, passing, 3.0)
     assert touching > 20 and caused == 0
     touching, caused = contact_steps(None, passing, 3.0, hold_still=True)
-    assert touching > 50 and caused > 20
+    assert touching > 50 and caused > 10  # those its pull back into the person outruns their drift into it
     wall = np.array([[x, y, z] for x in (0.335, 0.5) for y in (-1.0, 1.0) for z in (0.0, 2.0)])
     environment = EnvironmentCollision(0.0, (ConvexPiece("/wall", None, "hull", wall),))
     touching, caused = contact_steps(environment, lambda t: (min(-1.0 + 1.5 * t, -0.36), 0.0), 1.5)
     assert touching > 100 and caused == 0  # pressed against the wall, by the person
     touching, caused = contact_steps(environment, lambda t: None, 1.5, fly=[0.3, 0.0, 0.0])
     assert touching > 100 and caused == touching
+    ahead = HUMAN_RADIUS + UAV_FRAME_HALF_SIZE[0] + 0.2
+    touching, caused = contact_steps(None, lambda t: None if t < 1.0 else (ahead + 0.1 * (t - 1.0), 0.0), 3.0,
+                                     fly=[0.3, 0.0, 0.0], anchored=True)
+    assert touching > 50 and caused == touching
+    point = np.zeros(3)
+    for own, theirs, robots in ((0.3, 0.0, True), (0.3, 0.2, True), (0.3, 0.5, False), (0.3, -0.1, True),
+                                (0.3, -1.0, False), (CREEP, 0.0, False)):
+        assert Contact("human", "human/walker", point, own, theirs).caused is robots, (own, theirs)
 
 
 def test_each_contact_point_says_what_the_uav_touched_and_who_moved_into_whom():

@@ -174,16 +174,17 @@ class Contact:
     what: str  # "environment" (static geometry), "human" or "object"
     body: str  # what it touches: the kinematic body's name (human/..., object/...), or the static geom's
     point: np.ndarray  # (3,) world, m
-    own: float  # m/s: the velocity the robot commands, towards the point (0 without the robot's motion)
-    theirs: float  # m/s: the other body's own velocity towards the robot there (the environment's: none)
+    own: float  # m/s: the velocity the robot commands, into the other body along the contact normal (0 without
+    # the robot's motion)
+    theirs: float  # m/s: the other body's own velocity into the robot along the normal (the environment's: none)
     origin: np.ndarray | None = None  # (3,) world, m: a person's or object's body origin (where they are, not
     # where they touch: a UAV's X frame is touched at its arm tips, ±45° off its heading, wherever they came from)
 
     @property
     def caused(self) -> bool:
         """The robot's (`robot_contacts`): it heads into the point faster, by more than `CREEP`, than the other
-        comes on."""
-        return self.own > max(self.theirs, 0.0) + CREEP
+        comes on, or than the other moves off (slower, it closes no gap: the contact is ending)."""
+        return self.own > abs(self.theirs) + CREEP
 
 
 def contact_points(world: PhysicsWorld, motion: RobotMotion | None = None,
@@ -210,8 +211,9 @@ def contact_points(world: PhysicsWorld, motion: RobotMotion | None = None,
         point = data.contact.pos[index].copy()
         own = theirs = 0.0
         if motion is not None:
-            towards = point - motion.position
-            towards /= max(float(np.linalg.norm(towards)), 1e-9)
+            # Into the other body along the contact normal (MuJoCo's points from geom1 to geom2): someone sliding
+            # along the frame's side neither comes on nor moves off, whatever their bearing from its centre.
+            towards = data.contact.frame[index][:3] * (1.0 if other == int(pair[1]) else -1.0)
             own = float(np.dot(motion.commanded, towards))
             theirs = 0.0 if mocap is None or movers is None else -float(np.dot(movers[mocap], towards))
         found.append(Contact(what, name, point, own, theirs, None if mocap is None else data.xpos[body].copy()))
@@ -224,10 +226,11 @@ def robot_contacts(world: PhysicsWorld, motion: RobotMotion | None = None,
     geoms; the floor plane excluded), "human" and "object" (kinematic bodies named human/..., object/...).
 
     With the robot's `motion`, only the contacts the robot caused count. A robot causes a contact only through
-    what it commands: a contact counts while the velocity the robot commands has a component towards the contact
-    point greater, by more than `CREEP`, than the other body's own velocity towards the robot there (the
+    what it commands: a contact counts while the velocity the robot commands has a component along the contact
+    normal, into the other body, greater, by more than `CREEP`, than the other body's own velocity towards the robot there (the
     environment's: none; people's and objects': `movers`, each mocap body's world velocity (nmocap, 3),
-    `MoverVelocities`; default: at rest). So a person who walks into a hovering robot, drags one whose hold
+    `MoverVelocities`; default: at rest), or than its velocity away from it: a robot slower than someone moving
+    off closes no gap (the contact, begun by their passing or turning into it, is ending). So a person who walks into a hovering robot, drags one whose hold
     gives way or presses it against a wall, moves it, but it does not command that motion: those contacts are
     theirs, whatever the robot's measured velocity; a robot flying or driving into a wall, into someone standing
     or faster into someone coming on, or whose hold flies it back into whoever pushed it, caused them."""
