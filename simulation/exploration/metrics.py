@@ -182,8 +182,9 @@ class Contact:
 
     @property
     def caused(self) -> bool:
-        """The robot's (`robot_contacts`): it heads into the point faster, by more than `CREEP`, than the other
-        comes on, or than the other moves off (slower, it closes no gap: the contact is ending)."""
+        """The robot's (`robot_contacts`): it heads into the other body along the normal faster, by more than
+        `CREEP`, than the other comes on, or than the other moves off (slower, it closes no gap: the contact is
+        ending)."""
         return self.own > abs(self.theirs) + CREEP
 
 
@@ -227,13 +228,14 @@ def robot_contacts(world: PhysicsWorld, motion: RobotMotion | None = None,
 
     With the robot's `motion`, only the contacts the robot caused count. A robot causes a contact only through
     what it commands: a contact counts while the velocity the robot commands has a component along the contact
-    normal, into the other body, greater, by more than `CREEP`, than the other body's own velocity towards the robot there (the
-    environment's: none; people's and objects': `movers`, each mocap body's world velocity (nmocap, 3),
-    `MoverVelocities`; default: at rest), or than its velocity away from it: a robot slower than someone moving
-    off closes no gap (the contact, begun by their passing or turning into it, is ending). So a person who walks into a hovering robot, drags one whose hold
-    gives way or presses it against a wall, moves it, but it does not command that motion: those contacts are
-    theirs, whatever the robot's measured velocity; a robot flying or driving into a wall, into someone standing
-    or faster into someone coming on, or whose hold flies it back into whoever pushed it, caused them."""
+    normal, into the other body, greater, by more than `CREEP`, than the other body's own velocity towards the
+    robot there (the environment's: none; people's and objects': `movers`, each mocap body's world velocity
+    (nmocap, 3), `MoverVelocities`; default: at rest), or than its velocity away from it: a robot slower than
+    someone moving off closes no gap (the contact, begun by their passing or turning into it, is ending). So a
+    person who walks into a hovering robot, drags one whose hold gives way or presses it against a wall, moves
+    it, but it does not command that motion: those contacts are theirs, whatever the robot's measured velocity;
+    a robot flying or driving into a wall, into someone standing or faster into someone coming on, or whose hold
+    flies it back into whoever pushed it, caused them."""
     counts = {"environment": 0, "human": 0, "object": 0}
     for contact in contact_points(world, motion, movers):
         if motion is None or contact.caused:
