@@ -264,8 +264,8 @@ class TourExplorer(Explorer):
                     return
             elif near:  # its frontier is seen from near; what is left in view (past people) stays unseen
                 left = self._in_view(viewpoint, mask, past_people=True)
-                self.exhausted[left[:, 0], left[:, 1]] = True
-                mask[left[:, 0], left[:, 1]] = False
+                give_up(self.info, self.target[0], left, self._tries, self.exhausted)
+                mask &= ~self.exhausted
         self._held = None
         clusters, options = self._options(tree, mask, tight)
         if not options:
