@@ -60,8 +60,13 @@ the robot (within `YIELD_CONE` of the way it goes; the map's dynamic voxels hit 
 person left less than the map's decay ago), within `YIELD_DISTANCE` beyond its disc, clearance and safety margin,
 the robot brakes to a stop (the UAV on its path, at `YIELD_BRAKE_FRACTION` of its acceleration limit) and lets
 it pass, for at most `YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes round
-them. Something moving seen further ahead, but within the way the UAV goes before it could stop for it (a map
-update's wait, its controller's lag and its braking: `_reaction_distance`), slows it at once to `CREEP_SPEED`.
+them. The patience starts again only when what moves is `YIELD_APPROACH` closer than it was when the wait last
+started (someone coming on; or the robot, gone on, closing in: past something that stays it goes on a step at a
+time), or once the way has been clear for `YIELD_CLEAR` s. (It used to start again at every gap, and a flying
+object drifting at the edge of the cone, seen and then not from one map update to the next, held the UAV in a
+doorway for 8 s: issue 46's seed 119.) Something moving seen further ahead, but within the way the UAV goes
+before it could stop for it (a map update's wait, its controller's lag and its braking: `_reaction_distance`),
+slows it at once to `CREEP_SPEED`.
 (Waiting for everything moving within the UAV's stopping distance as well kept it from the doorways people
 use, and so did waiting for whatever the map saw coming into its way, its velocity estimated from update to
 update: issue 46's sweep, median 0.93 -> 0.91.) A path that people walking across block (its blocked cells
@@ -92,6 +97,7 @@ the person's cells block the map, and through the person's doorway once they wal
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage
@@ -132,6 +138,8 @@ YIELD_MEMORY = 0.3  # s: something that moved this recently (the last map update
 YIELD_DISTANCE = 0.2  # m beyond the robot's disc, clearance and safety margin within which it waits for it
 YIELD_CONE = math.radians(45.0)  # off the way ahead
 YIELD_PATIENCE = 2.0  # s the robot waits for it; then it goes on (the map blocks a person standing in the way)
+YIELD_CLEAR = 1.0  # s the way ahead stays clear before a wait is over
+YIELD_APPROACH = 0.1  # m something moving comes closer, while the robot waits, that starts its patience again
 HELD_PATIENCE = 3.0  # s the robot keeps to its path, stopped on it, while people walking across block it
 HELD_ELSEWHERE = 1.0  # s held up before it looks for frontier it can go to meanwhile without passing them
 BLOCKAGE_MARGIN = 0.5  # m round the cells people block a held path in that the way elsewhere keeps out of
@@ -160,6 +168,30 @@ def motion_limits(config: RobotConfig, driver: UavDriver | BaseDriver) -> Motion
     return MotionLimits(limits.max_speed, limits.max_acceleration, limits.max_yaw_rate, limits.max_yaw_acceleration)
 
 
+@dataclass
+class YieldPatience:
+    """The robot's wait for something moving close ahead (module notes, Yielding): `YIELD_PATIENCE` s, started
+    again when what moves is `YIELD_APPROACH` closer than it was when the wait started, and over once nothing has
+    been close ahead for `YIELD_CLEAR` s."""
+
+    since: float | None = None  # s: when the wait last started (None: not waiting)
+    nearest: float = math.inf  # m: how close what moves was then
+    clear: float | None = None  # s: since when nothing moving has been close ahead
+
+    def waits(self, now: float, distance: float | None) -> bool:
+        """Whether the robot waits at simulation time `now`, with something moving `distance` m away close ahead
+        (None: nothing)."""
+        if distance is None:
+            self.clear = now if self.clear is None else self.clear
+            if now >= self.clear + YIELD_CLEAR:
+                self.since = None
+            return False
+        self.clear = None
+        if self.since is None or distance < self.nearest - YIELD_APPROACH:
+            self.since, self.nearest = now, distance
+        return now <= self.since + YIELD_PATIENCE
+
+
 class TourExplorer(Explorer):
     """Explores by a global tour over frontier clusters (module notes); runs like `Explorer`."""
 
@@ -181,7 +213,7 @@ class TourExplorer(Explorer):
         self.reference: Reference | None = None  # where along the trajectory the robot should be
         self._swerve = False  # a new path waits for the robot to brake to a stop on the current one
         self._arrived: float | None = None  # when the robot reached the current viewpoint
-        self._yielding: float | None = None  # since when something moving has been close ahead
+        self.patience = YieldPatience()  # the wait for something moving close ahead
         self._held: float | None = None  # since when the path has been held up by people
         self._rows: dict[tuple[int, int], np.ndarray] = {}  # path lengths from a viewpoint cell to every cell
         self._row_times: dict[tuple[int, int], float] = {}  # when each was computed
@@ -446,12 +478,11 @@ class TourExplorer(Explorer):
         if self._swerve and speed < MOVING:
             self._replan_now = True
         wary = False  # something moving within the way the robot goes before it stops: slow down at once
-        if not self._yield(position, follower):
-            self._yielding = None
-            wary = self.flies and self._yield(position, follower, self._reaction_distance(speed))
+        mover = self._mover_ahead(position, follower)
+        if mover is None:
+            wary = self.flies and self._mover_ahead(position, follower, self._reaction_distance(speed)) is not None
             brake = YIELD_BRAKE_FRACTION if wary else brake
-        elif self._yielding is None or now <= self._yielding + YIELD_PATIENCE:
-            self._yielding = now if self._yielding is None else self._yielding
+        if self.patience.waits(now, mover):
             if not self.flies:  # a ground base brakes where it is, within its own limits, without overshoot
                 self.driver.hold()
                 return
@@ -515,20 +546,20 @@ class TourExplorer(Explorer):
         cells = cells[self.grid.contains(cells)]
         return bool(self._tight()[cells[:, 0], cells[:, 1]].any())
 
-    def _yield(self, position: np.ndarray, follower: PathFollower, beyond: float = 0.0) -> bool:
-        """Whether something that moves (a person) was seen lately close ahead, within `YIELD_DISTANCE` (and
-        `beyond` m more) beyond the robot's disc, clearance and safety margin: the robot then waits for it to pass
-        rather than move on into its way."""
+    def _mover_ahead(self, position: np.ndarray, follower: PathFollower, beyond: float = 0.0) -> float | None:
+        """How far (m) the nearest thing that moves (a person) seen lately close ahead is, within `YIELD_DISTANCE`
+        (and `beyond` m more) beyond the robot's disc, clearance and safety margin (None: nothing): the robot then
+        waits for it to pass rather than move on into its way."""
         cells = np.argwhere(self._moved >= self.robot.world.time - YIELD_MEMORY)
         if not len(cells):
-            return False
+            return None
         offsets = self.grid.center_of(cells) - position[:2]
         way = follower.point_at(follower.progress + self.params.lookahead) - position[:2]
         reach = self.driver.radius + self.driver.clearance + self.params.safety_margin + YIELD_DISTANCE + beyond
         distance = np.linalg.norm(offsets, axis=1)
         ahead = offsets @ way >= math.cos(YIELD_CONE) * distance * np.linalg.norm(way)
         near = (distance <= reach) & ahead
-        return bool(near.any())
+        return float(distance[near].min()) if near.any() else None
 
     def _cells_ahead(self, follower: PathFollower, position: np.ndarray) -> np.ndarray:
         """The map cells (K, 2) the path crosses within a lookahead beyond the robot's disc (the disc's own
