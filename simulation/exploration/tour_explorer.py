@@ -477,11 +477,14 @@ class TourExplorer(Explorer):
         brake = BRAKE_FRACTION
         if self._swerve and speed < MOVING:
             self._replan_now = True
-        wary = False  # something moving within the way the robot goes before it stops: slow down at once
-        mover = self._mover_ahead(position, follower)
-        if mover is None:
-            wary = self.flies and self._mover_ahead(position, follower, self._reaction_distance(speed)) is not None
-            brake = YIELD_BRAKE_FRACTION if wary else brake
+        # Something moving close ahead: wait for it; further ahead, but within the way the UAV goes before it
+        # stops: slow down at once (`wary`).
+        reach = self.driver.radius + self.driver.clearance + self.params.safety_margin + YIELD_DISTANCE
+        nearest = self._mover_ahead(position, follower, reach + (self._reaction_distance(speed) if self.flies else 0.0))
+        mover = nearest if nearest is not None and nearest <= reach else None
+        wary = mover is None and nearest is not None
+        if wary:
+            brake = YIELD_BRAKE_FRACTION
         if self.patience.waits(now, mover):
             if not self.flies:  # a ground base brakes where it is, within its own limits, without overshoot
                 self.driver.hold()
@@ -546,16 +549,14 @@ class TourExplorer(Explorer):
         cells = cells[self.grid.contains(cells)]
         return bool(self._tight()[cells[:, 0], cells[:, 1]].any())
 
-    def _mover_ahead(self, position: np.ndarray, follower: PathFollower, beyond: float = 0.0) -> float | None:
-        """How far (m) the nearest thing that moves (a person) seen lately close ahead is, within `YIELD_DISTANCE`
-        (and `beyond` m more) beyond the robot's disc, clearance and safety margin (None: nothing): the robot then
-        waits for it to pass rather than move on into its way."""
+    def _mover_ahead(self, position: np.ndarray, follower: PathFollower, reach: float) -> float | None:
+        """How far (m) the nearest thing that moves (a person) seen lately ahead (within `YIELD_CONE` of the way
+        the robot goes) is, up to `reach` m (None: nothing)."""
         cells = np.argwhere(self._moved >= self.robot.world.time - YIELD_MEMORY)
         if not len(cells):
             return None
         offsets = self.grid.center_of(cells) - position[:2]
         way = follower.point_at(follower.progress + self.params.lookahead) - position[:2]
-        reach = self.driver.radius + self.driver.clearance + self.params.safety_margin + YIELD_DISTANCE + beyond
         distance = np.linalg.norm(offsets, axis=1)
         ahead = offsets @ way >= math.cos(YIELD_CONE) * distance * np.linalg.norm(way)
         near = (distance <= reach) & ahead
