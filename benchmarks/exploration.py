@@ -40,10 +40,9 @@ nothing stands in the slab it flies in: it flies over tables) that the robot's o
 horizontal path length; speed: path / time explored; coll.: physics steps in a contact of the robot with the
 environment, a person or a flying object while the velocity it commands has a component along the contact normal
 faster than what it touches comes on there, or moves off (MuJoCo; simulation.exploration.metrics.robot_contacts);
-pushed: other steps
-in contact (a person or object walked or flew into it, dragged it or pressed it against a wall); replans:
-planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock measure, so it
-varies from run to run; everything else is deterministic).
+pushed: other steps in contact (a person or object walked or flew into it, dragged it or pressed it against a
+wall); replans: planning rounds; plan CPU: process CPU seconds spent planning per simulated second (wall-clock
+measure, so it varies from run to run; everything else is deterministic).
 """
 
 from __future__ import annotations

@@ -569,13 +569,19 @@ ROBOT_OVERRIDES = {
 }
 
 
-def explore_flat(kind: str, asset_cache, folder, budget: float, on_step=None, on_map=None) -> tuple:
-    config = load_experiment(CONFIGS / "demo.yaml", EXPLORE_OVERRIDES + ROBOT_OVERRIDES[kind]
-                             + [f"assets_dir={asset_cache}"])
+def flat_explorer(overrides: list[str], folder, budget: float) -> tuple:
+    """The demo flat with `overrides`, prepared in `folder`: (config, prepared, world, its robot's TourExplorer)."""
+    config = load_experiment(CONFIGS / "demo.yaml", overrides)
     prepared = prepare(config, folder)
     world = EmbeddedWorld(config, prepared.scene)
     params = ExplorerParams.from_config(config, budget=budget)
     explorer = TourExplorer(world.robot(), config.robot, params, ExplorationArea.from_package(prepared.environment))
+    return config, prepared, world, explorer
+
+
+def explore_flat(kind: str, asset_cache, folder, budget: float, on_step=None, on_map=None) -> tuple:
+    config, prepared, world, explorer = flat_explorer(
+        EXPLORE_OVERRIDES + ROBOT_OVERRIDES[kind] + [f"assets_dir={asset_cache}"], folder, budget)
     start = world.robot().pose()[:2, 3].copy()
     return config, prepared, start, explorer, explorer.run(
         on_step, None if on_map is None else lambda t, grid: on_map(explorer, grid))
@@ -589,12 +595,8 @@ def test_the_map_takes_in_every_camera_exploration_lists(asset_cache, tmp_path):
     overrides = EXPLORE_OVERRIDES + ROBOT_OVERRIDES["uav"] + [
         f"assets_dir={asset_cache}", "humans.count.min=0", "humans.count.max=0", "exploration.initial_turn_deg=0",
         f"robot.sensors.cameras=[{', '.join(cameras)}]", "exploration.cameras=[front, rear]"]
-    config = load_experiment(CONFIGS / "demo.yaml", overrides)
-    prepared = prepare(config, tmp_path)
-    world = EmbeddedWorld(config, prepared.scene)
-    params = ExplorerParams.from_config(config, budget=0.2)
-    assert (params.camera, params.map_cameras) == ("front", ("front", "rear"))
-    explorer = TourExplorer(world.robot(), config.robot, params, ExplorationArea.from_package(prepared.environment))
+    _, _, world, explorer = flat_explorer(overrides, tmp_path, budget=0.2)
+    assert (explorer.params.camera, explorer.params.map_cameras) == ("front", ("front", "rear"))
     start = world.robot().pose()
     updates = []
     result = explorer.run(on_map=lambda t, grid: updates.append(t))
@@ -687,11 +689,7 @@ def test_a_viewpoint_dropped_near_it_counts_a_try_so_frontier_no_viewpoint_shows
     to for the rest of the budget (issue 46's seed 105 went back to one corner four times, 0.70 of its floor)."""
     overrides = EXPLORE_OVERRIDES + ROBOT_OVERRIDES["uav"] + [
         f"assets_dir={asset_cache}", "humans.count.min=0", "humans.count.max=0"]
-    config = load_experiment(CONFIGS / "demo.yaml", overrides)
-    prepared = prepare(config, tmp_path)
-    world = EmbeddedWorld(config, prepared.scene)
-    explorer = TourExplorer(world.robot(), config.robot, ExplorerParams.from_config(config, budget=30.0),
-                            ExplorationArea.from_package(prepared.environment))
+    _, _, world, explorer = flat_explorer(overrides, tmp_path, budget=30.0)
     while explorer.tick() and not (explorer.phase == "explore" and explorer.target is not None):
         world.step()
     position, yaw = explorer._pose()
