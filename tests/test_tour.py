@@ -207,7 +207,8 @@ DEMO_UAV_LIMITS = MotionLimits(1.1, UavController.from_config(DEMO_UAV).max_acce
 def fly_reference(path: np.ndarray, wanted, seconds: float) -> tuple[np.ndarray, Reference]:
     """The MuJoCo UAV (the demo's limits) flying the tour's reference along `path` as the tour explorer does: the
     reference's point as the set point, its velocity a velocity time constant ahead fed forward, the rate
-    `wanted(reference)` each physics step. The UAV's positions (N, 2) and the reference at the end."""
+    `wanted(reference, state)` (the UAV's UavState) each physics step. The UAV's positions (N, 2) and the
+    reference at the end."""
     world, dt = build_world(uav(), StartPose(0.0, 0.0, 1.0, 0.0)), 1.0 / 240.0
     controller = UavController.from_config(DEMO_UAV)
     limits = DEMO_UAV_LIMITS
@@ -215,7 +216,7 @@ def fly_reference(path: np.ndarray, wanted, seconds: float) -> tuple[np.ndarray,
     trail = []
     for _ in range(round(seconds / dt)):
         state = UavState.from_joint_states(world.joint_states())
-        reference.advance(dt, wanted(reference))
+        reference.advance(dt, wanted(reference, state))
         point, velocity = reference.point(), reference.velocity(VELOCITY_TIME_CONSTANT)
         controller.set_position_target(np.array([*point, 1.0]), 0.0, np.array([*velocity, 0.0]))
         world.set_joint_velocities(controller.command(state, dt))
@@ -232,7 +233,7 @@ def test_a_stop_brakes_along_the_path_and_the_uav_rests_where_the_reference_does
     path = np.array([[0.0, 0.0], [6.0, 0.0]])
     told = {}
 
-    def wanted(reference: Reference) -> float:
+    def wanted(reference: Reference, state: UavState) -> float:
         if not told and reference.along() >= 2.0:
             told["at"] = reference.along()
         return 0.0 if told else 1.0
@@ -257,6 +258,36 @@ def test_a_stop_brakes_along_the_path_and_the_uav_rests_where_the_reference_does
     assert max(x) - x[-1] > 0.4
 
 
+def test_stopping_for_something_ahead_brakes_the_uav_from_where_it_is_not_from_its_reference():
+    """Flying along a straight path, the UAV lags its reference (by its controller's lag); told to stop at the
+    yield's brake (for something moving ahead) with the reference brought back to where the UAV is, at its speed
+    (`Reference.back_to`), it stops within its braking distance from where it was told. Left ahead, the reference
+    drew it on by about that lag."""
+    path = np.array([[0.0, 0.0], [8.0, 0.0]])
+    acceleration = DEMO_UAV_LIMITS.acceleration
+
+    def stop(back: bool) -> tuple[float, dict]:
+        told: dict = {}
+
+        def wanted(reference: Reference, state: UavState) -> float:
+            if not told and state.position[0] >= 1.0:
+                told.update(x=state.position[0], speed=float(np.linalg.norm(state.velocity[:2])),
+                            lead=reference.along() - state.position[0])
+                if back:
+                    reference.back_to(state.position[0], told["speed"])
+                reference.brake = acceleration / DEMO_UAV_LIMITS.speed  # YIELD_BRAKE_FRACTION's
+            return 0.0 if told else 1.0
+
+        trail, _ = fly_reference(path, wanted, 4.0)
+        return trail[-1, 0] - told["x"], told
+
+    went, told = stop(back=True)
+    assert told["lead"] > 0.05 and told["speed"] > 1.0  # at full speed, behind its reference
+    assert went <= told["speed"] ** 2 / (2 * acceleration) + 0.01
+    went_on, _ = stop(back=False)
+    assert went_on > went + told["lead"] / 2
+
+
 def test_the_uav_slows_for_its_paths_corners_and_stays_on_them():
     """Along an L (a 90 degree corner) and a 45 degree bend at the demo's 1.1 m/s, the UAV cuts the corner by
     decimetres (its velocity turns within its acceleration and jerk limits); with the reference's rate kept to
@@ -266,7 +297,7 @@ def test_the_uav_slows_for_its_paths_corners_and_stays_on_them():
         path = np.array([[0.0, 0.0], [3.0, 0.0], [3.0 + 3.0 * math.cos(turn), 3.0 * math.sin(turn)]])
         deviation = {}
         for corners in (False, True):
-            def wanted(reference: Reference, corners=corners) -> float:
+            def wanted(reference: Reference, state: UavState, corners=corners) -> float:
                 if not corners:
                     return 1.0
                 return min(1.0, reference.corner_rate(CORNER_FRACTION * DEMO_UAV_LIMITS.acceleration,
@@ -712,3 +743,47 @@ def test_a_viewpoint_dropped_near_it_counts_a_try_so_frontier_no_viewpoint_shows
         assert cluster.id not in explorer.info.clusters and (explorer.target is None
                                                               or explorer.target[0].id != cluster.id)
     assert explorer.exhausted[cells[:, 0], cells[:, 1]].all()
+
+
+def test_where_people_walked_across_the_way_just_ahead_the_uav_looks_the_way_it_goes(asset_cache, tmp_path):
+    """The UAV's heading may be up to `LOOK_FRACTION` of its half field of view off the way it goes (it turns to
+    its viewpoint's yaw on the way); where the path just ahead crosses a walkway (something moved there lately), it
+    looks the way it goes instead, so that someone pacing across its way cannot come back into it from the side its
+    camera does not see (issue 46's seed 118: a jogger walked into a UAV flying 45 deg off its heading)."""
+    overrides = EXPLORE_OVERRIDES + ROBOT_OVERRIDES["uav"] + [
+        f"assets_dir={asset_cache}", "humans.count.min=0", "humans.count.max=0"]
+    _, _, world, explorer = flat_explorer(overrides, tmp_path, budget=30.0)
+    while explorer.tick() and not (explorer.phase == "explore" and explorer.target is not None and world.time > 3.0):
+        world.step()  # in the open by then
+    position, yaw = explorer._pose()
+    tree, grid = search(explorer.costs, explorer._start_cell()), explorer.grid
+    explorer._moved[:] = -np.inf  # nothing has moved anywhere (no one is in the flat)
+    explorer.walkways = explorer._walkways()
+
+    def set_off(cell) -> float:
+        """Set off for a viewpoint at `cell` facing the robot's yaw; how far the way it goes is off its heading,
+        or nan where the path just ahead is not seen yet or narrow (it looks the way it goes there anyway)."""
+        explorer._set_off(tree, explorer.target[0], Viewpoint(tuple(cell), yaw, 0.0))
+        follower = explorer.follower
+        away = follower.point_at(follower.progress + explorer.params.lookahead) - position[:2]
+        ahead = explorer._cells_ahead(follower, position)
+        if (grid.state[ahead[:, 0], ahead[:, 1]] == UNKNOWN).any() or explorer._tight_ahead(follower, 0.0):
+            return math.nan
+        return float(wrap_angle(math.atan2(away[1], away[0]) - yaw))
+
+    # A viewpoint 1.2 to 2 m away whose way there is between half and all of what the heading may be off it.
+    cells = [c for c in np.argwhere(np.isfinite(tree.cost))
+             if 1.2 <= np.linalg.norm(grid.center_of(c) - position[:2]) <= 2.0]
+    cell = next((c for c in cells if explorer.look / 2 <= abs(set_off(c)) <= explorer.look), None)
+    assert cell is not None
+    off = set_off(cell)
+    headings: list[float] = []
+    go = explorer.driver.go
+    explorer.driver.go = lambda target, heading, *rest: (headings.append(heading), go(target, heading, *rest))
+    explorer._track(position, yaw)
+    assert headings[-1] == pytest.approx(yaw, abs=1e-6)  # its heading kept, the way it goes `off` to one side
+    ahead = explorer._cells_ahead(explorer.follower, position)
+    explorer._moved[ahead[:, 0], ahead[:, 1]] = world.time - 1.0  # someone walked across a second ago, gone now
+    explorer.walkways = explorer._walkways()
+    explorer._track(position, yaw)
+    assert headings[-1] == pytest.approx(yaw + off, abs=1e-6)

@@ -204,6 +204,20 @@ class Reference:
         self.time += step * self.rate
         return True
 
+    def back_to(self, along: float, speed: float) -> None:
+        """Where the reference runs `along` m or more along the path, ahead of a robot there at `speed` m/s: move it
+        back there, its rate the one at which it moves at that speed, so that braking from here brakes the robot
+        from where it is (the position loop, catching up with a reference ahead, would carry it on meanwhile)."""
+        if along >= self.along():
+            return
+        lo, hi = 0.0, self.time
+        while hi - lo > 1e-4:  # progress only grows with time
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if self.plan.progress(mid)[0] * self.plan.length < along else (lo, mid)
+        self.time = lo
+        planned = self.speed()
+        self.rate = float(np.clip(speed / planned, 0.0, 1.0)) if planned > 0 else 0.0
+
     def point(self, lead: float = 0.0, reach: float = math.inf) -> np.ndarray:
         """The path point `lead` s of the plan ahead (at the current rate), at most `reach` m along the path."""
         u = self.plan.progress(self.time + lead * self.rate)[0]

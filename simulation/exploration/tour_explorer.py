@@ -47,7 +47,9 @@ seen free, but people walk into it from anywhere: flying sideways or backwards, 
 across its way that it could not see, and it yields only to what it sees. The turn to the viewpoint's yaw is
 done along the way as far as that allows. The way the robot goes is towards the path a lookahead on (the UAV's
 set point itself may be right by it). Where the path just ahead crosses cells not seen yet (unknown cells right
-around the robot count as passable) either robot faces the way it goes.
+around the robot count as passable), or a walkway (where something moved lately), either robot faces the way it
+goes: a UAV flying 45 deg off its heading flew into someone pacing across its way, who came back from the side its
+camera did not see (issue 46's seed 118).
 
 Narrow places. The UAV's disc fits its frame's corners and its hard clearance covers the map's cells and its
 tracking; doorways 1.1 m wide, mapped a cell narrower, fit the disc but not the clearance. There (`TIGHT_WEIGHT`,
@@ -58,11 +60,13 @@ never stopping there to look.
 Yielding. While something that moves (a person, a flying object) was seen in the last `YIELD_MEMORY` s ahead of
 the robot (within `YIELD_CONE` of the way it goes; the map's dynamic voxels hit at a map update, not those a
 person left less than the map's decay ago), within `YIELD_DISTANCE` beyond its disc, clearance and safety margin,
-the robot brakes to a stop (the UAV on its path, at `YIELD_BRAKE_FRACTION` of its acceleration limit) and lets
-it pass, for at most `YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes round
-them. The patience starts again only when what moves is `YIELD_APPROACH` closer than it was when the wait last
-started (someone coming on; or the robot, gone on, closing in: past something that stays it goes on a step at a
-time), or once the way has been clear for `YIELD_CLEAR` s. (It used to start again at every gap, and a flying
+the robot brakes to a stop (the UAV on its path, at `YIELD_BRAKE_FRACTION` of its acceleration limit, from where
+it is: its reference, which runs ahead of it by its controller's lag, is brought back to it first, or the position
+loop, catching up, drew it on towards what it waits for: issue 46's seeds 107 and 108) and lets it pass, for at
+most `YIELD_PATIENCE` s: someone who stands there blocks the map's cells, and the path goes round them. The
+patience starts again only when what moves is `YIELD_APPROACH` closer than it was when the wait last started
+(someone coming on; or the robot, gone on, closing in: past something that stays it goes on a step at a time), or
+once the way has been clear for `YIELD_CLEAR` s. (It used to start again at every gap, and a flying
 object drifting at the edge of the cone, seen and then not from one map update to the next, held the UAV in a
 doorway for 8 s: issue 46's seed 119.) Something moving seen further ahead, but within the way the UAV goes
 before it could stop for it (a map update's wait, its controller's lag and its braking: `_reaction_distance`),
@@ -214,6 +218,7 @@ class TourExplorer(Explorer):
         self._swerve = False  # a new path waits for the robot to brake to a stop on the current one
         self._arrived: float | None = None  # when the robot reached the current viewpoint
         self.patience = YieldPatience()  # the wait for something moving close ahead
+        self._yielding = False  # whether it waited for it at the last control step
         self._held: float | None = None  # since when the path has been held up by people
         self._rows: dict[tuple[int, int], np.ndarray] = {}  # path lengths from a viewpoint cell to every cell
         self._row_times: dict[tuple[int, int], float] = {}  # when each was computed
@@ -485,11 +490,15 @@ class TourExplorer(Explorer):
         wary = mover is None and nearest is not None
         if wary:
             brake = YIELD_BRAKE_FRACTION
-        if self.patience.waits(now, mover):
+        waits = self.patience.waits(now, mover)
+        if waits:
             if not self.flies:  # a ground base brakes where it is, within its own limits, without overshoot
                 self.driver.hold()
                 return
+            if not self._yielding:  # it brakes from where it is, not from where its reference ran ahead to
+                self.reference.back_to(follower.progress, speed)
             stop, brake = True, YIELD_BRAKE_FRACTION
+        self._yielding = waits
         # Narrow places within the stopping distance ahead: slowly, facing the way (module notes).
         tight = self.driver.clearance > 0 and self._tight_ahead(follower, self._stopping_distance(speed))
         reference = self.reference
@@ -500,7 +509,10 @@ class TourExplorer(Explorer):
         if np.linalg.norm(away) > self.params.goal_tolerance:  # keep the way ahead in view (module notes)
             travel = math.atan2(away[1], away[0])
             ahead = self._cells_ahead(follower, position)
-            blind = bool(np.any(self.grid.state[ahead[:, 0], ahead[:, 1]] == UNKNOWN)) or tight
+            # Cells not seen yet, a narrow place, or a walkway (someone who walked across there lately may come
+            # back from the side the camera does not see) just ahead: the robot looks the way it goes.
+            blind = (bool(np.any(self.grid.state[ahead[:, 0], ahead[:, 1]] == UNKNOWN)) or tight
+                     or bool(self.walkways[ahead[:, 0], ahead[:, 1]].any()))
             look = 0.0 if blind else self.look
             heading = travel + float(np.clip(wrap_angle(heading - travel), -look, look))
             if abs(float(wrap_angle(travel - yaw))) > (self.look if blind else self.half_fov):
