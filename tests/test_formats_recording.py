@@ -231,7 +231,7 @@ def test_depth_millimetres_is_the_nearest_millimetre_of_the_float32_depth():
 
 @pytest.mark.parametrize("shape", [(1, 1), (1, 7), (9, 1), (37, 53), (480, 640)])
 def test_png_writer_decodes_identically_in_opencv_and_pillow(tmp_path, shape):
-    """png.py's files (ISA-L deflate, one row filter) decode to the same pixels in two independent readers, for
+    """png.py's files (libdeflate, one row filter) decode to the same pixels in two independent readers, for
     colour and 16-bit greyscale, noise and smooth images, tiny and full-size; PNG's own checks (chunk CRCs, zlib's
     Adler-32) pass in Pillow's strict decoder."""
     rng = generator(0, "tests/formats/png")

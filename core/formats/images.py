@@ -13,7 +13,7 @@
 `grade postprocess` adds `rgb_blur`, `instance_blur`, `semantic_blur` and `depth_noisy` (NaN = invalid, stored
 as 0), each stored and decoded like the kind it derives from (core.formats.postprocess).
 
-Depth beyond 65.535 m saturates in the PNG; `depth_npy` keeps it. PNGs are written by png.py (ISA-L's deflate)
+Depth beyond 65.535 m saturates in the PNG; `depth_npy` keeps it. PNGs are written by png.py (libdeflate)
 and read with OpenCV. `check_image` checks a file that is copied rather than decoded (the exports): a PNG's
 structure, size and every chunk's CRC-32 (with Pillow's verify: for a 640x480 colour frame about a twentieth of the
 time OpenCV takes to decode it), a `.npy` file whole.
