@@ -30,7 +30,7 @@ from core.recording import Recording
 from pipeline.batch import batch_status, this_node
 from tests.conftest import CONFIGS, ROOT, run_grade
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 # Enough for two workers at once, or for a finished job beside one cut off by the kill.
 SEEDS = PAIR = [1, 2]

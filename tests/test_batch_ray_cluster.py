@@ -38,7 +38,7 @@ from tests.test_batch import (
     write_batch,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"),
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.skipif(not sys.platform.startswith("linux"),
                                                      reason="finds a node's processes in /proc (Linux)")]
 
 REQUIRE_CLUSTER = os.environ.get("GRADE_REQUIRE_CLUSTER", "") == "1"

@@ -31,7 +31,7 @@ from tests.test_batch import (
     write_batch,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 # CI sets this so that a machine without SLURM fails these tests instead of skipping them.
 REQUIRE_CLUSTER = os.environ.get("GRADE_REQUIRE_CLUSTER", "") == "1"

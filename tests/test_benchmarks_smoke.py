@@ -28,6 +28,8 @@ import pytest
 from tests.cli_process import _CLEAN_SYS_PATH, _CONTEXT, _start_server, run_in_child
 from tests.conftest import requires_extra
 
+pytestmark = pytest.mark.slow  # each script a process of its own, doing a run or a conversion: seconds each
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 TIMEOUT_S = 300

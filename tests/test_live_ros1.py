@@ -34,7 +34,7 @@ from simulation.live.commands import JOINT_TRAJECTORY, POSE_STAMPED, TWIST, Refu
 from tests.conftest import CONFIGS, ROOT, assert_refused
 from tests.ros1_master import SYSTEM_PYTHON, free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 EXAMPLES = ROOT / "examples" / "ros1"
 WAYPOINTS = ["0.5,0", "0.5,0.5", "0,0.5"]  # m, the start frame

@@ -27,7 +27,7 @@ from core.recording import Recording
 from tests.ros1_master import SYSTEM_PYTHON, require
 from tests.test_live_ros1 import EXAMPLES, SMALL, _generate
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
 def test_rviz_loads_the_shipped_config_and_subscribes_to_the_live_topics(roscore, tmp_path):

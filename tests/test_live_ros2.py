@@ -28,7 +28,7 @@ from tests.conftest import CONFIGS, ROOT, TINY_RUN, requires_extra
 from tests.test_live_dds import LOOPBACK_URI, domain  # noqa: F401 - a fixture
 from tests.test_live_ros1 import TIAGO, WAYPOINTS, assert_reached
 
-pytestmark = [pytest.mark.slow, requires_extra("cyclonedds")]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, requires_extra("cyclonedds")]
 
 ODOM = "/odom"
 HUMANS = "/grade/humans"
