@@ -151,16 +151,6 @@ def copy_run(run: Path, destination: Path) -> Path:
     return destination
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """`-n auto` (pyproject.toml's addopts): one worker more than the cores. With one per core the cores were busy
-    little more than half the time, the tests waiting on the processes, daemons and shared runs they start; on 2
-    cores the whole suite took 534-561 s with 2 workers, 364 s with 3 and 435 s with 4. PYTEST_XDIST_AUTO_NUM_WORKERS
-    still decides where it is set (pytest-xdist's own hook reads it)."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None
-    return len(os.sched_getaffinity(0)) + 1
-
-
 def module_weight(tests: list[pytest.Item]) -> int:
     """A test module's expected cost, in fast tests, from its tests' markers."""
     return sum(HEAVY_WEIGHT if test.get_closest_marker("heavy") else SLOW_WEIGHT if test.get_closest_marker("slow")
@@ -170,9 +160,9 @@ def module_weight(tests: list[pytest.Item]) -> int:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put the test modules in order of `module_weight`, heaviest first: pytest-xdist hands each worker whole
     modules in this order (`--dist loadfile --no-loadscope-reorder`), so the last ones to start are short and the
-    workers finish together. In the order it chose by itself, by number of tests, the two-test cluster modules came
-    last, and one worker ran both (a worker takes the next module while it has two tests or fewer left) for 40 s
-    while the others had finished.
+    workers finish together. In the order it chose by itself, by number of tests, the two-test cluster modules come
+    last: with three workers one of them ran both (a worker takes the next module while it has two tests or fewer
+    left) for 40 s after the others had finished.
 
     Mark every test that uses the `realdata` fixture (directly or through another fixture) `realdata`;
     a test marked by hand that does not use it would skip nothing and fail where the samples are absent."""
