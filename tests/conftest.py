@@ -41,6 +41,9 @@ EXTRAS: dict[str, tuple[str, tuple[int, int] | None]] = {"bpy": ("cycles", (3, 1
 # A test's cost in fast tests (module_weight), as measured on 2 cores: fast 0.19 s on average, `slow` 1.8 s, `heavy`
 # (the cluster, batch and live ROS tests) 7-16 s.
 SLOW_WEIGHT, HEAVY_WEIGHT = 10, 60
+# The fixtures that start daemons or several processes for the tests that use them (a roscore, the SLURM and Ray
+# clusters, the local-pool batch): those tests are `heavy`.
+DAEMON_FIXTURES = frozenset({"roscore", "slurm", "cluster", "local_batch"})
 
 
 def requires_extra(module: str) -> pytest.MarkDecorator:
@@ -157,19 +160,35 @@ def module_weight(tests: list[pytest.Item]) -> int:
                else 1 for test in tests)
 
 
+def heaviest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """`items` by module, the modules in order of `module_weight`, heaviest first (ties and each module's own tests
+    in collection order)."""
+    modules: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.path, []).append(item)
+    return [item for tests in sorted(modules.values(), key=module_weight, reverse=True) for item in tests]
+
+
+def unmarked_daemon_tests(items: list[pytest.Item]) -> list[str]:
+    """The tests that use a fixture in DAEMON_FIXTURES without being marked `heavy`."""
+    return [item.nodeid for item in items if DAEMON_FIXTURES & set(getattr(item, "fixturenames", ()))
+            and item.get_closest_marker("heavy") is None]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put the test modules in order of `module_weight`, heaviest first: pytest-xdist hands each worker whole
     modules in this order (`--dist loadfile --no-loadscope-reorder`), so the last ones to start are short and the
     workers finish together. In the order it chose by itself, by number of tests, the two-test cluster modules come
     last: with three workers one of them ran both (a worker takes the next module while it has two tests or fewer
-    left) for 40 s after the others had finished.
+    left) for 40 s after the others had finished. A test that starts daemons (DAEMON_FIXTURES) must be marked
+    `heavy`.
 
     Mark every test that uses the `realdata` fixture (directly or through another fixture) `realdata`;
     a test marked by hand that does not use it would skip nothing and fail where the samples are absent."""
-    modules: dict[Path, list[pytest.Item]] = {}
-    for item in items:
-        modules.setdefault(item.path, []).append(item)
-    items[:] = [item for tests in sorted(modules.values(), key=module_weight, reverse=True) for item in tests]
+    items[:] = heaviest_first(items)
+    unmarked = unmarked_daemon_tests(items)
+    if unmarked:  # it would be weighed as light, handed out last, and run alone at the end
+        raise pytest.UsageError("these tests start daemons but are not marked heavy: " + ", ".join(unmarked))
     unguarded = []
     for item in items:
         uses = "realdata" in getattr(item, "fixturenames", ())
