@@ -28,7 +28,7 @@ class Collected:
         self.path = Path(self.nodeid.split("::")[0])
 
     def get_closest_marker(self, name: str) -> pytest.Mark | None:
-        return pytest.mark.__getattr__(name).mark if name in self.markers else None
+        return getattr(pytest.mark, name).mark if name in self.markers else None
 
 
 def test_modules_go_heaviest_first_each_whole_and_in_its_own_order():
@@ -46,7 +46,6 @@ def test_a_test_that_starts_daemons_must_be_marked_heavy():
              Collected("b.py::unmarked", ("slow",), ("tmp_path", "local_batch")),
              Collected("c.py::no_daemon", (), ("tmp_path",))]
     assert unmarked_daemon_tests(items) == ["b.py::unmarked"]
-
 
 
 PROBE = '''
